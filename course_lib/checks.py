@@ -244,3 +244,23 @@ def _fmt(x: float) -> str:
 # === Lesson-specific checks ========================================================================
 # One section per lesson. Each check takes the learner's function or value and knows the mistakes
 # that lesson's exercises invite.
+
+# --- Lesson 00: welcome -------------------------------------------------------
+
+
+# --- Lesson 01: one-hot vectors and dot products ------------------------------
+
+
+# --- Lesson 02: Markov models -------------------------------------------------
+
+
+# --- Lesson 03: from skips to attention ---------------------------------------
+
+
+# --- Lesson 06: attention -----------------------------------------------------
+
+
+# --- Lesson 07: position ------------------------------------------------------
+
+
+# --- Lesson 08: multi-head attention ------------------------------------------

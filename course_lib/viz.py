@@ -72,3 +72,20 @@ def loss_curve(history: dict, *, title: str = "Loss", ax=None) -> Figure:
 
 # === Lesson-specific figures =======================================================================
 # One section per lesson, added as lessons land.
+
+# --- Lesson 01: one-hot vectors and dot products ------------------------------
+
+
+# --- Lesson 02: Markov models -------------------------------------------------
+
+
+# --- Lesson 03: from skips to attention ---------------------------------------
+
+
+# --- Lesson 06: attention -----------------------------------------------------
+
+
+# --- Lesson 07: position ------------------------------------------------------
+
+
+# --- Lesson 08: multi-head attention ------------------------------------------

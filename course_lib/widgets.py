@@ -12,3 +12,8 @@ import numpy as np
 
 # === Lesson-specific widgets =======================================================================
 # One section per lesson, added as lessons land.
+
+# --- Lesson 06: attention -----------------------------------------------------
+
+
+# --- Lesson 07: position ------------------------------------------------------
