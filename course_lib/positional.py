@@ -1,0 +1,218 @@
+"""Telling attention where each token sits.
+
+Attention compares every query with every key, but nothing in q·k says *where* the two tokens
+are: shuffle the sequence and the outputs shuffle with it. This module holds the three common
+ways of putting position back in:
+
+- `sinusoidal_encoding`: a fixed (n_positions, d_model) table of sines and cosines, added to the
+  token embeddings (0 parameters). Each (sin, cos) column pair is a clock hand turning at its own
+  speed, so moving k positions is a rotation (`rotation_for_offset`) that does not depend on where
+  you start.
+- `LearnedPositionalEmbedding`: a trained (max_len, d_model) table, one row per position
+  (max_len × d_model parameters); it has no row for a position past max_len.
+- `apply_rotary` (RoPE): rotate the queries and keys, pair by pair, by angles proportional to their
+  positions, so the score q_m·k_n depends on the offset n − m only (0 parameters). Nothing is added
+  to the input and the values are left alone.
+
+Conventions. Vectors are rows (as in ``x @ W`` everywhere in the course). Frequencies are
+``omega_i = base ** (-2i / d_model)`` for ``i = 0, 1, ...``; column ``2i`` holds the sine and
+column ``2i + 1`` the cosine of ``pos * omega_i``. RoPE rotates *consecutive* pairs
+``(x[..., 2i], x[..., 2i+1])`` (the interleaved layout of the RoFormer paper and of
+``torch.view_as_complex``); some libraries pair dimension ``i`` with ``i + d/2`` instead ("rotate
+half"), which is the same method with the feature dimensions permuted.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+__all__ = [
+    "frequencies",
+    "sinusoidal_encoding",
+    "rotation_2d",
+    "rotation_for_offset",
+    "LearnedPositionalEmbedding",
+    "rotary_angles",
+    "apply_rotary",
+]
+
+
+def _check_size(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive int, got {type(value).__name__} ({value!r})")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    return value
+
+
+def _check_base(base) -> float:
+    base = float(base)
+    if not (math.isfinite(base) and base > 0):
+        raise ValueError(f"base must be a positive finite number, got {base}")
+    return base
+
+
+def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The angular speeds ``omega_i = base ** (-2i / d_model)``, one per column pair: shape (ceil(d/2),).
+
+    omega_0 = 1 radian per position (a full turn every 2π ≈ 6.3 positions); the last one is close
+    to 1/base (a full turn every ~2π·base positions). For odd d_model the last even column has a
+    frequency of its own but no cosine partner, hence ceil(d/2) entries.
+    """
+    _check_size("d_model", d_model)
+    base = _check_base(base)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # 0, 2, 4, ... = 2i
+    return base ** (-two_i / d_model)  # (ceil(d/2),) float64
+
+
+def sinusoidal_encoding(
+    n_positions: int, d_model: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """The fixed position table of "Attention Is All You Need": shape (n_positions, d_model).
+
+        PE[pos, 2i]     = sin(pos / base^(2i/d_model))
+        PE[pos, 2i + 1] = cos(pos / base^(2i/d_model))      for i = 0 ... d_model/2 - 1
+
+    Row 0 is [0, 1, 0, 1, ...]; every entry lies in [-1, 1]. For an odd d_model the last column
+    (index d_model - 1 = 2i with i = (d_model - 1)/2) holds sin(pos / base^((d_model-1)/d_model))
+    and has no cosine partner. Angles are computed in float64 and the result cast to `dtype`, so
+    the table is the same on every device.
+    """
+    _check_size("n_positions", n_positions)
+    omega = frequencies(d_model, base)  # (ceil(d/2),)
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (n, 1)
+    angles = pos * omega  # (n, ceil(d/2))
+    pe = torch.empty(n_positions, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angles)  # ceil(d/2) even columns
+    pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # floor(d/2) odd columns
+    return pe.to(dtype)
+
+
+def rotation_2d(angle: float | torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The 2×2 matrix [[cos a, -sin a], [sin a, cos a]]: shape (2, 2), or (..., 2, 2) for a tensor of angles.
+
+    Acting on a column vector (R @ v) it turns v by `angle` radians counter-clockwise, exactly like
+    multiplying the complex number v[0] + i·v[1] by e^{i·angle}.
+    """
+    a = torch.as_tensor(angle, dtype=dtype)
+    c, s = torch.cos(a), torch.sin(a)
+    return torch.stack([torch.stack([c, -s], dim=-1), torch.stack([s, c], dim=-1)], dim=-2)  # (..., 2, 2)
+
+
+def rotation_for_offset(k: int | float, d_model: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The (d_model, d_model) matrix M_k with ``PE[pos + k] = PE[pos] @ M_k`` for every pos (rows as vectors).
+
+    M_k is block-diagonal: block i is rotation_2d(k·omega_i) acting on the pair (sin, cos) of
+    columns (2i, 2i+1). Written out for the row vector [s, c] = [sin(p·w), cos(p·w)]:
+
+        [s, c] @ [[cos kw, -sin kw],   =  [s cos kw + c sin kw,  c cos kw - s sin kw]
+                  [sin kw,  cos kw]]   =  [sin((p+k)w),          cos((p+k)w)]
+
+    M_k does not depend on pos: moving k places is the same linear map wherever you start.
+    k may be negative (look back) or fractional. d_model must be even (an unpartnered last sine
+    column is not a linear function of itself).
+    """
+    _check_size("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"rotation_for_offset needs an even d_model (sin/cos pairs), got {d_model}")
+    if isinstance(k, torch.Tensor) or not isinstance(k, (int, float)) or isinstance(k, bool):
+        raise TypeError(f"k must be an int or float offset, got {type(k).__name__}")
+    blocks = rotation_2d(float(k) * frequencies(d_model, base))  # (d/2, 2, 2)
+    return torch.block_diag(*blocks).to(dtype)  # (d, d)
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """A trained position table: one d_model-vector per position 0 ... max_len - 1.
+
+    It has max_len × d_model parameters and knows nothing about a position it was never given:
+    asking for a position ≥ max_len raises an error, and rows that training never reached stay at
+    their random initial values.
+
+    `forward(positions)` takes an integer tensor of positions (any shape, e.g. ``torch.arange(T)``)
+    and returns their rows, shape ``(*positions.shape, d_model)``; `for_length(T)` is the common
+    case ``forward(torch.arange(T))``, shape (T, d_model).
+    """
+
+    def __init__(self, max_len: int, d_model: int, init_std: float = 0.02):
+        super().__init__()
+        self.max_len = _check_size("max_len", max_len)
+        self.d_model = _check_size("d_model", d_model)
+        # Small random rows, as in GPT-2: positions start out nearly indistinguishable and training
+        # pulls them apart.
+        self.weight = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, d_model)
+
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        if not isinstance(positions, torch.Tensor):
+            raise TypeError(f"positions must be an integer tensor (e.g. torch.arange(T)), got {type(positions).__name__}")
+        if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
+            raise TypeError(f"positions must be an integer tensor (e.g. torch.arange(T)), got dtype {positions.dtype}")
+        if positions.numel():
+            lo, hi = int(positions.min()), int(positions.max())
+            if lo < 0:
+                raise ValueError(f"positions must be >= 0, got {lo}")
+            if hi >= self.max_len:
+                raise ValueError(
+                    f"sequence length {hi + 1} exceeds max_len {self.max_len} this table was built for "
+                    f"(there is no row for position {hi}; rows run 0 ... {self.max_len - 1})"
+                )
+        return self.weight[positions]  # (*positions.shape, d_model)
+
+    def for_length(self, seq_len: int) -> torch.Tensor:
+        """Rows for positions 0 ... seq_len - 1: shape (seq_len, d_model)."""
+        _check_size("seq_len", seq_len)
+        if seq_len > self.max_len:
+            raise ValueError(f"sequence length {seq_len} exceeds max_len {self.max_len} this table was built for")
+        return self(torch.arange(seq_len, device=self.weight.device))  # (T, d_model)
+
+    def extra_repr(self) -> str:
+        return f"max_len={self.max_len}, d_model={self.d_model}"
+
+
+def rotary_angles(positions: torch.Tensor, d: int, base: float = 10000.0) -> torch.Tensor:
+    """RoPE's angles ``positions[..., None] * omega_i``: shape (*positions.shape, d/2), float64 on the CPU."""
+    _check_size("d", d)
+    if d % 2:
+        raise ValueError(f"rotary embeddings rotate pairs of features, so the last dimension must be even, got {d}")
+    positions = torch.as_tensor(positions)
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must be a real tensor, got dtype {positions.dtype}")
+    omega = frequencies(d, base)  # (d/2,) on the CPU, float64 (MPS has no float64)
+    return positions.cpu().to(torch.float64)[..., None] * omega  # (..., d/2)
+
+
+def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (RoPE): rotate each consecutive pair of x's last dimension.
+
+    x: queries or keys shaped (..., T, d) with d even. positions: the position of each of the T
+    rows, shape (T,) or broadcastable to x.shape[:-1]; default 0 ... T-1. The pair
+    (x[..., 2i], x[..., 2i+1]) at position p is turned by the angle p·omega_i:
+
+        (x0, x1) -> (x0 cos - x1 sin,  x0 sin + x1 cos)
+
+    which is the complex product (x0 + i·x1)·e^{i·p·omega_i}. Rotations keep lengths, and
+    <R(m) q, R(n) k> = <q, R(n - m) k>: the score depends only on the offset n - m. Apply it to
+    the queries and keys (after their projections), never to the values; it adds no parameters.
+    Differentiable; the result has x's dtype and device.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor shaped (..., T, d), got {type(x).__name__}"
+                        + (f" of dtype {x.dtype}" if isinstance(x, torch.Tensor) else ""))
+    if x.dim() < 2:
+        raise ValueError(f"x must be shaped (..., T, d), got shape {tuple(x.shape)}")
+    T, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"rotary embeddings rotate pairs of features, so the last dimension must be even, got {d}")
+    if positions is None:
+        positions = torch.arange(T, device=x.device)
+    positions = torch.as_tensor(positions, device=x.device)
+    if positions.shape[-1:] != (T,):
+        raise ValueError(f"positions must have T = {T} entries in its last dimension, got shape {tuple(positions.shape)}")
+    angles = rotary_angles(positions, d, base)  # (..., T, d/2) in float64
+    cos = torch.cos(angles).to(device=x.device, dtype=x.dtype)  # (..., T, d/2)
+    sin = torch.sin(angles).to(device=x.device, dtype=x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
+    out0 = x0 * cos - x1 * sin
+    out1 = x0 * sin + x1 * cos
+    return torch.stack([out0, out1], dim=-1).flatten(-2)  # (..., T, d/2, 2) -> (..., T, d)
