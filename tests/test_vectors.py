@@ -1,0 +1,217 @@
+"""course_lib.vectors against torch's own one_hot, cosine_similarity, Embedding and matmul."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib import vectors
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+# --- one_hot ----------------------------------------------------------------------------------------
+
+
+def test_one_hot_matches_torch_for_batches():
+    ids = torch.randint(0, 7, (4, 5))
+    got = vectors.one_hot(ids, 7)
+    want = F.one_hot(ids, 7).float()
+    assert got.shape == (4, 5, 7), f"shape {tuple(got.shape)}, expected (4, 5, 7)"
+    assert got.dtype == torch.float32, f"dtype {got.dtype}, expected float32"
+    torch.testing.assert_close(got, want)
+
+
+def test_one_hot_numpy_and_list_inputs_give_numpy():
+    ids = [1, 2, 0]  # "find my files" with the sorted vocabulary files=0, find=1, my=2
+    got = vectors.one_hot(ids, 3)
+    want = F.one_hot(torch.tensor(ids), 3).numpy().astype(float)
+    assert isinstance(got, np.ndarray), f"expected a numpy array, got {type(got).__name__}"
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(vectors.one_hot(np.array(ids), 3), want)
+    assert got.sum(axis=1).tolist() == [1.0, 1.0, 1.0], f"row sums {got.sum(axis=1)}, expected all 1"
+
+
+def test_one_hot_empty_and_scalar():
+    assert vectors.one_hot([], 4).shape == (0, 4), "an empty list of ids should give a (0, V) array"
+    got = vectors.one_hot(2, 4)
+    np.testing.assert_array_equal(got, [0.0, 0.0, 1.0, 0.0])
+
+
+def test_one_hot_torch_dtype_and_device_are_kept():
+    ids = torch.tensor([0, 3])
+    got = vectors.one_hot(ids, 4, dtype=torch.float64)
+    assert got.dtype == torch.float64 and got.device == ids.device, f"got {got.dtype} on {got.device}"
+
+
+@pytest.mark.parametrize(
+    "ids, pattern",
+    [
+        ([1, 2, 3], r"0\.\.2 .*got 3 at position \(2,\).*1-based"),
+        ([-1, 0], r"0\.\.2 .*got -1 at position \(0,\)"),
+        (torch.tensor([[0, 5]]), r"got 5 at position \(0, 1\)"),
+    ],
+)
+def test_one_hot_out_of_range_names_value_and_range(ids, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        vectors.one_hot(ids, 3)
+
+
+@pytest.mark.parametrize(
+    "ids, pattern",
+    [
+        ([0.5, 1], r"must be integers.*float64.*not a whole number is 0\.5"),
+        (np.array([1.0, 2.0]), r"must be integers.*first value 1\.0"),
+        (torch.tensor([1.0, 2.0]), r"must be integers.*float32"),
+        (np.array([True, False]), r"must be integers.*bool"),
+    ],
+)
+def test_one_hot_non_integer_ids(ids, pattern):
+    with pytest.raises(TypeError, match=pattern):
+        vectors.one_hot(ids, 3)
+
+
+def test_one_hot_bad_num_classes():
+    with pytest.raises(ValueError, match="at least 1, got 0"):
+        vectors.one_hot([0], 0)
+    with pytest.raises(TypeError, match="num_classes must be an int, got float"):
+        vectors.one_hot([0], 3.0)
+
+
+# --- dot products and cosine similarity --------------------------------------------------------------
+
+
+def test_dot_is_the_sum_of_products():
+    assert vectors.dot([1, 3, -5], [4, -2, -1]) == 3.0, "[1, 3, -5] . [4, -2, -1] should be 3"
+    a, b = torch.randn(10, dtype=torch.float64), torch.randn(10, dtype=torch.float64)
+    torch.testing.assert_close(torch.tensor(vectors.dot(a, b), dtype=torch.float64), a @ b)
+    with pytest.raises(ValueError, match="same length, got lengths 2 and 3"):
+        vectors.dot([1, 2], [1, 2, 3])
+
+
+def test_dot_equals_lengths_times_cosine():
+    a, b = torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    geometric = vectors.norm(a) * vectors.norm(b) * vectors.cosine_similarity(a, b)
+    torch.testing.assert_close(geometric, a @ b)
+
+
+def test_cosine_similarity_matches_torch_rows_and_broadcast():
+    a, b = torch.randn(6, 4, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)
+    torch.testing.assert_close(vectors.cosine_similarity(a, b), F.cosine_similarity(a, b, dim=-1))
+    torch.testing.assert_close(vectors.cosine_similarity(a, b[0]), F.cosine_similarity(a, b[0:1], dim=-1))
+    # numpy gives the same numbers
+    np.testing.assert_allclose(vectors.cosine_similarity(a.numpy(), b.numpy()), F.cosine_similarity(a, b).numpy())
+    # along another dim
+    torch.testing.assert_close(vectors.cosine_similarity(a, b, dim=0), F.cosine_similarity(a, b, dim=0))
+
+
+def test_cosine_similarity_gradients_match_torch():
+    a = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    weights = torch.randn(3, dtype=torch.float64)
+    (vectors.cosine_similarity(a, b) * weights).sum().backward()
+    (F.cosine_similarity(a2, b2, dim=-1) * weights).sum().backward()
+    torch.testing.assert_close(a.grad, a2.grad)
+    torch.testing.assert_close(b.grad, b2.grad)
+
+
+def test_cosine_similarity_range_and_special_cases():
+    assert vectors.cosine_similarity([1, 0], [3, 0]) == pytest.approx(1.0)
+    assert vectors.cosine_similarity([1, 0], [0, 2]) == pytest.approx(0.0)
+    assert vectors.cosine_similarity([1, 2], [-2, -4]) == pytest.approx(-1.0)
+    values = vectors.cosine_similarity(torch.randn(200, 3), torch.randn(200, 3))
+    assert values.abs().max() <= 1 + 1e-6, f"max |cos| = {values.abs().max().item()}, expected <= 1"
+    # one-hot words: each is perfectly similar to itself and unlike every other word
+    eye = vectors.one_hot([0, 1, 2, 3], 4)
+    np.testing.assert_allclose(vectors.cosine_similarity_matrix(eye, eye), np.eye(4))
+
+
+def test_cosine_similarity_zero_vector():
+    with pytest.raises(ValueError, match=r"zero vector: b contains one"):
+        vectors.cosine_similarity([1.0, 2.0], [0.0, 0.0])
+    with pytest.raises(ValueError, match=r"zero vector: a contains one \(at index \(1,\)\)"):
+        vectors.cosine_similarity(torch.tensor([[1.0, 0.0], [0.0, 0.0]]), torch.tensor([1.0, 1.0]))
+    # with eps, torch's convention: a zero vector scores 0 (and tiny vectors are clamped the same way)
+    a = torch.tensor([[0.0, 0.0], [1e-9, 0.0]])
+    b = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
+    torch.testing.assert_close(vectors.cosine_similarity(a, b, eps=1e-8), F.cosine_similarity(a, b, dim=-1, eps=1e-8))
+    np.testing.assert_allclose(vectors.cosine_similarity(a.numpy(), b.numpy(), eps=1e-8), [0.0, 0.1], rtol=1e-6)
+
+
+def test_cosine_similarity_shape_mismatch():
+    with pytest.raises(ValueError, match=r"same length along dim -1"):
+        vectors.cosine_similarity([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match=r"same length along dim -1"):
+        vectors.cosine_similarity(torch.ones(2, 3), torch.ones(2, 4))
+
+
+def test_cosine_similarity_matrix_matches_torch():
+    a, b = torch.randn(4, 6, dtype=torch.float64), torch.randn(5, 6, dtype=torch.float64)
+    want = F.cosine_similarity(a[:, None, :], b[None, :, :], dim=-1)  # (4, 5)
+    torch.testing.assert_close(vectors.cosine_similarity_matrix(a, b), want)
+    with pytest.raises(ValueError, match=r"same D, got \(4, 6\) and \(6,\)"):
+        vectors.cosine_similarity_matrix(a, b[0])
+
+
+# --- matrix multiplication ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, k, m", [(1, 1, 1), (2, 3, 4), (5, 5, 5)])
+def test_naive_matmul_matches_at_and_counts_cubic_work(n, k, m):
+    A, B = torch.randn(n, k, dtype=torch.float64), torch.randn(k, m, dtype=torch.float64)
+    C, count = vectors.naive_matmul(A, B)
+    torch.testing.assert_close(torch.from_numpy(C), A @ B)
+    assert count == n * k * m, f"counted {count} multiply-adds, expected n*k*m = {n * k * m}"
+
+
+def test_naive_matmul_shape_error():
+    with pytest.raises(ValueError, match=r"A has 3 columns but B has 2 rows"):
+        vectors.naive_matmul(np.ones((2, 3)), np.ones((2, 2)))
+
+
+# --- lookup and embedding ----------------------------------------------------------------------------
+
+
+def test_one_hot_times_matrix_is_embedding_lookup_forward_and_backward():
+    V, D = 6, 4
+    emb = torch.nn.Embedding(V, D)
+    E = emb.weight.detach().clone().requires_grad_()
+    ids = torch.tensor([[2, 5, 2], [0, 1, 3]])  # (B=2, T=3), with a repeated id
+    out_lookup = vectors.lookup(vectors.one_hot(ids, V), E)  # (2, 3, D)
+    out_embed = vectors.embed(ids, E)
+    out_torch = emb(ids)
+    torch.testing.assert_close(out_lookup, out_torch)
+    torch.testing.assert_close(out_embed, out_torch)
+    # gradients: each row of the table collects the gradient of every position that used it
+    upstream = torch.randn(2, 3, D)
+    (out_lookup * upstream).sum().backward()
+    (out_torch * upstream).sum().backward()
+    torch.testing.assert_close(E.grad, emb.weight.grad)
+    assert E.grad[4].abs().sum() == 0, "row 4 was never looked up, so its gradient must be zero"
+
+
+def test_lookup_and_embed_in_numpy():
+    E = np.arange(12.0).reshape(4, 3)
+    ids = [3, 0, 3]
+    np.testing.assert_array_equal(vectors.lookup(vectors.one_hot(ids, 4), E), E[ids])
+    np.testing.assert_array_equal(vectors.embed(ids, E), E[ids])
+    # a weighted mix of one-hot rows pulls out the same mix of rows
+    mix = 0.25 * vectors.one_hot(0, 4) + 0.75 * vectors.one_hot(2, 4)
+    np.testing.assert_allclose(vectors.lookup(mix, E), 0.25 * E[0] + 0.75 * E[2])
+
+
+def test_lookup_and_embed_errors():
+    E = np.zeros((4, 3))
+    with pytest.raises(ValueError, match=r"one_hot_rows has 5 columns but matrix has 4 rows"):
+        vectors.lookup(np.zeros((2, 5)), E)
+    with pytest.raises(ValueError, match=r"matrix must be 2-D"):
+        vectors.lookup(np.zeros((2, 4)), np.zeros(4))
+    with pytest.raises(ValueError, match=r"0\.\.3 .*got 4"):
+        vectors.embed([4], E)
+    with pytest.raises(TypeError, match="must be integers"):
+        vectors.embed(torch.tensor([1.0]), torch.zeros(4, 3))
