@@ -1,0 +1,268 @@
+"""Tests of the lesson 02 Markov chains (course_lib.markov, first section).
+
+The probabilities are checked against exact fractions of the command corpus and against an
+independent count made with `collections.Counter`; the error messages are checked with `match=`.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from course_lib.markov import END, UNK, MarkovChain, count_predictions, replace_unknown, table_entries
+
+# The lesson's command corpus written out by hand (10 + 10 sentences), independent of data.py.
+SHOW = ["show me my directories please"] * 2 + ["show me my files please"] * 3 + ["show me my photos please"] * 5
+CHECK = ["check whether the battery ran down please"] * 4 + ["check whether the program ran please"] * 6
+COMMANDS = [s.split() for s in SHOW + CHECK]
+
+
+def reference_bigram_log_likelihood(train, test, k=0.0):
+    """log P(test) under a bigram model counted with Counter, sentences padded with <end> on both sides."""
+    pairs, firsts, vocab = Counter(), Counter(), {END}
+    for s in train:
+        padded = [END] + s + [END]
+        vocab.update(s)
+        pairs.update(zip(padded[:-1], padded[1:]))
+        firsts.update(padded[:-1])
+    total = 0.0
+    for s in test:
+        padded = [END] + s + [END]
+        for a, b in zip(padded[:-1], padded[1:]):
+            total += math.log((pairs[(a, b)] + k) / (firsts[a] + k * len(vocab)))
+    return total
+
+
+# --- the command corpus: exact probabilities --------------------------------------------------
+
+
+def test_first_order_probabilities_are_exact_fractions():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    after_my = m.next_distribution(("my",))
+    assert after_my == {"directories": 0.2, "files": 0.3, "photos": 0.5}, f"after 'my': {after_my}"
+    after_ran = m.next_distribution(("ran",))
+    assert after_ran == {"down": 0.4, "please": 0.6}, f"after 'ran': {after_ran}"
+    assert m.next_distribution(("please",)) == {END: 1.0}, m.next_distribution(("please",))
+    assert m.next_distribution((END,)) == {"show": 0.5, "check": 0.5}, m.next_distribution((END,))
+
+
+def test_bundled_command_corpus_gives_the_same_numbers():
+    data = pytest.importorskip("course_lib.data")
+    m = MarkovChain(order=1).fit(data.load_sentences("commands"))
+    after_my, after_ran = m.next_distribution(("my",)), m.next_distribution(("ran",))
+    assert after_my == {"directories": 0.2, "files": 0.3, "photos": 0.5}, after_my
+    assert after_ran == {"down": 0.4, "please": 0.6}, after_ran
+
+
+def test_transition_matrix_is_square_and_row_stochastic():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    T = m.transition_matrix
+    V = len(m.vocab)
+    assert T.shape == (V, V), f"shape {T.shape}, expected {(V, V)}"
+    assert V == 15, f"14 words + <end> expected, got {V}: {list(m.vocab)}"
+    assert m.vocab[END] == 0, f"<end> should be index 0, got {m.vocab[END]}"
+    np.testing.assert_allclose(T.sum(axis=1), np.ones(V), err_msg="every row must sum to 1")
+    # rows are contexts, columns next tokens
+    assert T[m.vocab["my"], m.vocab["photos"]] == 0.5, T[m.vocab["my"]]
+    assert T[m.vocab["photos"], m.vocab["my"]] == 0.0, T[m.vocab["photos"]]
+    assert T[m.vocab["please"], m.vocab[END]] == 1.0, T[m.vocab["please"]]
+    assert [c[0] for c in m.contexts] == list(m.vocab), m.contexts
+
+
+def test_one_hot_times_matrix_is_next_distribution():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    T = m.transition_matrix
+    x = np.zeros(len(m.vocab))
+    x[m.vocab["ran"]] = 1.0
+    row = x @ T  # (V,) @ (V, V) -> (V,)
+    expected = np.zeros(len(m.vocab))
+    expected[m.vocab["down"]], expected[m.vocab["please"]] = 0.4, 0.6
+    np.testing.assert_allclose(row, expected)
+
+
+def test_second_order_resolves_ran():
+    m1 = MarkovChain(order=1).fit(COMMANDS)
+    m2 = MarkovChain(order=2).fit(COMMANDS)
+    assert m2.next_distribution(("battery", "ran")) == {"down": 1.0}, m2.next_distribution(("battery", "ran"))
+    assert m2.next_distribution(("program", "ran")) == {"please": 1.0}, m2.next_distribution(("program", "ran"))
+    assert m2.next_distribution((END, END)) == {"show": 0.5, "check": 0.5}
+    T2 = m2.transition_matrix
+    assert T2.shape == (len(m2.contexts), len(m2.vocab)), T2.shape
+    np.testing.assert_allclose(T2.sum(axis=1), 1.0)
+    # first order can produce a command that never occurred, second order cannot
+    mixed = {" ".join(m1.sample(seed=s)) for s in range(200)}
+    assert "check whether the program ran down please" in mixed, sorted(mixed)
+    clean = {" ".join(m2.sample(seed=s)) for s in range(200)}
+    assert clean <= set(SHOW + CHECK), clean - set(SHOW + CHECK)
+    assert m2.perplexity(COMMANDS) < m1.perplexity(COMMANDS), (m2.perplexity(COMMANDS), m1.perplexity(COMMANDS))
+
+
+# --- likelihood and perplexity -----------------------------------------------------------------
+
+TRAIN = [s.split() for s in ["the cat sat on the mat", "the dog sat on the log", "a cat saw a dog", "the cat ran"]]
+TEST = [s.split() for s in ["the dog sat on the mat", "a cat sat on the log"]]
+
+
+@pytest.mark.parametrize("k", [0.0, 0.5, 1.0])
+def test_log_likelihood_matches_counter_reference(k):
+    m = MarkovChain(order=1, smoothing=k).fit(TRAIN)
+    got = m.log_likelihood(TEST)
+    want = reference_bigram_log_likelihood(TRAIN, TEST, k)
+    assert math.isclose(got, want, rel_tol=1e-12), f"log-likelihood {got}, expected {want}"
+    n = count_predictions(TEST)
+    assert n == 6 + 1 + 6 + 1, n
+    assert math.isclose(m.perplexity(TEST), math.exp(-want / n), rel_tol=1e-12)
+
+
+def test_trigram_log_likelihood_matches_counter_reference():
+    tri, ctx = Counter(), Counter()
+    for s in TRAIN:
+        p = [END, END] + s + [END]
+        tri.update(zip(p, p[1:], p[2:]))
+        ctx.update(zip(p[:-2], p[1:-1]))
+    want = 0.0
+    for s in TRAIN[:2]:
+        p = [END, END] + s + [END]
+        want += sum(math.log(tri[(a, b, c)] / ctx[(a, b)]) for a, b, c in zip(p, p[1:], p[2:]))
+    got = MarkovChain(order=2).fit(TRAIN).log_likelihood(TRAIN[:2])
+    assert math.isclose(got, want, rel_tol=1e-12), f"{got} vs {want}"
+
+
+def test_uniform_model_has_perplexity_equal_to_vocabulary_size():
+    # with huge k every context is (almost exactly) uniform over the V tokens
+    m = MarkovChain(order=1, smoothing=1e12).fit(TRAIN)
+    V = len(m.vocab)
+    assert math.isclose(m.perplexity(TEST), V, rel_tol=1e-6), f"{m.perplexity(TEST)} vs V={V}"
+    # an unseen context with smoothing is exactly uniform
+    m3 = MarkovChain(order=3, smoothing=1.0).fit(TRAIN)
+    dist = m3.next_distribution(("mat", "mat", "mat"))
+    assert len(dist) == V and all(math.isclose(p, 1 / V) for p in dist.values()), dist
+    # "mat mat mat mat": after the first word every context is unseen, so 4 of 5 predictions are 1/V
+    first = m3.next_distribution((END, END, END))["mat"]
+    ll = m3.log_likelihood([["mat"] * 4])
+    assert math.isclose(ll, math.log(first) + 4 * math.log(1 / V)), (ll, first, V)
+
+
+def test_smoothing_formula_and_rows_sum_to_one():
+    k = 0.1
+    m = MarkovChain(order=1, smoothing=k).fit(COMMANDS)
+    V = len(m.vocab)
+    p = m.next_distribution(("my",))
+    assert math.isclose(p["photos"], (5 + k) / (10 + k * V)), p["photos"]
+    assert math.isclose(p["show"], k / (10 + k * V)), p["show"]
+    assert math.isclose(sum(p.values()), 1.0), sum(p.values())
+    np.testing.assert_allclose(m.transition_matrix.sum(axis=1), 1.0)
+
+
+def test_unsmoothed_zero_probability_gives_infinite_perplexity():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    held_out = [["show", "me", "my", "battery", "please"]]  # my -> battery never seen
+    assert m.log_likelihood(held_out) == -math.inf
+    assert m.perplexity(held_out) == math.inf
+
+
+def test_perplexity_by_hand():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    s = ["show", "me", "my", "files", "please"]
+    probs = [0.5, 1.0, 1.0, 0.3, 1.0, 1.0]  # <end>->show, show->me, me->my, my->files, files->please, please-><end>
+    want = math.exp(-sum(math.log(p) for p in probs) / len(probs))
+    assert math.isclose(m.perplexity([s]), want, rel_tol=1e-12), (m.perplexity([s]), want)
+
+
+# --- sampling ------------------------------------------------------------------------------------
+
+
+def test_sampling_is_reproducible_and_follows_the_probabilities():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    assert m.sample(seed=3) == m.sample(seed=3)
+    assert len({tuple(m.sample(seed=s)) for s in range(20)}) > 1, "different seeds should give different samples"
+    rng = np.random.default_rng(0)
+    after_my = Counter()
+    for _ in range(2000):
+        s = m.sample(rng=rng, prompt=["show", "me", "my"])
+        assert s[:3] == ["show", "me", "my"], s
+        after_my[s[3]] += 1
+    freq = {w: c / 2000 for w, c in after_my.items()}
+    for w, p in {"directories": 0.2, "files": 0.3, "photos": 0.5}.items():
+        assert abs(freq[w] - p) < 0.04, f"{w}: sampled {freq[w]:.3f}, expected about {p}"
+    assert len(m.sample(seed=0, max_tokens=2)) <= 2
+
+
+def test_parameter_counts():
+    assert table_entries(50_000, 2) == 50_000**3 == 125_000_000_000_000
+    assert table_entries(50_000, 2) > 10**14
+    assert table_entries(50_000, 8) == 50_000**9
+    assert table_entries(3, 1) == 9
+
+
+def test_replace_unknown():
+    out = replace_unknown([["the", "cat"], ["a", "dog"]], known={"the", "dog"})
+    assert out == [["the", UNK], [UNK, "dog"]], out
+
+
+# --- errors ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order, err, msg", [
+    (0, ValueError, "order must be at least 1"),
+    (-2, ValueError, "order must be at least 1"),
+    (1.5, TypeError, "order must be an int.*float"),
+    ("2", TypeError, "order must be an int.*str"),
+    (True, TypeError, "order must be an int.*bool"),
+])
+def test_bad_order(order, err, msg):
+    with pytest.raises(err, match=msg):
+        MarkovChain(order=order)
+
+
+def test_bad_smoothing():
+    with pytest.raises(ValueError, match="smoothing must be a finite number k >= 0"):
+        MarkovChain(smoothing=-1)
+    with pytest.raises(TypeError, match="smoothing must be a number"):
+        MarkovChain(smoothing="1")
+
+
+def test_bad_training_data():
+    with pytest.raises(TypeError, match="got a single string"):
+        MarkovChain().fit("show me my files please")
+    with pytest.raises(TypeError, match="item 0 is the string .*split each sentence"):
+        MarkovChain().fit(["show me my files please"])
+    with pytest.raises(ValueError, match="at least one sequence"):
+        MarkovChain().fit([])
+    with pytest.raises(ValueError, match="reserves for sentence boundaries"):
+        MarkovChain().fit([["a", END, "b"]])
+
+
+def test_not_fitted():
+    with pytest.raises(RuntimeError, match="not been fitted"):
+        MarkovChain().next_distribution(("a",))
+
+
+def test_unseen_context_without_smoothing_names_it():
+    m = MarkovChain(order=2).fit(COMMANDS)
+    with pytest.raises(ValueError, match=r"\('my', 'ran'\) never occurred in training"):
+        m.next_distribution(("my", "ran"))
+    # in log_likelihood an unseen context always follows a zero-probability step, hence -inf
+    assert m.log_likelihood([["show", "me", "my", "ran"]]) == -math.inf
+    with pytest.raises(ValueError, match="never occurred in training"):
+        m.sample(seed=0, prompt=["my", "ran"])
+
+
+def test_unknown_tokens_and_bad_contexts():
+    m = MarkovChain(order=1).fit(COMMANDS)
+    with pytest.raises(ValueError, match="unknown token 'laptop'.*never occurred in training"):
+        m.next_distribution(("laptop",))
+    with pytest.raises(ValueError, match="unknown token 'laptop'"):
+        m.log_likelihood([["show", "me", "my", "laptop"]])
+    with pytest.raises(ValueError, match="unknown token 'laptop'"):
+        m.sample(seed=0, prompt=["laptop"])
+    with pytest.raises(TypeError, match="got the string 'my'"):
+        m.next_distribution("my")
+    with pytest.raises(ValueError, match="order 1 needs a context of exactly 1 token"):
+        m.next_distribution(("me", "my"))
+    with pytest.raises(ValueError, match="either seed or rng"):
+        m.sample(seed=0, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="vocab_size must be a positive int"):
+        table_entries(0, 2)
