@@ -76,7 +76,211 @@ def loss_curve(history: dict, *, title: str = "Loss", ax=None) -> Figure:
 # --- Lesson 01: one-hot vectors and dot products ------------------------------
 
 
+def dot_product_geometry(a, b, *, labels: tuple[str, str] = ("a", "b"), ax=None) -> Figure:
+    """Two 2-D vectors from the origin, the angle between them, and the projection of b onto a.
+
+    The dashed drop from the tip of b meets the line through a at distance |b| cos(theta) from the
+    origin, so a . b = |a| * (that signed distance): the picture of the geometric dot product.
+    """
+    a = np.asarray(a.detach().cpu() if hasattr(a, "detach") else a, dtype=float)
+    b = np.asarray(b.detach().cpu() if hasattr(b, "detach") else b, dtype=float)
+    if a.shape != (2,) or b.shape != (2,):
+        raise ValueError(f"dot_product_geometry draws 2-D vectors, got shapes {a.shape} and {b.shape}")
+    if not np.any(a) or not np.any(b):
+        raise ValueError("dot_product_geometry needs two non-zero vectors (a zero vector has no angle)")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5, 5))
+    else:
+        fig = ax.figure
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    cos = float(a @ b / (na * nb))
+    theta = float(np.arccos(np.clip(cos, -1.0, 1.0)))
+    foot = (a @ b) / (na * na) * a  # projection of b onto the line through a
+    for vec, name, color in ((a, labels[0], "tab:blue"), (b, labels[1], "tab:orange")):
+        ax.annotate("", xy=vec, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2))
+        ax.text(*(vec * 1.06), name, color=color, fontsize=12, ha="center", va="center")
+    t = (a @ b) / (na * na)  # foot = t * a
+    line = np.stack([min(0.0, t) * a, max(1.0, t) * a])  # the line through a, as far as the foot
+    ax.plot(line[:, 0], line[:, 1], color="tab:blue", lw=0.8, alpha=0.4)
+    ax.plot([b[0], foot[0]], [b[1], foot[1]], "k--", lw=1)
+    ax.plot([0, foot[0]], [0, foot[1]], color="tab:green", lw=4, alpha=0.6, label=f"|{labels[1]}| cos θ = {nb * cos:.2f}")
+    # the angle as an arc
+    start = np.arctan2(a[1], a[0])
+    sweep = np.arctan2(a[0] * b[1] - a[1] * b[0], a @ b)  # signed angle from a to b
+    arc = np.linspace(start, start + sweep, 40)
+    r = 0.25 * min(na, nb)
+    ax.plot(r * np.cos(arc), r * np.sin(arc), color="gray")
+    mid = start + sweep / 2
+    ax.text(1.6 * r * np.cos(mid), 1.6 * r * np.sin(mid), f"θ = {np.degrees(theta):.0f}°", ha="center", va="center")
+    pts = np.stack([a, b, foot, np.zeros(2)])
+    lo, hi = pts.min() - 0.5, pts.max() + 0.5
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal")
+    ax.axhline(0, color="lightgray", lw=0.8, zorder=0)
+    ax.axvline(0, color="lightgray", lw=0.8, zorder=0)
+    ax.legend(loc="lower right", fontsize=9)
+    ax.set_title(f"{labels[0]}·{labels[1]} = {a @ b:.2f} = |{labels[0]}| |{labels[1]}| cos θ = {na:.2f} × {nb:.2f} × {cos:.2f}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def lookup_product(one_hot_rows, matrix, *, row_labels=None, vocab_labels=None, col_labels=None) -> Figure:
+    """Three panels, one-hot rows @ matrix = the picked rows, each a small annotated heatmap."""
+    oh = np.asarray(one_hot_rows.detach().cpu() if hasattr(one_hot_rows, "detach") else one_hot_rows, dtype=float)
+    m = np.asarray(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix, dtype=float)
+    if oh.ndim != 2 or m.ndim != 2 or oh.shape[1] != m.shape[0]:
+        raise ValueError(f"expected (T, V) one-hot rows and a (V, D) matrix, got {oh.shape} and {m.shape}")
+    out = oh @ m  # (T, V) @ (V, D) -> (T, D)
+    T, V = oh.shape
+    D = m.shape[1]
+    fig, all_axes = plt.subplots(1, 5, figsize=(10, 3.2), gridspec_kw={"width_ratios": [V, 0.5, D, 0.5, D]})
+    axes = all_axes[0::2]
+    for spacer, symbol in zip(all_axes[1::2], ("@", "=")):  # narrow axes that only hold the operator
+        spacer.axis("off")
+        spacer.text(0.5, 0.5, symbol, fontsize=18, ha="center", va="center", transform=spacer.transAxes)
+    panels = [
+        (oh, row_labels, vocab_labels, f"one-hot rows ({T}×{V})", "{:.0f}"),
+        (m, vocab_labels, col_labels, f"matrix ({V}×{D})", "{:.1f}"),
+        (out, row_labels, col_labels, f"product ({T}×{D})", "{:.1f}"),
+    ]
+    for ax, (mat, rl, cl, title, fmt) in zip(axes, panels):
+        ax.imshow(mat, cmap="viridis", aspect="auto")
+        ax.set_yticks(range(mat.shape[0]), labels=[str(x) for x in rl] if rl is not None else range(mat.shape[0]))
+        ax.set_xticks(range(mat.shape[1]), labels=[str(x) for x in cl] if cl is not None else range(mat.shape[1]),
+                      rotation=45 if cl is not None else 0, ha="right" if cl is not None else "center")
+        mid = (mat.max() + mat.min()) / 2
+        for i in range(mat.shape[0]):
+            for j in range(mat.shape[1]):
+                ax.text(j, i, fmt.format(mat[i, j]), ha="center", va="center", fontsize=8,
+                        color="black" if mat[i, j] > mid else "white")
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 # --- Lesson 02: Markov models -------------------------------------------------
+
+
+def _layers(edges: dict[int, list[int]], n: int) -> list[int]:
+    """A layer for each node of a directed acyclic graph: as far right as its longest path to a sink
+    allows, so that every chain ends in the last layer (where sentences end)."""
+    outdegree = {i: len(edges.get(i, [])) for i in range(n)}
+    parents = {j: [i for i in range(n) if j in edges.get(i, [])] for j in range(n)}
+    to_sink = [0] * n
+    ready, done = [i for i in range(n) if outdegree[i] == 0], 0
+    while ready:
+        j = ready.pop(0)
+        done += 1
+        for i in parents[j]:
+            to_sink[i] = max(to_sink[i], to_sink[j] + 1)
+            outdegree[i] -= 1
+            if outdegree[i] == 0:
+                ready.append(i)
+    if done < n:
+        raise ValueError("the graph has a cycle, so it has no layers: use layout='circle'")
+    longest = max(to_sink)
+    return [longest - d for d in to_sink]
+
+
+def transition_graph(
+    matrix,
+    labels,
+    *,
+    layout: str = "layers",
+    min_prob: float = 0.0,
+    title: str = "",
+    figsize: tuple[float, float] = (9, 4),
+    ax=None,
+) -> Figure:
+    """Draw a transition matrix as a graph: one node per label, an arrow i -> j labelled T[i, j].
+
+    Rows are "from", columns "to" (the Markov convention). `layout="layers"` puts each node at the
+    depth of its longest path from a source (left to right; needs an acyclic graph); `"circle"`
+    puts the nodes on a circle and bends the arrows so that i -> j and j -> i do not overlap.
+    Arrows with probability <= `min_prob` are left out. Matplotlib only.
+    """
+    if hasattr(matrix, "detach"):
+        matrix = matrix.detach().cpu().numpy()
+    T = np.asarray(matrix, dtype=float)
+    labels = [str(x) for x in labels]
+    if T.ndim != 2 or T.shape[0] != T.shape[1]:
+        raise ValueError(f"transition_graph expects a square matrix, got shape {T.shape}")
+    if len(labels) != T.shape[0]:
+        raise ValueError(f"got {len(labels)} labels for a {T.shape[0]} x {T.shape[0]} matrix")
+    if layout not in ("layers", "circle"):
+        raise ValueError(f"layout must be 'layers' or 'circle', got {layout!r}")
+    n = T.shape[0]
+    edges = {i: [j for j in range(n) if T[i, j] > max(min_prob, 0.0) and j != i] for i in range(n)}
+
+    if layout == "circle":
+        angles = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+        pos = {i: (np.cos(a), np.sin(a)) for i, a in enumerate(angles)}
+        rad = 0.15
+    else:
+        depth = _layers(edges, n)
+        pos, rad = {}, 0.0
+        parents = {j: [i for i in range(n) if j in edges[i]] for j in range(n)}
+        for d in range(max(depth) + 1):  # left to right, so the parents of a layer are placed
+            nodes = [i for i in range(n) if depth[i] == d]
+            # order each layer by the mean height of its parents, so arrows cross less
+            key = {i: np.mean([pos[p][1] for p in parents[i]]) if parents[i] else 0.0 for i in nodes}
+            nodes.sort(key=lambda i: (-key[i], i))
+            ys = np.linspace(1, -1, len(nodes)) * (len(nodes) - 1) / 2 if len(nodes) > 1 else [0.0]
+            for i, y in zip(nodes, ys):
+                pos[i] = (float(d), float(y))
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    boxes = {}
+    for i, label in enumerate(labels):
+        boxes[i] = ax.text(*pos[i], label, ha="center", va="center", fontsize=9, zorder=3,
+                           bbox=dict(boxstyle="round,pad=0.3", fc="#dde8f6", ec="#34609a"))
+    for i in range(n):
+        for j in edges[i]:
+            if layout == "layers":  # bend arrows that skip a layer, away from the nodes they pass
+                span = abs(pos[j][0] - pos[i][0])
+                rad = 0.0 if span <= 1 else (0.25 if pos[j][1] <= pos[i][1] else -0.25)
+            ax.annotate("", xy=pos[j], xytext=pos[i], zorder=1,
+                        arrowprops=dict(arrowstyle="-|>", color="0.35", lw=0.6 + 2.0 * T[i, j],
+                                        shrinkA=2, shrinkB=2, patchA=boxes[i].get_bbox_patch(),
+                                        patchB=boxes[j].get_bbox_patch(), connectionstyle=f"arc3,rad={rad}"))
+            (x0, y0), (x1, y1) = pos[i], pos[j]
+            # the midpoint of an arc3 curve is pushed sideways by rad/2 of the chord length
+            mx, my = (x0 + x1) / 2 + rad / 2 * (y1 - y0), (y0 + y1) / 2 - rad / 2 * (x1 - x0)
+            ax.text(mx, my, f"{T[i, j]:.2f}", ha="center", va="center", fontsize=7, zorder=2, color="#8a1c1c",
+                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))
+        if T[i, i] > max(min_prob, 0.0):  # a self-loop: say it next to the node
+            ax.text(pos[i][0], pos[i][1] + 0.25, f"↻ {T[i, i]:.2f}", ha="center", fontsize=7, color="#8a1c1c")
+    xs, ys = zip(*pos.values())
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    ax.set_axis_off()
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def markov_graph(model, *, title: str = "", min_prob: float = 0.0, figsize=(9, 4), ax=None) -> Figure:
+    """Draw a first-order `course_lib.markov.MarkovChain` as a left-to-right graph.
+
+    The boundary token "<end>" plays two parts (the context before a sentence and the token after
+    it), so the graph draws it twice: as "<start>" on the left, with the first-word probabilities,
+    and as "<end>" on the right, where every sentence stops.
+    """
+    if getattr(model, "order", None) != 1:
+        raise ValueError(f"markov_graph draws first-order chains only, got order {getattr(model, 'order', None)!r}")
+    T = model.transition_matrix  # (V, V)
+    V = T.shape[0]
+    end = model.vocab["<end>"]
+    G = np.zeros((V + 1, V + 1))  # the V tokens, then a separate start node
+    G[:V, :V] = T
+    G[V, :V] = T[end]  # the start node takes over the "<end>" row
+    G[end, :] = 0.0  # and "<end>" itself is where chains stop
+    labels = list(model.tokens) + ["<start>"]
+    return transition_graph(G, labels, layout="layers", min_prob=min_prob, title=title, figsize=figsize, ax=ax)
 
 
 # --- Lesson 03: from skips to attention ---------------------------------------
@@ -85,7 +289,195 @@ def loss_curve(history: dict, *, title: str = "Loss", ax=None) -> Figure:
 # --- Lesson 06: attention -----------------------------------------------------
 
 
+def attention_bars(labels, weights, *, title: str = "", ylabel: str = "attention weight", ax=None) -> Figure:
+    """Bar chart of one query's attention weights over `labels` (one bar per key), values written on the bars."""
+    if hasattr(weights, "detach"):
+        weights = weights.detach().cpu().numpy()
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or len(w) != len(labels):
+        raise ValueError(f"attention_bars expects one weight per label: got {len(labels)} labels and weights of shape {w.shape}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3))
+    else:
+        fig = ax.figure
+    bars = ax.bar(range(len(w)), w, color="tab:blue")
+    ax.set_xticks(range(len(w)), labels=[str(x) for x in labels], rotation=30 if len(w) > 6 else 0)
+    for bar, value in zip(bars, w):
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{value:.2f}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, max(1.0, float(w.max()) * 1.15) if len(w) else 1.0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def attention_graph(words, weights, *, query: int | None = None, title: str = "", ax=None) -> Figure:
+    """A sentence as a fully connected graph: words on a circle, arrow j -> i as thick as weight[i, j].
+
+    With `query` set, only the edges into that word are drawn (the messages it receives).
+    """
+    if hasattr(weights, "detach"):
+        weights = weights.detach().cpu().numpy()
+    W = np.asarray(weights, dtype=float)
+    n = len(words)
+    if W.shape != (n, n):
+        raise ValueError(f"attention_graph expects an (N, N) weight matrix for N={n} words, got shape {W.shape}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    else:
+        fig = ax.figure
+    angles = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+    xy = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (N, 2) positions on the unit circle
+    receivers = [query] if query is not None else range(n)
+    for i in receivers:
+        for j in range(n):
+            if i == j or W[i, j] < 0.02:
+                continue
+            ax.annotate("", xy=xy[i] * 0.85, xytext=xy[j] * 0.85,
+                        arrowprops=dict(arrowstyle="-|>", lw=0.5 + 6 * W[i, j], alpha=0.3 + 0.7 * W[i, j],
+                                        color="tab:blue", shrinkA=12, shrinkB=12, connectionstyle="arc3,rad=0.08"))
+    for (x, y), word in zip(xy, words):
+        ax.text(x * 0.85, y * 0.85, word, ha="center", va="center", fontsize=10,
+                bbox=dict(boxstyle="round", fc="white", ec="gray"))
+    ax.set_xlim(-1.2, 1.2)
+    ax.set_ylim(-1.2, 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
 # --- Lesson 07: position ------------------------------------------------------
 
 
+def positional_heatmap(pe, *, title: str = "Sinusoidal position encodings", ax=None) -> Figure:
+    """An (n_positions, d_model) table as an image: positions down, dimensions across, -1 blue to +1 red."""
+    if hasattr(pe, "detach"):
+        pe = pe.detach().cpu().numpy()
+    pe = np.asarray(pe, dtype=float)
+    if pe.ndim != 2:
+        raise ValueError(f"positional_heatmap expects an (n_positions, d_model) table, got shape {pe.shape}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+    else:
+        fig = ax.figure
+    im = ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_xlabel("dimension (even = sin, odd = cos)")
+    ax.set_ylabel("position")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def clock_hands(positions, d_model: int, base: float = 10000.0, *, fig=None) -> Figure:
+    """One clock per (sin, cos) column pair of the sinusoidal table; one row of clocks per position.
+
+    The hand of clock i points to (x, y) = (PE[pos, 2i], PE[pos, 2i+1]) = (sin, cos) of pos·omega_i:
+    at position 0 every hand points to 12 o'clock, and each step turns hand i clockwise by
+    omega_i = base^(-2i/d) radians, fast on the left, slow on the right.
+    """
+    positions = [int(p) for p in np.atleast_1d(positions)]
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"clock_hands needs an even d_model >= 2 (one clock per sin/cos pair), got {d_model}")
+    n_clocks = d_model // 2
+    omega = base ** (-np.arange(0, d_model, 2) / d_model)  # (n_clocks,)
+    rows = len(positions)
+    if fig is None:
+        fig = plt.figure(figsize=(min(1.0 * n_clocks + 0.6, 12), 1.05 * rows + 0.5))
+    axes = fig.subplots(rows, n_clocks, squeeze=False)
+    t = np.linspace(0, 2 * np.pi, 100)
+    for r, pos in enumerate(positions):
+        for i in range(n_clocks):
+            ax = axes[r, i]
+            angle = pos * omega[i]
+            ax.plot(np.cos(t), np.sin(t), color="0.6", lw=1)
+            for h in range(12):  # hour ticks
+                a = 2 * np.pi * h / 12
+                ax.plot([0.88 * np.sin(a), np.sin(a)], [0.88 * np.cos(a), np.cos(a)], color="0.6", lw=0.8)
+            ax.plot([0, np.sin(angle)], [0, np.cos(angle)], color="C3", lw=2.5, solid_capstyle="round")
+            ax.plot(0, 0, "o", color="C3", ms=3)
+            ax.set_xlim(-1.15, 1.15)
+            ax.set_ylim(-1.15, 1.15)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for side in ax.spines.values():
+                side.set_visible(False)
+            if r == 0:
+                ax.set_title(f"pair {i}\n1 turn / {2 * np.pi / omega[i]:.3g}", fontsize=7)
+            if i == 0:
+                ax.set_ylabel(f"pos {pos}", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 # --- Lesson 08: multi-head attention ------------------------------------------
+
+
+def head_grid(
+    weights,
+    words,
+    *,
+    key_words=None,
+    title: str = "",
+    head_titles=None,
+    ncols: int | None = None,
+    annotate: bool = False,
+    cmap: str = "viridis",
+) -> Figure:
+    """One small attention heatmap per head, side by side, on a shared 0-to-1 colour scale.
+
+    `weights` is `(n_heads, T, T_ctx)`, or `(1, n_heads, T, T_ctx)` as `MultiHeadAttention.last_weights`
+    holds it for a batch of one. Rows are the queries (`words`), columns the keys (`key_words`, which
+    default to `words`: self-attention). Returns the figure; end the cell with `plt.show()`.
+    """
+    if hasattr(weights, "detach"):
+        weights = weights.detach().cpu().numpy()
+    w = np.asarray(weights, dtype=float)
+    if w.ndim == 4:
+        if w.shape[0] != 1:
+            raise ValueError(
+                f"head_grid draws one example: expected weights of shape (n_heads, T, T_ctx) or "
+                f"(1, n_heads, T, T_ctx), got {w.shape}; pick one example with weights[i]"
+            )
+        w = w[0]
+    if w.ndim != 3:
+        raise ValueError(f"head_grid expects weights of shape (n_heads, T, T_ctx), got shape {w.shape}")
+    n_heads, T, S = w.shape
+    words = [str(t) for t in words]
+    key_words = words if key_words is None else [str(t) for t in key_words]
+    if len(words) != T or len(key_words) != S:
+        raise ValueError(
+            f"head_grid got {len(words)} query words and {len(key_words)} key words for weights "
+            f"of shape {w.shape} (expected {T} and {S})"
+        )
+    if head_titles is None:
+        head_titles = [f"head {h}" for h in range(n_heads)]
+    if len(head_titles) != n_heads:
+        raise ValueError(f"head_grid got {len(head_titles)} head titles for {n_heads} heads")
+    ncols = min(n_heads, 4) if ncols is None else max(1, int(ncols))
+    nrows = -(-n_heads // ncols)  # ceiling division
+    cell = 0.8 + 0.22 * max(T, S)  # inches per heatmap: big enough for the tick labels
+    fig, axes = plt.subplots(nrows, ncols, figsize=(min(cell * ncols + 1.0, 13), min(cell * nrows + 0.6, 12)),
+                             squeeze=False, layout="constrained")
+    for h, ax in enumerate(axes.flat):
+        if h >= n_heads:
+            ax.axis("off")
+            continue
+        im = ax.imshow(w[h], cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")  # weights are probabilities
+        ax.set_title(head_titles[h], fontsize=9)
+        row, col = divmod(h, ncols)
+        ax.set_xticks(range(S), labels=key_words if row == nrows - 1 or h + ncols >= n_heads else [""] * S,
+                      rotation=90, fontsize=7)
+        ax.set_yticks(range(T), labels=words if col == 0 else [""] * T, fontsize=7)
+        if annotate:
+            for i in range(T):
+                for j in range(S):
+                    ax.text(j, i, f"{w[h, i, j]:.2f}", ha="center", va="center", fontsize=6,
+                            color="black" if w[h, i, j] > 0.5 else "white")
+    fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.025, pad=0.02, label="attention weight")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig

@@ -1,0 +1,281 @@
+"""Multi-head attention (lesson 08) against independent references.
+
+The reference is `torch.nn.MultiheadAttention` with our four projection matrices copied into it:
+its `in_proj_weight` is our `w_q`, `w_k`, `w_v` weights stacked row-wise and its `out_proj` is our
+`w_o`. Everything runs in float64 so the two agree to round-off, forward and backward.
+
+Conventions to keep apart: our masks say True = "may attend"; `nn.MultiheadAttention`'s boolean
+`attn_mask` says True = "may NOT attend", so the reference always gets the inverted mask.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from course_lib.attention import MultiHeadAttention, causal_mask
+
+DTYPE = torch.float64
+
+# (d_model, n_heads, bias): one head, several, an odd head size, and one feature per head
+CONFIGS = [(8, 1, True), (8, 2, True), (12, 3, False), (16, 4, True), (16, 16, True), (20, 5, False)]
+
+
+def make_pair(d_model: int, n_heads: int, bias: bool = True, seed: int = 0):
+    """Our module and torch's, holding the same weights (float64, seeded)."""
+    torch.manual_seed(seed)
+    ours = MultiHeadAttention(d_model, n_heads, bias=bias).to(DTYPE)
+    ref = nn.MultiheadAttention(d_model, n_heads, bias=bias, batch_first=True).to(DTYPE)
+    with torch.no_grad():
+        # nn.Linear's default init gives biases too small to catch a missing one: make them bigger
+        for lin in (ours.w_q, ours.w_k, ours.w_v, ours.w_o):
+            if lin.bias is not None:
+                lin.bias.normal_(0.0, 0.5)
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight], dim=0))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias], dim=0))
+            ref.out_proj.bias.copy_(ours.w_o.bias)
+    return ours, ref
+
+
+def reference_grads(ref: nn.MultiheadAttention, d_model: int) -> dict[str, torch.Tensor]:
+    """The reference's gradients, renamed and sliced to match our parameter names."""
+    w = ref.in_proj_weight.grad
+    grads = {
+        "w_q.weight": w[:d_model],
+        "w_k.weight": w[d_model : 2 * d_model],
+        "w_v.weight": w[2 * d_model :],
+        "w_o.weight": ref.out_proj.weight.grad,
+    }
+    if ref.in_proj_bias is not None:
+        b = ref.in_proj_bias.grad
+        grads |= {
+            "w_q.bias": b[:d_model],
+            "w_k.bias": b[d_model : 2 * d_model],
+            "w_v.bias": b[2 * d_model :],
+            "w_o.bias": ref.out_proj.bias.grad,
+        }
+    return grads
+
+
+def assert_same_grads(ours: MultiHeadAttention, ref: nn.MultiheadAttention, d_model: int) -> None:
+    expected = reference_grads(ref, d_model)
+    got = {name: p.grad for name, p in ours.named_parameters()}
+    assert set(got) == set(expected), f"parameters {sorted(got)}, expected {sorted(expected)}"
+    for name, g in expected.items():
+        assert got[name] is not None, f"{name} received no gradient"
+        assert_close(got[name], g, msg=lambda m, name=name: f"gradient of {name} differs from torch's: {m}")
+
+
+def inputs(*shape: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=DTYPE).requires_grad_(True)
+
+
+def backward_both(out: torch.Tensor, ref_out: torch.Tensor, seed: int = 2) -> None:
+    """Backpropagate the same random upstream gradient through both outputs."""
+    g = torch.Generator().manual_seed(seed)
+    upstream = torch.randn(out.shape, generator=g, dtype=DTYPE)
+    (out * upstream).sum().backward()
+    (ref_out * upstream).sum().backward()
+
+
+# --- forward and backward against nn.MultiheadAttention --------------------------------------------
+
+
+@pytest.mark.parametrize("d_model, n_heads, bias", CONFIGS)
+def test_self_attention_matches_torch(d_model, n_heads, bias):
+    ours, ref = make_pair(d_model, n_heads, bias)
+    x = inputs(3, 7, d_model)
+    x_ref = x.detach().clone().requires_grad_(True)
+
+    out = ours(x)
+    ref_out, _ = ref(x_ref, x_ref, x_ref, need_weights=False)
+    assert out.shape == (3, 7, d_model), f"output shape {tuple(out.shape)}, expected (3, 7, {d_model})"
+    assert_close(out, ref_out)
+
+    backward_both(out, ref_out)
+    assert_close(x.grad, x_ref.grad, msg=lambda m: f"gradient of the input differs: {m}")
+    assert_same_grads(ours, ref, d_model)
+
+
+@pytest.mark.parametrize("d_model, n_heads, bias", CONFIGS)
+def test_cross_attention_matches_torch(d_model, n_heads, bias):
+    ours, ref = make_pair(d_model, n_heads, bias)
+    x, ctx = inputs(2, 5, d_model, seed=1), inputs(2, 9, d_model, seed=3)  # 5 queries, 9 keys/values
+    x_ref = x.detach().clone().requires_grad_(True)
+    ctx_ref = ctx.detach().clone().requires_grad_(True)
+
+    out = ours(x, context=ctx)
+    ref_out, ref_w = ref(x_ref, ctx_ref, ctx_ref, need_weights=True, average_attn_weights=False)
+    assert out.shape == (2, 5, d_model), f"output shape {tuple(out.shape)}, expected (2, 5, {d_model})"
+    assert_close(out, ref_out)
+    assert ours.last_weights.shape == (2, n_heads, 5, 9), (
+        f"last_weights shape {tuple(ours.last_weights.shape)}, expected (2, {n_heads}, 5, 9)"
+    )
+    assert_close(ours.last_weights.detach(), ref_w.detach())
+
+    backward_both(out, ref_out)
+    assert_close(x.grad, x_ref.grad, msg=lambda m: f"gradient of the queries' input differs: {m}")
+    assert_close(ctx.grad, ctx_ref.grad, msg=lambda m: f"gradient of the context differs: {m}")
+    assert_same_grads(ours, ref, d_model)
+
+
+@pytest.mark.parametrize("d_model, n_heads, bias", CONFIGS)
+def test_causal_mask_matches_torch(d_model, n_heads, bias):
+    T = 6
+    ours, ref = make_pair(d_model, n_heads, bias)
+    x = inputs(2, T, d_model)
+    x_ref = x.detach().clone().requires_grad_(True)
+    mask = causal_mask(T)
+    assert mask.dtype == torch.bool and mask.shape == (T, T), f"causal_mask gave {mask.dtype} {tuple(mask.shape)}"
+
+    out = ours(x, mask=mask)
+    # torch's boolean attn_mask means the opposite: True = NOT allowed to attend
+    ref_out, ref_w = ref(x_ref, x_ref, x_ref, attn_mask=~mask, need_weights=True, average_attn_weights=False)
+    assert_close(out, ref_out)
+    assert_close(ours.last_weights.detach(), ref_w.detach())
+    upper = ~mask
+    assert ours.last_weights[..., upper].abs().max().item() == 0.0, "weights above the diagonal are not zero"
+
+    backward_both(out, ref_out)
+    assert_close(x.grad, x_ref.grad, msg=lambda m: f"gradient of the input differs: {m}")
+    assert_same_grads(ours, ref, d_model)
+
+
+def test_causal_outputs_ignore_future_tokens():
+    """With a causal mask, changing the last token changes no earlier output."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).to(DTYPE)
+    x = inputs(1, 6, 16).detach()
+    y = x.clone()
+    y[:, -1] += 10.0
+    mask = causal_mask(6)
+    a, b = mha(x, mask=mask), mha(y, mask=mask)
+    assert_close(a[:, :-1], b[:, :-1])
+    diff = (a[:, -1] - b[:, -1]).abs().max().item()
+    assert diff > 1e-3, f"the last output did not change (max difference {diff}) although its token did"
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(8, 2), (16, 4)])
+def test_last_weights_match_torch_per_head(d_model, n_heads):
+    ours, ref = make_pair(d_model, n_heads)
+    x = inputs(2, 5, d_model).detach()
+    with torch.no_grad():
+        ours(x)
+        _, ref_w = ref(x, x, x, need_weights=True, average_attn_weights=False)
+    w = ours.last_weights
+    assert w.shape == (2, n_heads, 5, 5), f"last_weights shape {tuple(w.shape)}, expected (2, {n_heads}, 5, 5)"
+    assert_close(w, ref_w)
+    assert_close(w.sum(-1), torch.ones(2, n_heads, 5, dtype=DTYPE), msg=lambda m: f"rows do not sum to 1: {m}")
+    # the heads really differ: an implementation that averaged or repeated one head would not
+    spread = (w[:, 0] - w[:, 1]).abs().max().item()
+    assert spread > 1e-3, f"heads 0 and 1 have identical weights (max difference {spread})"
+
+
+# --- against a loop over heads, written out here ---------------------------------------------------
+
+
+def looped_mha(mha: MultiHeadAttention, x: torch.Tensor, context: torch.Tensor | None = None, mask=None):
+    """Multi-head attention one head at a time: slice each head's rows of W_q, W_k, W_v, attend, concat."""
+    context = x if context is None else context
+    d_model, h = mha.w_q.in_features, mha.n_heads if hasattr(mha, "n_heads") else None
+    assert h is not None, "MultiHeadAttention should expose n_heads"
+    d_k = d_model // h
+
+    def project(lin: nn.Linear, inp: torch.Tensor, rows: slice) -> torch.Tensor:
+        b = None if lin.bias is None else lin.bias[rows]
+        return F.linear(inp, lin.weight[rows], b)  # (B, T, d_k): this head's slice of the projection
+
+    heads = []
+    for i in range(h):
+        rows = slice(i * d_k, (i + 1) * d_k)
+        q, k, v = project(mha.w_q, x, rows), project(mha.w_k, context, rows), project(mha.w_v, context, rows)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, T, T_ctx)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        heads.append(torch.softmax(scores, dim=-1) @ v)  # (B, T, d_k)
+    return mha.w_o(torch.cat(heads, dim=-1))  # (B, T, d_model)
+
+
+@pytest.mark.parametrize("d_model, n_heads, bias", CONFIGS)
+def test_batched_heads_equal_looped_heads(d_model, n_heads, bias):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_model, n_heads, bias=bias).to(DTYPE)
+    x, ctx = inputs(2, 6, d_model, seed=4), inputs(2, 4, d_model, seed=5)
+    assert_close(mha(x), looped_mha(mha, x), msg=lambda m: f"self-attention: {m}")
+    assert_close(mha(x, context=ctx), looped_mha(mha, x, ctx), msg=lambda m: f"cross-attention: {m}")
+    mask = causal_mask(6)
+    assert_close(mha(x, mask=mask), looped_mha(mha, x, mask=mask), msg=lambda m: f"causal: {m}")
+
+
+def test_module_exposes_its_layers():
+    mha = MultiHeadAttention(12, 3)
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        lin = getattr(mha, name, None)
+        assert isinstance(lin, nn.Linear), f"{name} should be an nn.Linear, got {type(lin).__name__}"
+        assert (lin.in_features, lin.out_features) == (12, 12), (
+            f"{name} maps {lin.in_features} -> {lin.out_features}, expected 12 -> 12"
+        )
+    assert mha.n_heads == 3, f"n_heads is {mha.n_heads}, expected 3"
+
+
+# --- parameter count --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8, 16])
+def test_parameter_count_does_not_depend_on_heads(n_heads):
+    d = 64
+    with_bias = sum(p.numel() for p in MultiHeadAttention(d, n_heads).parameters())
+    without = sum(p.numel() for p in MultiHeadAttention(d, n_heads, bias=False).parameters())
+    assert with_bias == 4 * d * d + 4 * d, f"{with_bias} parameters, expected 4*d^2 + 4*d = {4 * d * d + 4 * d}"
+    assert without == 4 * d * d, f"{without} parameters without bias, expected 4*d^2 = {4 * d * d}"
+    torch_count = sum(p.numel() for p in nn.MultiheadAttention(d, n_heads, batch_first=True).parameters())
+    assert with_bias == torch_count, f"{with_bias} parameters, nn.MultiheadAttention has {torch_count}"
+
+
+def test_parameter_count_of_the_paper():
+    """d_model = 512, h = 8, d_k = 64: 3*512*64*8 + 512^2 = 4*512^2 = 1,048,576 weights."""
+    mha = MultiHeadAttention(512, 8, bias=False)
+    n = sum(p.numel() for p in mha.parameters())
+    assert n == 3 * 512 * 64 * 8 + 512 * 512 == 1_048_576, f"{n} weights, expected 1,048,576"
+
+
+# --- errors for bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(10, 3), (512, 7), (6, 4)])
+def test_indivisible_d_model_names_both_numbers(d_model, n_heads):
+    with pytest.raises(ValueError) as info:
+        MultiHeadAttention(d_model, n_heads)
+    text = str(info.value)
+    assert str(d_model) in text and str(n_heads) in text, f"the message should name {d_model} and {n_heads}: {text!r}"
+
+
+@pytest.mark.parametrize("n_heads", [0, -2])
+def test_non_positive_heads_rejected(n_heads):
+    with pytest.raises(ValueError, match=str(n_heads)):
+        MultiHeadAttention(8, n_heads)
+
+
+def test_wrong_feature_size_rejected():
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match="8"):
+        mha(torch.randn(2, 5, 6))  # 6 features instead of d_model = 8
+
+
+def test_wrong_context_feature_size_rejected():
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match="8"):
+        mha(torch.randn(2, 5, 8), context=torch.randn(2, 4, 6))
+
+
+def test_non_batched_input_rejected():
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"\(B, T"):
+        mha(torch.randn(5, 8))  # no batch axis
