@@ -112,20 +112,35 @@ class MarkovChain:
     def _padded(self, seq: Sequence) -> list:
         return [END] * self.order + list(seq) + [END]
 
-    def fit(self, sequences: Iterable[Sequence[Hashable]]) -> "MarkovChain":
-        """Count every (context, next token) pair in `sequences` (a list of token lists); returns self."""
+    def fit(self, sequences: Iterable[Sequence[Hashable]], vocab: Iterable[Hashable] | None = None) -> "MarkovChain":
+        """Count every (context, next token) pair in `sequences` (a list of token lists); returns self.
+
+        `vocab` (optional): more tokens to know, added after those seen in `sequences`. Models that
+        are compared by perplexity must share one vocabulary (with smoothing, V is in the formula),
+        so a model trained on a small slice can be given the vocabulary of the full training set.
+        """
         sequences = _check_sequences(sequences)
         if not sequences:
             raise ValueError("fit needs at least one sequence, got an empty list")
+        if isinstance(vocab, str):
+            raise TypeError(f"vocab must be a collection of tokens, got the string {vocab!r}")
         self.vocab, self.tokens = {END: 0}, [END]
         self.counts, self.context_totals, self._matrix = {}, {}, None
+
+        def add(tok, where: str) -> None:
+            if tok == END:
+                raise ValueError(f"{where} contains {END!r}, which the model reserves for sentence boundaries")
+            if tok not in self.vocab:
+                self.vocab[tok] = len(self.tokens)
+                self.tokens.append(tok)
+
         for i, seq in enumerate(sequences):
             for tok in seq:
-                if tok == END:
-                    raise ValueError(f"sequence {i} contains {END!r}, which the model reserves for sentence boundaries")
-                if tok not in self.vocab:
-                    self.vocab[tok] = len(self.tokens)
-                    self.tokens.append(tok)
+                add(tok, f"sequence {i}")
+        for tok in vocab if vocab is not None else ():
+            if tok != END:  # passing another model's vocab (which holds "<end>") is fine
+                add(tok, "vocab")
+        for seq in sequences:
             padded = self._padded(seq)
             for t in range(self.order, len(padded)):
                 context = tuple(padded[t - self.order : t])

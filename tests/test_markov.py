@@ -266,3 +266,46 @@ def test_unknown_tokens_and_bad_contexts():
         m.sample(seed=0, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="vocab_size must be a positive int"):
         table_entries(0, 2)
+
+
+def test_shared_vocabulary_for_comparisons():
+    full = MarkovChain(order=1).fit(COMMANDS)
+    small = MarkovChain(order=1, smoothing=1.0).fit(COMMANDS[:2], vocab=full.vocab)
+    assert list(small.vocab) == list(MarkovChain(order=1).fit(COMMANDS[:2]).vocab) + [
+        t for t in full.vocab if t not in MarkovChain(order=1).fit(COMMANDS[:2]).vocab
+    ], list(small.vocab)
+    assert set(small.vocab) == set(full.vocab), set(full.vocab) ^ set(small.vocab)
+    # words known only through vocab= have no counts: smoothed, their contexts are uniform
+    V = len(full.vocab)
+    dist = small.next_distribution(("battery",))
+    assert all(math.isclose(p, 1 / V) for p in dist.values()) and len(dist) == V, dist
+    assert math.isfinite(small.perplexity(COMMANDS)), small.perplexity(COMMANDS)
+    with pytest.raises(TypeError, match="vocab must be a collection of tokens"):
+        MarkovChain().fit(COMMANDS, vocab="abc")
+
+
+def test_graph_figures_label_nodes_and_arrows():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib import viz
+
+    m = MarkovChain(order=1).fit(COMMANDS)
+    fig = viz.markov_graph(m)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    for label in ["<start>", "<end>", "my", "0.20", "0.30", "0.50", "0.40", "0.60"]:
+        assert label in texts, f"{label!r} missing from the graph's texts {sorted(set(texts))}"
+    # one arrow per nonzero transition, with "<end>" split into a start and an end node
+    n_arrows = sum(1 for t in fig.axes[0].texts if t.get_text() == "" and t.arrow_patch is not None)
+    assert n_arrows == int((m.transition_matrix > 0).sum()), (n_arrows, int((m.transition_matrix > 0).sum()))
+    plt.close(fig)
+    with pytest.raises(ValueError, match="has a cycle"):
+        viz.transition_graph(m.transition_matrix, m.tokens)  # without the split, <end> closes a loop
+    with pytest.raises(ValueError, match="first-order chains only"):
+        viz.markov_graph(MarkovChain(order=2).fit(COMMANDS))
+    fig = viz.transition_graph(m.transition_matrix, m.tokens, layout="circle")
+    plt.close(fig)
+    with pytest.raises(ValueError, match="square matrix"):
+        viz.transition_graph(np.zeros((2, 3)), ["a", "b"])
