@@ -251,6 +251,130 @@ def _fmt(x: float) -> str:
 # --- Lesson 01: one-hot vectors and dot products ------------------------------
 
 
+def _l01_one_hot(ids, num_classes: int) -> np.ndarray:
+    """Reference one-hot rows, (N, V) float, written independently of course_lib.vectors."""
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.zeros((ids.size, num_classes))
+    out[np.arange(ids.size), ids] = 1.0
+    return out
+
+
+def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "one_hot") -> None:
+    """The learner's `one_hot(ids, num_classes)` for a 1-D batch of 0-based ids -> (N, V) floats."""
+    cases = cases or [([1, 2, 0], 3), ([0, 0, 4, 2], 5)]
+    for ids, num_classes in cases:
+        ids = np.asarray(ids)
+        got = call(name, fn, ids.copy(), num_classes)
+        if got is None:
+            raise CheckFailed(name, "got None: did you forget to `return` the result?")
+        shown = f"{name}({ids.tolist()}, {num_classes})"
+        want = _l01_one_hot(ids, num_classes)
+        arr = _to_array(got)
+        if arr.shape == (num_classes,) and len(ids) > 1:
+            raise CheckFailed(shown, f"expected shape {want.shape} (one row per id), got {arr.shape}.",
+                              "it looks like you added all the rows together into one vector; keep one row per id.")
+        if arr.shape == want.T.shape and _close(arr, want.T, 1e-6, 0) and not _close(arr, want, 1e-6, 0):
+            raise CheckFailed(shown, "the values are not right.",
+                              "your result is the transpose of the expected one: one row per id, one column per vocabulary entry.")
+        mistakes = {
+            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)": _l01_one_hot((ids - 1) % num_classes, num_classes),
+            "put the 1 one column too far to the right (at id + 1)": _l01_one_hot((ids + 1) % num_classes, num_classes),
+            "made a matrix of ones with a 0 at each id (the complement)": 1.0 - want,
+        }
+        check_close(shown, got, want, mistakes=mistakes, quiet=True)
+        kind = np.asarray(arr).dtype
+        check_true(
+            shown,
+            np.issubdtype(kind, np.floating),
+            f"the values are right but the dtype is {kind}.",
+            "use a float array (np.zeros(..., dtype=float)): one-hot rows get multiplied by real-valued weights.",
+        )
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def _l01_rows_cosine(a, b) -> np.ndarray:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return (a * b).sum(axis=1) / (np.sqrt((a * a).sum(axis=1)) * np.sqrt((b * b).sum(axis=1)))
+
+
+def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "cosine_rows") -> None:
+    """The learner's row-wise cosine similarity: (N, D), (N, D) -> (N,)."""
+    if cases is None:
+        cases = [
+            (np.array([[3.0, 4.0], [1.0, 0.0]]), np.array([[6.0, 8.0], [0.0, 5.0]])),
+            (np.array([[1.0, 2.0, 2.0], [2.0, 0.0, 0.0]]), np.array([[2.0, -2.0, 1.0], [4.0, 4.0, 2.0]])),
+        ]
+    for a, b in cases:
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        got = call(name, fn, a.copy(), b.copy())
+        dots = (a * b).sum(axis=1)
+        na, nb = np.sqrt((a * a).sum(axis=1)), np.sqrt((b * b).sum(axis=1))
+        mistakes = {
+            "divided by the length of a only (b is never normalised)": dots / na,
+            "divided by the length of b only (a is never normalised)": dots / nb,
+            "returned the plain dot products, without normalising either vector": dots,
+            "divided by the squared lengths |a|²|b|² instead of |a||b|": dots / (na**2 * nb**2),
+            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's": dots / (np.linalg.norm(a) * np.linalg.norm(b)),
+        }
+        got_arr = _to_array(got) if got is not None else None
+        if got_arr is not None and got_arr.shape == (len(a), len(b)) and len(a) > 1:
+            raise CheckFailed(name, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
+                              "you compared every row of a with every row of b (a @ b.T); pair row i of a with row i of b.")
+        check_close(f"{name}(a of shape {a.shape}, b of shape {b.shape})", got, _l01_rows_cosine(a, b), mistakes=mistakes, quiet=True)
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def check_predicted_shape(name: str, value: Any, expected: tuple, mistakes: Mapping[str, tuple] | None = None) -> None:
+    """A shape written by hand, as a tuple of ints; names the likely confusion if it matches one."""
+    if isinstance(value, (list, torch.Size)):
+        value = tuple(value)
+    if not isinstance(value, tuple) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
+    value = tuple(int(v) for v in value)
+    if value != tuple(expected):
+        for description, wrong in (mistakes or {}).items():
+            if value == tuple(wrong):
+                raise CheckFailed(name, f"{value} is not right.", f"it looks like you {description}.")
+        raise CheckFailed(name, f"{value} is not right.",
+                          "write the shapes of the two factors next to each other: (..., V) @ (V, D) keeps the outer sizes.")
+    passed(name)
+
+
+def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "embed_by_matmul") -> None:
+    """The learner's lookup `one_hot(ids) @ E` in torch: forward equal to `E[ids]`, gradients equal to
+    `nn.Embedding`'s, and computed with a matrix product rather than by indexing."""
+    if cases is None:
+        gen = torch.Generator().manual_seed(1)
+        cases = [
+            (torch.tensor([1, 2, 0]), torch.arange(12.0).reshape(3, 4)),
+            (torch.tensor([[3, 3, 0], [1, 4, 2]]), torch.randn(5, 2, generator=gen)),
+        ]
+    for ids, E in cases:
+        V = E.shape[0]
+        E_learner = E.detach().clone().requires_grad_()
+        shown = f"{name}(ids of shape {tuple(ids.shape)}, E of shape {tuple(E.shape)})"
+        got = call(name, fn, ids.clone(), E_learner)
+        check_type(shown, got, torch.Tensor)
+        mistakes = {"treated the ids as 1-based (every word got the row before its own)": E[(ids - 1) % V]}
+        check_close(shown, got, E[ids], mistakes=mistakes, quiet=True)
+        grad_fn = type(got.grad_fn).__name__ if got.grad_fn is not None else ""
+        check_true(shown, got.grad_fn is not None,
+                   "no gradient can flow from the result back to E.",
+                   "keep everything in torch: no .detach(), .numpy() or torch.tensor(...) around E.")
+        check_true(shown, "Index" not in grad_fn and "Embedding" not in grad_fn,
+                   f"the values are right, but they came from indexing E directly ({grad_fn}).",
+                   "this exercise asks for the matrix product: build the one-hot rows, then multiply by E.")
+        upstream = torch.linspace(-1.0, 1.0, got.numel()).reshape(got.shape)
+        (got * upstream).sum().backward()
+        emb = torch.nn.Embedding(V, E.shape[1])
+        with torch.no_grad():
+            emb.weight.copy_(E)
+        (emb(ids) * upstream).sum().backward()
+        check_close(f"{shown}: gradient of E", E_learner.grad, emb.weight.grad, quiet=True,
+                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' gradients.")
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}, values and gradients")
+
+
 # --- Lesson 02: Markov models -------------------------------------------------
 
 

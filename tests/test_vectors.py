@@ -215,3 +215,54 @@ def test_lookup_and_embed_errors():
         vectors.embed([4], E)
     with pytest.raises(TypeError, match="must be integers"):
         vectors.embed(torch.tensor([1.0]), torch.zeros(4, 3))
+
+
+# --- the lesson 01 exercise checks name the typical mistakes -----------------------------------------
+
+from course_lib import checks  # noqa: E402
+
+
+def _fails_with(check, *args, match: str, **kwargs):
+    with pytest.raises(checks.CheckFailed, match=match):
+        check(*args, **kwargs)
+
+
+def test_check_one_hot_names_mistakes():
+    def right(ids, V):
+        return vectors.one_hot(ids, V)
+
+    checks.check_one_hot(right)
+    _fails_with(checks.check_one_hot, lambda ids, V: vectors.one_hot((ids - 1) % V, V), match="1-based")
+    _fails_with(checks.check_one_hot, lambda ids, V: vectors.one_hot(ids, V).T, match="transpose|transposed")
+    _fails_with(checks.check_one_hot, lambda ids, V: vectors.one_hot(ids, V).astype(int), match="dtype is int")
+    _fails_with(checks.check_one_hot, lambda ids, V: vectors.one_hot(ids, V).sum(0), match="added all the rows")
+
+    def unfinished(ids, V):
+        raise NotImplementedError()
+
+    _fails_with(checks.check_one_hot, unfinished, match="not attempted")
+
+
+def test_check_cosine_rows_names_mistakes():
+    checks.check_cosine_rows(lambda a, b: vectors.cosine_similarity(a, b))
+    _fails_with(checks.check_cosine_rows, lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1), match="length of a only")
+    _fails_with(checks.check_cosine_rows, lambda a, b: (a * b).sum(1), match="plain dot products")
+    _fails_with(checks.check_cosine_rows, lambda a, b: (a * b).sum(1) / (np.linalg.norm(a) * np.linalg.norm(b)), match="whole matrix")
+    _fails_with(checks.check_cosine_rows, lambda a, b: vectors.cosine_similarity_matrix(a, b), match=r"a @ b.T")
+
+
+def test_check_embed_by_matmul_names_mistakes():
+    checks.check_embed_by_matmul(lambda ids, E: F.one_hot(ids, E.shape[0]).to(E.dtype) @ E)
+    _fails_with(checks.check_embed_by_matmul, lambda ids, E: E[ids], match="indexing E directly")
+    _fails_with(checks.check_embed_by_matmul, lambda ids, E: torch.tensor((F.one_hot(ids, E.shape[0]).to(E.dtype) @ E).tolist()),
+                match="no gradient")
+    _fails_with(checks.check_embed_by_matmul, lambda ids, E: F.one_hot((ids - 1) % E.shape[0], E.shape[0]).to(E.dtype) @ E,
+                match="1-based")
+    _fails_with(checks.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]).to(E.dtype) @ E.detach(),
+                match="no gradient")
+
+
+def test_check_predicted_shape():
+    checks.check_predicted_shape("s", (4, 7, 16), (4, 7, 16))
+    _fails_with(checks.check_predicted_shape, "s", (28, 16), (4, 7, 16), {"flattened the batch": (28, 16)}, match="flattened")
+    _fails_with(checks.check_predicted_shape, "s", "4, 7, 16", (4, 7, 16), match="tuple of ints")
