@@ -16,4 +16,82 @@ import numpy as np
 # --- Lesson 06: attention -----------------------------------------------------
 
 
+def softmax_temperature_explorer(scores, labels=None, *, min_temperature: float = 0.05, max_temperature: float = 20.0):
+    """A temperature slider over softmax(scores / temperature), drawn as a bar chart.
+
+    Low temperature: the largest score takes (almost) all the weight; high: the weights flatten
+    towards uniform. Dividing scores by √d_k is the same as a temperature of √d_k.
+    """
+    import torch
+
+    from course_lib.attention import softmax
+    from course_lib.viz import attention_bars
+
+    s = torch.as_tensor(scores, dtype=torch.float64).flatten()  # (N,)
+    if s.numel() < 2:
+        raise ValueError(f"softmax_temperature_explorer needs at least 2 scores, got {s.numel()}")
+    labels = list(labels) if labels is not None else [f"{x:.1f}" for x in s.tolist()]
+    if len(labels) != s.numel():
+        raise ValueError(f"got {len(labels)} labels for {s.numel()} scores")
+    slider = widgets.FloatLogSlider(value=1.0, base=10, min=np.log10(min_temperature), max=np.log10(max_temperature),
+                                    step=0.02, description="temperature", readout_format=".2f",
+                                    continuous_update=True, layout=widgets.Layout(width="450px"))
+    out = widgets.Output()
+
+    def draw(change=None):
+        w = softmax(s / slider.value)  # (N,)
+        with out:
+            out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=(6, 3))
+            attention_bars(labels, w, ax=ax)
+            ax.set_title(f"softmax(scores / {slider.value:.2f}): largest weight {float(w.max()):.2f}")
+            ax.set_xlabel("score")
+            plt.show()
+
+    slider.observe(draw, names="value")
+    draw()
+    return widgets.VBox([slider, out])
+
+
+def attention_explorer(words, q, k, v, *, scale: bool = True):
+    """Pick a query word: see its attention weights over the sentence and the weighted average of the values.
+
+    `q`, `k` are (N, d_k), `v` is (N, d_v) for the N `words`. The right panel shows every value
+    vector and, in the last row, the output Σ_j α_j v_j for the chosen query.
+    """
+    import torch
+
+    from course_lib.attention import scaled_dot_product_attention
+    from course_lib.viz import attention_bars, heatmap
+
+    q, k, v = (torch.as_tensor(t, dtype=torch.float64) for t in (q, k, v))
+    n = len(words)
+    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or not (q.shape[0] == k.shape[0] == v.shape[0] == n):
+        raise ValueError(
+            f"attention_explorer expects q, k, v shaped (N, d) with N={n} words, got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if not scale:  # undo the library's 1/√d_k by pre-multiplying q
+        q = q * q.shape[-1] ** 0.5
+    out_vectors, weights = scaled_dot_product_attention(q, k, v)  # (N, d_v), (N, N)
+    choice = widgets.Dropdown(options=[(f"{i}: {w}", i) for i, w in enumerate(words)], value=0, description="query")
+    out = widgets.Output()
+
+    def draw(change=None):
+        i = choice.value
+        with out:
+            out.clear_output(wait=True)
+            fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [3, 2]})
+            attention_bars(words, weights[i], ax=ax1, title=f"weights of query '{words[i]}' (sum = 1)")
+            table = torch.cat([v, out_vectors[i : i + 1]], dim=0)  # (N + 1, d_v)
+            heatmap(table, row_labels=[f"v[{w}]" for w in words] + ["output"],
+                    col_labels=[f"dim {c}" for c in range(v.shape[1])], cmap="coolwarm", ax=ax2,
+                    title="values and Σ_j α_j v_j")
+            plt.show()
+
+    choice.observe(draw, names="value")
+    draw()
+    return widgets.VBox([choice, out])
+
+
 # --- Lesson 07: position ------------------------------------------------------
