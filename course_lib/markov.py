@@ -140,12 +140,14 @@ class MarkovChain:
         for tok in vocab if vocab is not None else ():
             if tok != END:  # passing another model's vocab (which holds "<end>") is fine
                 add(tok, "vocab")
+        pairs = Counter()  # (context, next token) -> count; a dict keeps first-seen order
         for seq in sequences:
             padded = self._padded(seq)
-            for t in range(self.order, len(padded)):
-                context = tuple(padded[t - self.order : t])
-                self.counts.setdefault(context, Counter())[padded[t]] += 1
-                self.context_totals[context] = self.context_totals.get(context, 0) + 1
+            contexts = [tuple(padded[t - self.order : t]) for t in range(self.order, len(padded))]
+            pairs.update(zip(contexts, padded[self.order :]))
+        for (context, tok), n in pairs.items():
+            self.counts.setdefault(context, Counter())[tok] = n
+            self.context_totals[context] = self.context_totals.get(context, 0) + n
         return self
 
     def _require_fitted(self) -> None:
@@ -248,13 +250,15 @@ class MarkovChain:
         gives probability 0 (possible without smoothing) makes the result -inf.
         """
         self._require_fitted()
-        total = 0.0
-        for seq in _check_sequences(sequences):
+        sequences = _check_sequences(sequences)
+        for seq in sequences:  # all unknown-token errors before any arithmetic
             for tok in seq:
                 self._check_token(tok)
+        total, prob, n = 0.0, self._probability, self.order
+        for seq in sequences:
             padded = self._padded(seq)
-            for t in range(self.order, len(padded)):
-                p = self._probability(tuple(padded[t - self.order : t]), padded[t])
+            for t in range(n, len(padded)):
+                p = prob(tuple(padded[t - n : t]), padded[t])
                 if p == 0.0:
                     return -math.inf
                 total += math.log(p)

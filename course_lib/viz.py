@@ -263,6 +263,22 @@ def transition_graph(
     return fig
 
 
+def transition_heatmap(matrix, row_labels, col_labels, *, title: str = "", figsize=(7.5, 6), fmt: str = "{:.2f}",
+                       ylabel: str = "current word", ax=None) -> Figure:
+    """A transition matrix as a heatmap (rows: context, columns: next token), with only the
+    nonzero probabilities written in, so that sparse matrices stay readable."""
+    if hasattr(matrix, "detach"):
+        matrix = matrix.detach().cpu().numpy()
+    m = np.asarray(matrix, dtype=float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    heatmap(m, row_labels, col_labels, title=title, xlabel="next token", ylabel=ylabel, annotate=False, ax=ax)
+    for i, j in zip(*np.nonzero(m)):
+        ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=7,
+                color="black" if m[i, j] > 0.5 else "white")
+    return ax.figure
+
+
 def markov_graph(model, *, title: str = "", min_prob: float = 0.0, figsize=(9, 4), ax=None) -> Figure:
     """Draw a first-order `course_lib.markov.MarkovChain` as a left-to-right graph.
 
