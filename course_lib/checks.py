@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import Counter, OrderedDict, defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -110,6 +111,22 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _custom_equality(value: Any, depth: int = 0) -> bool:
+    """True if `value`, or anything inside a list/tuple/dict/set it holds, has an `__eq__` written in
+    Python: such an object decides for itself whether it "equals" the expected answer."""
+    if depth > 20:
+        return True
+    kind = type(value)
+    trusted = kind in (Counter, OrderedDict, defaultdict)  # standard containers with __eq__ in Python
+    if not trusted and any(isinstance(getattr(kind, m, None), type(_custom_equality)) for m in ("__eq__", "__ne__")):
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_custom_equality(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_custom_equality(k, depth + 1) or _custom_equality(v, depth + 1) for k, v in value.items())
+    return False
+
+
 def _close(actual: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
     try:
         return actual.shape == expected.shape and bool(np.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True))
@@ -191,6 +208,10 @@ def check_equal(name: str, actual: Any, expected: Any, *, hint: str | None = Non
         a, e = _to_array(actual), _to_array(expected)
         check_shape(name, a, e.shape)
         ok = bool(np.array_equal(a, e))
+    elif _custom_equality(actual):
+        # An object whose own __eq__ decides the comparison could claim to equal anything.
+        raise CheckFailed(name, f"expected {_short(expected, 120)}, got an object of type {type(actual).__name__} "
+                          "that defines its own comparison.", hint)
     else:
         ok = actual == expected
     if not ok:
@@ -246,6 +267,164 @@ def _fmt(x: float) -> str:
 # that lesson's exercises invite.
 
 # --- Lesson 00: welcome -------------------------------------------------------
+
+
+def _l00_count(name: str, value: Any, expected: int, mistakes: Mapping[str, Any] | None = None, hint: str | None = None,
+               quiet: bool = False) -> None:
+    """A whole-number answer: say when it is not a number, not whole, or a known wrong count."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
+    if not float(value).is_integer():
+        raise CheckFailed(name, f"expected a whole number, got {_fmt(float(value))}.",
+                          "counts of steps, layers and patches are whole numbers: did a division leave a fraction?")
+    if int(value) == expected:
+        if not quiet:
+            passed(name)
+        return
+    for description, wrong in (mistakes or {}).items():
+        if int(value) == wrong:
+            raise CheckFailed(name, f"{int(value)} is not right.", f"it looks like you {description}.")
+    raise CheckFailed(name, f"{int(value)} is not right.", hint)
+
+
+def _l00_reference_sample(seed: int) -> torch.Tensor:
+    from course_lib.device import seed_everything
+
+    seed_everything(seed)
+    return torch.randn(5)
+
+
+def check_reproducible_sample(fn: Callable, seeds: Sequence[int] = (0, 7), name: str = "reproducible_sample") -> None:
+    """The learner's `reproducible_sample(seed)`: seed everything, then return `torch.randn(5)`."""
+    for seed in seeds:
+        first = call(name, fn, seed)
+        torch.randn(100)  # move the global generator on: a function that seeds itself does not care
+        np.random.rand(100)
+        second = call(name, fn, seed)
+        shown = f"{name}({seed})"
+        check_type(shown, first, torch.Tensor)
+        check_shape(shown, first, (5,))
+        check_true(shown, bool(torch.equal(first, second)),
+                   "two calls with the same seed gave different numbers.",
+                   "call seed_everything(seed) INSIDE the function, right before drawing the numbers.")
+        want = _l00_reference_sample(seed)
+        mistakes = {"used torch.rand (uniform on [0, 1)) instead of torch.randn (normal)": _l00_uniform(seed)}
+        if seed != 0:
+            mistakes["ignored the `seed` argument (always seeded with 0)"] = _l00_reference_sample(0)
+        check_close(shown, first, want, atol=1e-6, rtol=0, mistakes=mistakes, quiet=True,
+                    hint="seed with seed_everything(seed), then draw exactly torch.randn(5) and return it.")
+    a, b = call(name, fn, seeds[0]), call(name, fn, seeds[0] + 1)
+    check_true(name, not torch.equal(a, b), "different seeds gave the same numbers.",
+               "pass the `seed` argument on to seed_everything instead of a fixed number.")
+    passed(name, f"{len(seeds)} seeds, repeatable")
+
+
+def _l00_uniform(seed: int) -> torch.Tensor:
+    from course_lib.device import seed_everything
+
+    seed_everything(seed)
+    return torch.rand(5)
+
+
+def check_rnn_steps(name: str, value: Any, first: int, last: int) -> None:
+    """Sequential RNN steps for word `first`'s information to reach word `last`: last - first."""
+    steps = last - first
+    _l00_count(name, value, steps, {
+        "counted the words from one to the other, both included, instead of the steps between them": steps + 1,
+        "gave self-attention's answer (one step); an RNN must pass through every word in between": 1,
+        "counted only the words strictly between them; the last hop into the final word is a step too": steps - 1,
+    }, hint=f"the hidden state moves one word per step: word {first} -> word {first + 1} -> ... -> word {last}.")
+
+
+def _l00_receptive_field(num_layers: int, kernel_size: int) -> int:
+    return 1 + num_layers * (kernel_size - 1)
+
+
+def check_receptive_field(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 3), (2, 3), (4, 5)),
+                          name: str = "receptive_field") -> None:
+    """The learner's `receptive_field(num_layers, kernel_size)` = 1 + L (k - 1)."""
+    for layers, k in cases:
+        shown = f"{name}({layers}, {k})"
+        got = call(name, fn, layers, k)
+        if got is None:
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        _l00_count(shown, got, _l00_receptive_field(layers, k), {
+            "forgot the +1 for the centre position (each layer adds k - 1 positions to ONE starting position)": layers * (k - 1),
+            "multiplied the layers by the kernel size (neighbouring windows overlap: each layer adds only k - 1)": layers * k,
+            "made it grow exponentially; stacked ordinary convolutions grow linearly (exponential growth needs dilation)": k**layers,
+            "added k - 1 once too often (a single layer sees exactly k positions)": 1 + (layers + 1) * (k - 1),
+        }, quiet=True)
+    passed(name, f"{len(cases)} cases")
+
+
+def _l00_layers_needed(distance: int, kernel_size: int) -> int:
+    return -(-distance // (kernel_size - 1))  # ceil(d / (k - 1)) without floats
+
+
+def check_layers_needed(fn: Callable, cases: Sequence[tuple[int, int]] = ((2, 3), (10, 3), (9, 5)),
+                        name: str = "layers_needed") -> None:
+    """The learner's `layers_needed(distance, kernel_size)`: fewest layers with 1 + L (k - 1) >= d + 1."""
+    for d, k in cases:
+        shown = f"{name}({d}, {k})"
+        got = call(name, fn, d, k)
+        if got is None:
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        want = _l00_layers_needed(d, k)
+        _l00_count(shown, got, want, {
+            "rounded down: with that many layers the two words are still just out of each other's reach": d // (k - 1),
+            "required the receptive field to span d positions instead of d + 1 (both words must be inside it)": -(-(d - 1) // (k - 1)),
+            "divided by the kernel size k instead of the k - 1 new positions each layer adds": -(-d // k),
+            "added one layer too many": want + 1,
+        }, hint=f"find the smallest L with 1 + L * ({k} - 1) >= {d} + 1.", quiet=True)
+    passed(name, f"{len(cases)} cases")
+
+
+def check_patches(name: str, value: Any, image_size: int = 224, patch_size: int = 16, class_token: bool = False) -> None:
+    """How many patch_size x patch_size patches tile a square image (+1 with a class token)."""
+    per_side = image_size // patch_size
+    want = per_side * per_side + (1 if class_token else 0)
+    mistakes = {
+        "counted the patches along one side only (the image is a grid: side x side)": per_side + (1 if class_token else 0),
+        "divided the number of pixels by the patch side instead of the patch area (16 x 16 = 256 pixels)":
+            image_size * image_size // patch_size + (1 if class_token else 0),
+    }
+    if class_token:
+        mistakes["forgot the class token that is added in front of the patches"] = per_side * per_side
+        mistakes["added the class token twice"] = per_side * per_side + 2
+    else:
+        mistakes["added the class token; this question asks for the patches alone"] = per_side * per_side + 1
+    _l00_count(name, value, want, mistakes,
+               hint=f"a {image_size} x {image_size} image is a grid of ({image_size} / {patch_size}) x ({image_size} / {patch_size}) patches.")
+
+
+def _l00_patch_count(height: int, width: int, patch: int) -> int:
+    return (height // patch) * (width // patch)
+
+
+def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((224, 224, 16), (32, 32, 8)),
+                      name: str = "patch_count") -> None:
+    """The learner's fixed `patch_count(height, width, patch)` = (H // p) * (W // p)."""
+    for h, w, p in cases:
+        shown = f"{name}({h}, {w}, {p})"
+        got = call(name, fn, h, w, p)
+        if got is None:
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        _l00_count(shown, got, _l00_patch_count(h, w, p), {
+            "kept the bug: the pixel count was divided by the patch side, not by the patch area": (h * w) // p,
+            "assumed a square image (used the height twice)": (h // p) ** 2,
+            "assumed a square image (used the width twice)": (w // p) ** 2,
+            "counted partial patches at the border; patches that do not fit are dropped": -(-h // p) * -(-w // p),
+        }, quiet=True)
+    passed(name, f"{len(cases)} cases")
+
+
+def check_attention_steps(name: str, value: Any, n_words: int) -> None:
+    """Steps for word 1 and word n to interact in one self-attention layer: always 1."""
+    _l00_count(name, value, 1, {
+        "gave the RNN's count: in self-attention every word looks at every other word directly": n_words - 1,
+        "counted the words: the distance between positions does not matter to attention": n_words,
+        "answered 0; the two words interact in one step, through one attention weight": 0,
+    })
 
 
 # --- Lesson 01: one-hot vectors and dot products ------------------------------

@@ -1,0 +1,199 @@
+"""Reading, validating and writing exercise notebooks in nbgrader's format.
+
+A solution notebook (`solutions/NN_name.ipynb`) is the single source of an exercise set. Each
+graded cell carries nbgrader's metadata in `cell.metadata.nbgrader`:
+
+    {"schema_version": 3, "grade": bool, "solution": bool, "locked": bool, "grade_id": str, "points": n}
+
+- answer cells (`solution: true`) hold a region between `### BEGIN SOLUTION` / `### END SOLUTION`;
+- test cells (`grade: true`, with `points`) may hold a region between `### BEGIN HIDDEN TESTS` /
+  `### END HIDDEN TESTS` that learners never see.
+
+Everything here works on plain dicts (the notebook's JSON), so that reading a notebook never
+changes it (nbformat's reader would invent random cell ids for old notebooks) and writing is
+byte-for-byte deterministic.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
+BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
+TEXT_STUB = "YOUR ANSWER HERE"
+
+
+class NotebookError(ValueError):
+    """A notebook that cannot be used: says which file and what is wrong."""
+
+
+# --- reading and writing -------------------------------------------------------------------------
+
+
+def read_notebook(path: str | os.PathLike) -> dict:
+    """The notebook at `path` as a dict; `NotebookError` if it is not a notebook at all."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise NotebookError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    if not raw.strip():
+        raise NotebookError(f"{path}: the file is empty.")
+    try:
+        nb = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise NotebookError(f"{path}: not a valid notebook (not JSON: {err}).") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise NotebookError(f"{path}: not a valid notebook (no list of cells).")
+    for i, cell in enumerate(nb["cells"]):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise NotebookError(f"{path}: cell {i} is not a valid notebook cell.")
+    return nb
+
+
+def dumps_notebook(nb: dict) -> str:
+    """The notebook as nbformat writes it (indent 1, sorted keys, lines split), ending in a newline."""
+    text = nbformat.writes(nbformat.from_dict(nb), version=nbformat.NO_CONVERT)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename, so readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- cells ---------------------------------------------------------------------------------------
+
+
+def source(cell: dict) -> str:
+    """A cell's source as one string (notebooks may store it as a list of lines)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def nbgrader_meta(cell: dict) -> dict:
+    meta = cell.get("metadata", {})
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def grade_id(cell: dict) -> str | None:
+    gid = nbgrader_meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
+
+
+def is_solution(cell: dict) -> bool:
+    return bool(nbgrader_meta(cell).get("solution", False))
+
+
+def is_test(cell: dict) -> bool:
+    return bool(nbgrader_meta(cell).get("grade", False)) and cell.get("cell_type") == "code"
+
+
+def is_locked(cell: dict) -> bool:
+    return bool(nbgrader_meta(cell).get("locked", False))
+
+
+def points(cell: dict) -> float:
+    value = nbgrader_meta(cell).get("points", 0) or 0
+    return float(value)
+
+
+def _replace_region(text: str, begin: str, end: str, stub: list[str] | None, where: str) -> tuple[str, bool]:
+    """Replace every region between lines containing `begin` and `end` (delimiters included) by
+    `stub` indented like the `begin` line, or drop it when `stub` is None (nbgrader's rules)."""
+    out, inside, found = [], False, False
+    for line in text.split("\n"):
+        if begin in line:
+            if inside:
+                raise NotebookError(f"{where}: nested '{begin}'.")
+            inside = found = True
+            indent = re.match(r"\s*", line).group(0)
+            out.extend(indent + s for s in (stub or []))
+        elif end in line:
+            if not inside:
+                raise NotebookError(f"{where}: '{end}' without a '{begin}' before it.")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise NotebookError(f"{where}: '{begin}' without a matching '{end}'.")
+    return "\n".join(out), found
+
+
+def strip_solution(cell: dict, where: str = "cell") -> str:
+    """The learner's version of an answer cell's source."""
+    text = source(cell)
+    stub = CODE_STUB if cell.get("cell_type") == "code" else [TEXT_STUB]
+    new, found = _replace_region(text, BEGIN_SOLUTION, END_SOLUTION, stub, where)
+    if not found and is_solution(cell):  # a solution cell without a region is replaced whole
+        new = "\n".join(stub)
+    return new
+
+
+def strip_hidden_tests(text: str, where: str = "cell") -> str:
+    return _replace_region(text, BEGIN_HIDDEN, END_HIDDEN, None, where)[0]
+
+
+def validate_solution_notebook(nb: dict, where: str) -> list[str]:
+    """Problems that make `nb` unusable as an exercise source (empty list when it is fine)."""
+    problems, seen = [], {}
+    for i, cell in enumerate(nb["cells"]):
+        nbg = nbgrader_meta(cell)
+        label = f"{where}, cell {i}"
+        if "id" not in cell:
+            problems.append(f"{label}: has no cell id (save it with a current Jupyter, nbformat >= 4.5)")
+        if not nbg:
+            if BEGIN_SOLUTION in source(cell) or BEGIN_HIDDEN in source(cell):
+                problems.append(f"{label}: has a solution or hidden-test region but no nbgrader metadata")
+            continue
+        gid = nbg.get("grade_id")
+        if not isinstance(gid, str) or not gid:
+            problems.append(f"{label}: nbgrader metadata without a grade_id")
+        elif gid in seen:
+            problems.append(f"{label}: grade_id {gid!r} is also used by cell {seen[gid]}")
+        else:
+            seen[gid] = i
+        if nbg.get("schema_version") != 3:
+            problems.append(f"{label}: nbgrader schema_version should be 3, got {nbg.get('schema_version')!r}")
+        if nbg.get("grade") and not isinstance(nbg.get("points"), (int, float)):
+            problems.append(f"{label}: a graded cell needs numeric 'points'")
+        try:
+            if not nbg.get("solution") and BEGIN_SOLUTION in source(cell):
+                problems.append(f"{label}: solution region in a cell not marked solution: true")
+            if not nbg.get("grade") and BEGIN_HIDDEN in source(cell):
+                problems.append(f"{label}: hidden tests in a cell not marked grade: true")
+            strip_solution(cell, label)
+            strip_hidden_tests(source(cell), label)
+        except NotebookError as err:
+            problems.append(str(err))
+    return problems
+
+
+def learner_hash(nb: dict) -> str:
+    """A hash of what a learner can change: the cells' types and sources, in order.
+
+    Outputs, execution counts and cell metadata are left out: running a notebook or a different
+    Jupyter version re-saving it does not count as a change, editing or adding a cell does.
+    """
+    h = hashlib.sha256()
+    for cell in nb.get("cells", []):
+        h.update(json.dumps([cell.get("cell_type"), source(cell)], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()
