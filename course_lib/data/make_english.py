@@ -17,7 +17,7 @@ teaches must really show up in the co-occurrence counts.
   difference is the same for every pair. Royal people share royal contexts (throne, crown,
   kingdom), adults share adult ones (work, car), children share childhood ones (school, toys). That
   is why word2vec finds king - man + woman closest to queen. (The corpus is also gender-balanced:
-  every gendered word occurs exactly as often as its partner.)
+  king and queen, he and she, ... occur exactly equally often.)
 - Countries and capitals come in pairs too (france/paris, italy/rome, spain/madrid, ...), each with a
   language and a dish. Countries appear in country contexts (borders, flags, presidents), capitals in
   city contexts (streets, trains, museums, mayors), and both next to their own language and dish, so
@@ -333,8 +333,8 @@ def food_sentence(rng: random.Random) -> str:
         f"we bought {' and '.join(rng.sample(FOODS, 2))} at the market",
         f"the soup was too hot to eat",
         f"a cup of {drink} is good in the morning",
-        f"she cut the cake into {pick(rng, NUMBERS[2:13])} pieces",
-        f"he cut the bread into {pick(rng, NUMBERS[2:13])} pieces",
+        f"we cut the cake into {pick(rng, NUMBERS[2:13])} pieces",
+        f"they cut the bread into {pick(rng, NUMBERS[2:13])} slices",
     ]
     return pick(rng, templates)
 
