@@ -556,6 +556,139 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
 
 # --- Lesson 02: Markov models -------------------------------------------------
 
+from collections import Counter  # noqa: E402  (kept inside the lesson 02 section)
+
+_L02_END = "<end>"
+
+
+def _l02_counts(sentences, vocab, prepend: bool = True, append: bool = True) -> np.ndarray:
+    index = {w: i for i, w in enumerate(vocab)}
+    counts = np.zeros((len(vocab), len(vocab)))  # (V, V): row = current token, column = next token
+    for s in sentences:
+        padded = ([_L02_END] if prepend else []) + list(s) + ([_L02_END] if append else [])
+        for a, b in zip(padded[:-1], padded[1:]):
+            counts[index[a], index[b]] += 1
+    return counts
+
+
+def _l02_rows(counts: np.ndarray) -> np.ndarray:
+    sums = counts.sum(axis=1, keepdims=True)  # (V, 1)
+    return np.divide(counts, sums, out=np.zeros_like(counts), where=sums > 0)
+
+
+def l02_transition_matrix(sentences, vocab) -> np.ndarray:
+    """Reference for exercise 02: counts of (current, next) with "<end>" before and after each
+    sentence, each row divided by its own total; rows with no successors stay zero."""
+    return _l02_rows(_l02_counts(sentences, vocab))
+
+
+def check_transition_matrix(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
+    """Check a learner's `transition_matrix(sentences, vocab)` on each (sentences, vocab) case,
+    naming the usual mistakes: columns normalised, the boundary token forgotten, divided by the
+    grand total, 0/0 rows left as NaN."""
+    for sentences, vocab in cases:
+        got = call(name, fn, sentences, vocab)
+        if got is None:
+            raise CheckFailed(name, "got None: did you forget to `return` the matrix?")
+        check_shape(name, got, (len(vocab), len(vocab)))
+        counts = _l02_counts(sentences, vocab)
+        col_sums = counts.sum(axis=0, keepdims=True)  # (1, V)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mistakes = {
+                "normalised the columns instead of the rows (each ROW, one current word, must sum to 1)":
+                    np.divide(counts, col_sums, out=np.zeros_like(counts), where=col_sums > 0),
+                "forgot to append the end token, so the last word of each sentence has an all-zero row":
+                    _l02_rows(_l02_counts(sentences, vocab, append=False)),
+                "forgot to put the end token in front of each sentence, so the '<end>' row (how sentences start) is empty":
+                    _l02_rows(_l02_counts(sentences, vocab, prepend=False)),
+                "left out the end token altogether (\"please\" then has no successor and an all-zero row)":
+                    _l02_rows(_l02_counts(sentences, vocab, prepend=False, append=False)),
+                "divided by the total count of all pairs instead of by each row's count": counts / counts.sum(),
+                "returned the counts without normalising them": counts,
+                "divided rows with no successors by zero (0/0 = NaN): leave those rows at zero":
+                    counts / counts.sum(axis=1, keepdims=True),
+            }
+        shown = f"{name}({len(sentences)} sentences, vocab of {len(vocab)})"
+        check_close(shown, got, l02_transition_matrix(sentences, vocab), mistakes=mistakes, quiet=True,
+                    hint="row i should hold count(i followed by j) / count(i followed by anything).")
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def l02_add_k(counts, context, word, k, vocab_size) -> float:
+    """Reference add-k probability: (count(context, word) + k) / (count(context) + k * V)."""
+    row = counts.get(context, {})
+    return (row.get(word, 0) + k) / (sum(row.values()) + k * vocab_size)
+
+
+def check_add_k(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
+    """Check a learner's add-k probability function on (counts, context, word, k, vocab_size) cases."""
+    check_function(
+        name, fn, cases, reference=l02_add_k,
+        mistakes={
+            "added k to the denominator instead of k * V (the row then sums to more than 1)":
+                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k) / (sum(c.get(ctx, {}).values()) + k),
+            "added k to the numerator only; the denominator needs k * V too":
+                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k) / max(sum(c.get(ctx, {}).values()), 1e-300),
+            "added k * V to the numerator as well":
+                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k * V) / (sum(c.get(ctx, {}).values()) + k * V),
+            "forgot the smoothing (plain count / total)":
+                lambda c, ctx, w, k, V: c.get(ctx, {}).get(w, 0) / max(sum(c.get(ctx, {}).values()), 1e-300),
+        },
+        hint="every one of the V possible next words gets k extra counts, so the row total grows by k * V.",
+    )
+
+
+def check_table_entries(name: str, fn: Callable, cases: Sequence[tuple[int, int]]) -> None:
+    """Check `n_table_entries(V, order)` == V ** order * V exactly, naming the usual slips."""
+    for V, order in cases:
+        got = call(name, fn, V, order)
+        want = V**order * V
+        shown = f"{name}({V}, {order})"
+        if isinstance(got, bool) or not isinstance(got, (int, np.integer, float, np.floating)):
+            raise CheckFailed(shown, f"expected a whole number, got {_short(got)}.")
+        if isinstance(got, (float, np.floating)) and got != want:
+            raise CheckFailed(shown, f"expected exactly {want}, got the float {got!r}.",
+                              "floats hold only about 16 digits: compute with ints (V ** order * V).")
+        if got != want:
+            wrong = {
+                "counted only the rows (V ** order contexts), not the V columns of each row": V**order,
+                "used the order as a multiplier instead of an exponent": V * order * V,
+                "used one power too many (V ** (order + 2))": V ** (order + 2),
+                "counted the rows as V ** (order - 1)": V ** (order - 1) * V,
+            }
+            hint = next((f"it looks like you {d}." for d, w in wrong.items() if got == w), "a table of order n has V ** n rows of V columns.")
+            raise CheckFailed(shown, f"expected {want}, got {got}.", hint)
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def check_sampler(name: str, fn: Callable, dist: Mapping[Any, float] | None = None, n: int = 4000) -> None:
+    """Check `sample_next(dist, rng)`: returns one of the tokens, draws with the generator it is
+    given (same seed, same draws), and follows the probabilities (within a few percent over n draws)."""
+    dist = dict(dist or {"directories": 0.2, "files": 0.3, "photos": 0.5})
+    first = call(name, fn, dict(dist), np.random.default_rng(0))
+    if first not in dist:
+        raise CheckFailed(name, f"returned {_short(first)}, expected one of the tokens {list(dist)}.",
+                          "return the token itself (a key of the dict), not its index or probability.")
+    draws = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
+    again = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
+    if draws != again:
+        raise CheckFailed(name, "two generators with the same seed gave different draws.",
+                          "draw with the `rng` argument (rng.choice or rng.random), not np.random.* or the random module.")
+    rng = np.random.default_rng(2024)
+    counts = Counter(call(name, fn, dict(dist), rng) for _ in range(n))
+    freq = {tok: counts.get(tok, 0) / n for tok in dist}
+    best = max(dist, key=dist.get)
+    if freq[best] == 1.0 and dist[best] < 0.999:
+        raise CheckFailed(name, f"it always returned {best!r}.",
+                          "it looks like you took the most likely token (argmax); sample in proportion to the probabilities.")
+    if all(abs(f - 1 / len(dist)) < 0.03 for f in freq.values()) and any(abs(p - 1 / len(dist)) > 0.06 for p in dist.values()):
+        raise CheckFailed(name, f"every token came up about equally often ({ {t: round(f, 2) for t, f in freq.items()} }).",
+                          "it looks like you ignored the probabilities: pass them to rng.choice with p=.")
+    for tok, p in dist.items():
+        if abs(freq[tok] - p) > 0.03:
+            raise CheckFailed(name, f"{tok!r} came up {freq[tok]:.3f} of the time in {n} draws, expected about {p}.")
+    passed(name, f"{n} draws follow {dist}")
+
 
 # --- Lesson 03: from skips to attention ---------------------------------------
 
@@ -720,7 +853,7 @@ def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = Fal
         check_close(f"{label}, output", out, want_out, mistakes={d: o for d, (o, w) in wrong.items()}, quiet=True,
                     hint="the output is weights @ v")
         n += 1
-    passed(name, f"{n} cases")
+    passed(name, f"{n} case{'s' if n != 1 else ''}")
 
 
 def check_flying_arrows(scores: Any, weights: Any, output: Any) -> None:
@@ -746,13 +879,521 @@ def check_choice(name: str, value: Any, expected: Any, explanations: Mapping[Any
     """A multiple-choice or shape answer: exact match, with an explanation for each known wrong answer."""
     if isinstance(expected, tuple) and isinstance(value, (list, torch.Size)):
         value = tuple(value)
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        value = value.tolist()
     if value != expected:
-        why = (explanations or {}).get(value)
-        raise CheckFailed(name, f"{value!r} is not right.", why)
+        try:
+            why = (explanations or {}).get(value)
+        except TypeError:  # an unhashable answer cannot be one of the known wrong ones
+            why = None
+        problem = f"{value!r} is not right."
+        if type(value) is not type(expected):
+            problem += f" Expected a {type(expected).__name__}, got a {type(value).__name__}."
+        raise CheckFailed(name, problem, why)
     passed(name)
 
 
 # --- Lesson 07: position ------------------------------------------------------
 
 
+def _l07_table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False,
+               halves: bool = False) -> np.ndarray:
+    """The sinusoidal table (float64), optionally with one classic mistake switched on.
+
+    exponent: "2i/d" (right, i = column // 2), "i/d" (pair index without the 2), "2c/d" (the column
+    number c in place of i), "c/d" (the column number c over d); swap: cosine in the even columns;
+    halves: all sines in the first half, all cosines in the second.
+    """
+    pos = np.arange(n, dtype=np.float64)
+    pe = np.zeros((n, d))
+    n_sin = (d + 1) // 2
+    for c in range(d):
+        if halves:
+            i, use_sin = (c, True) if c < n_sin else (c - n_sin, False)
+        else:
+            i, use_sin = c // 2, c % 2 == 0
+        e = {"2i/d": 2 * i / d, "i/d": i / d, "2c/d": 2 * c / d, "c/d": c / d}[exponent]
+        angle = pos / base ** e
+        pe[:, c] = np.sin(angle) if use_sin != swap else np.cos(angle)
+    return pe
+
+
+def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, base: float = 10000.0,
+                   atol: float = 1e-3) -> None:
+    """A sinusoidal-table entry PE(pos, column) computed by hand, naming the usual slips."""
+    i = column // 2
+    right, other = (math.sin, math.cos) if column % 2 == 0 else (math.cos, math.sin)
+    angle = pos / base ** (2 * i / d_model)
+    check_type(name, value, (int, float, np.integer, np.floating, torch.Tensor, np.ndarray))
+    mistakes = {
+        f"used the exponent i/d instead of 2i/d (i counts pairs, so column {column} has i = {i} and the "
+        f"exponent is 2·{i}/{d_model})": right(pos / base ** (i / d_model)),
+        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
+            right(math.radians(angle)),
+        f"put the column number into the exponent: i counts (sin, cos) pairs, so column {column} has i = {i}":
+            right(pos / base ** (2 * column / d_model)),
+        f"used the exponent column/d = {column}/{d_model}: the exponent is 2i/d with i = column // 2 = {i}":
+            right(pos / base ** (column / d_model)),
+        "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine":
+            other(angle),
+    }
+    check_close(name, value, right(angle), atol=atol, rtol=0, mistakes=mistakes,
+                hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))")
+
+
+def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = ((4, 6), (50, 16)),
+                              name: str = "sinusoidal_encoding") -> None:
+    """The learner's `sinusoidal_encoding(n_positions, d_model)` against course_lib.positional."""
+    from course_lib import positional
+
+    mistakes = {
+        "used the exponent i/d instead of 2i/d (i counts the pairs: columns 2i and 2i+1 share one frequency)":
+            lambda n, d: _l07_table(n, d, exponent="i/d"),
+        "let i run over all d columns (0 ... d-1) instead of over the d/2 pairs: columns 2i and 2i+1 share "
+        "the exponent 2i/d": lambda n, d: _l07_table(n, d, exponent="2c/d"),
+        "used the column number c in the exponent c/d, so each cosine column (2i+1) gets its own "
+        "frequency; it must share 2i/d with the sine before it": lambda n, d: _l07_table(n, d, exponent="c/d"),
+        "put the cosine in the even columns and the sine in the odd ones (even columns hold sin)":
+            lambda n, d: _l07_table(n, d, swap=True),
+        "put all sines in the first half and all cosines in the second: the sines and cosines must "
+        "alternate (column 2i sin, column 2i+1 cos)": lambda n, d: _l07_table(n, d, halves=True),
+    }
+    check_function(name, fn, list(cases), reference=lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
+                   mistakes=mistakes,
+                   hint="PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same angle), "
+                        "for i = 0 ... d/2 - 1 (an odd d keeps one last sine column)")
+
+
+def _l07_check_count(name: str, value: Any, expected: int, mistakes: Mapping[str, int]) -> None:
+    check_type(name, value, (int, np.integer, float, np.floating))
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise CheckFailed(name, f"a parameter count is a whole number, got {value}.")
+    value = int(value)
+    if value == expected:
+        passed(name)
+        return
+    for description, wrong in mistakes.items():
+        if value == wrong:
+            raise CheckFailed(name, f"{value:,} is not right.", f"it looks like you {description}.")
+    raise CheckFailed(name, f"{value:,} is not right.", "count the numbers that training adjusts, and only those.")
+
+
+def check_position_params(learned: Any, sinusoidal: Any, rope: Any, max_len: int = 1024, d_model: int = 768) -> None:
+    """Parameter counts of a learned table (max_len × d_model), sinusoids (0) and RoPE (0)."""
+    table = max_len * d_model
+    _l07_check_count("learned_table_params", learned, table, {
+        "added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers":
+            max_len + d_model,
+        "counted one position vector: there is one for each of the max_len positions": d_model,
+        "counted one number per position: each position has a whole d_model-vector": max_len,
+        "counted a sine and a cosine table: a learned table is a single max_len × d_model matrix": 2 * table,
+    })
+    _l07_check_count("sinusoidal_params", sinusoidal, 0, {
+        "counted the entries of the table: they come from a formula and are never trained, so 0 parameters": table,
+        "counted the frequencies: they are fixed numbers, not parameters": d_model // 2,
+    })
+    _l07_check_count("rope_params", rope, 0, {
+        "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and "
+        "the formula, nothing is trained": d_model * d_model,
+        "counted a table of angles: the angles come from a formula, nothing is trained": table // 2,
+        "counted a position table: RoPE adds no table, it rotates the queries and keys": table,
+    })
+
+
+def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation") -> None:
+    """The learner's 2×2 rotation matrix for an angle in radians (turning column vectors anticlockwise)."""
+    from course_lib import positional
+
+    def wrong(make):
+        return lambda a: torch.tensor(make(math.cos(a), math.sin(a)), dtype=torch.float64)
+
+    mistakes = {
+        "put the minus sign on the bottom-left sine: that matrix turns the other way, by -angle; "
+        "R(angle) = [[cos, -sin], [sin, cos]]": wrong(lambda c, s: [[c, s], [-s, c]]),
+        "swapped sin and cos": wrong(lambda c, s: [[s, -c], [c, s]]),
+        "forgot the minus sign: [[cos, sin], [sin, cos]] is not a rotation": wrong(lambda c, s: [[c, s], [s, c]]),
+        "treated the angle as degrees: torch.cos and math.cos take radians":
+            lambda a: positional.rotation_2d(math.radians(a)),
+    }
+    check_function(name, fn, [(float(a),) for a in angles], reference=lambda a: positional.rotation_2d(a),
+                   mistakes=mistakes, hint="rotation(a) = [[cos a, -sin a], [sin a, cos a]]")
+
+
+def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (5, 16)), name: str = "offset_map") -> None:
+    """The learner's M_k with PE[pos + k] = PE[pos] @ M_k, against positional.rotation_for_offset."""
+    from course_lib import positional
+
+    def blocks(k, d, speed, transpose=False):
+        mats = [positional.rotation_2d(k * speed(i, d)) for i in range(d // 2)]
+        return torch.block_diag(*[m.T if transpose else m for m in mats])
+
+    mistakes = {
+        "built M_(-k), the map k places back: with rows as vectors (PE[pos] @ M) each block must be "
+        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
+        "turned every pair by the same angle k: pair i turns by k·ω_i with ω_i = 10000^(-2i/d)":
+            lambda k, d: blocks(k, d, lambda i, d: 1.0),
+        "used ω_i = 10000^(-i/d): the exponent is 2i/d": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-i / d)),
+    }
+    check_function(name, fn, list(cases), reference=lambda k, d: positional.rotation_for_offset(k, d, dtype=torch.float64),
+                   mistakes=mistakes, hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere")
+    # The property itself, on the learner's matrix: one map moves every position by k.
+    for k, d in cases:
+        M = torch.as_tensor(_to_array(call(name, fn, k, d)), dtype=torch.float64)
+        start = abs(int(k))
+        pe = positional.sinusoidal_encoding(200 + 2 * start + 1, d, dtype=torch.float64)  # room for pos and pos + k
+        moved = pe[start : start + 200] @ M
+        check_true(name, torch.allclose(moved, pe[start + int(k) : start + int(k) + 200], atol=1e-6),
+                   f"PE[pos] @ M is not PE[pos + {k}] for d = {d}.")
+
+
+def _l07_rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: str = "qk") -> torch.Tensor:
+    from course_lib.positional import apply_rotary
+
+    q = apply_rotary(q) if "q" in rotate else q
+    k = apply_rotary(k) if "k" in rotate else k
+    v = apply_rotary(v) if "v" in rotate else v
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (T, T)
+    return weights @ v  # (T, d)
+
+
+def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rope_attention") -> None:
+    """The learner's fixed RoPE self-attention, naming which of q, k, v were (not) rotated."""
+    g = torch.Generator().manual_seed(70)
+    sizes = [(5, 4), (8, 16)] + ([(1, 2), (12, 32), (6, 64)] if hidden else [])
+    cases = []
+    for T, d in sizes:
+        q, k, v = (torch.randn(T, d, generator=g, dtype=torch.float64) * 2 for _ in range(3))
+        cases.append((q, k, v))
+    mistakes = {
+        "rotated the queries and the values (the bug in the given code): RoPE turns the queries and the KEYS, "
+        "so that q_m · k_n depends on n - m; the values must not be rotated": lambda q, k, v: _l07_rope_attention(q, k, v, "qv"),
+        "rotated only the queries: the keys must be rotated too, or the score depends on the query's "
+        "absolute position": lambda q, k, v: _l07_rope_attention(q, k, v, "q"),
+        "rotated the values as well: only the queries and keys are rotated": lambda q, k, v: _l07_rope_attention(q, k, v, "qkv"),
+        "left the rotation out: the queries and keys must be rotated": lambda q, k, v: _l07_rope_attention(q, k, v, ""),
+        "rotated the keys and the values, not the queries and keys": lambda q, k, v: _l07_rope_attention(q, k, v, "kv"),
+    }
+    check_function(name, fn, cases, reference=_l07_rope_attention, mistakes=mistakes, atol=1e-5,
+                   hint="rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention with the untouched v")
+
+
+def _l07_shuffle_example() -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """The exercise's five word vectors, their self-attention outputs and the permutation."""
+    from course_lib.attention import scaled_dot_product_attention
+
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(5, 4, generator=g)  # (5, 4)
+    W_q, W_k, W_v = (torch.randn(4, 4, generator=g) / 2 for _ in range(3))
+    perm = [3, 0, 4, 1, 2]
+
+    def attend(x):
+        return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)[0]  # (5, 4)
+
+    return attend(X), attend(X[perm]), perm
+
+
+def check_shuffled_output(value: Any, name: str = "Y_shuffled") -> None:
+    """The predicted output of unmasked self-attention on shuffled words: the outputs shuffled the same way."""
+    Y, expected, perm = _l07_shuffle_example()
+    inverse = [perm.index(j) for j in range(len(perm))]
+    check_close(name, value, expected, atol=1e-4, mistakes={
+        "kept the original order: self-attention without a mask is permutation-EQUIVARIANT, not invariant; "
+        "every output row moves with its word": Y,
+        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]": Y[inverse],
+        "reversed the rows": Y.flip(0),
+    }, hint="the new input is X[perm]; each word keeps its own output vector")
+
+
 # --- Lesson 08: multi-head attention ------------------------------------------
+# Inputs are drawn from a seeded CPU generator, so every learner sees the same cases. Weights follow
+# nn.Linear's layout: a weight is (out_features, in_features) and a layer computes x @ W.T + b.
+
+
+def _l08_randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g) * scale
+
+
+def _l08_split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    B, T, C = x.shape
+    return x.reshape(B, T, n_heads, C // n_heads).transpose(1, 2)  # (B, h, T, d_k)
+
+
+def _l08_merge(x: torch.Tensor) -> torch.Tensor:
+    B, h, T, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, h*d_k)
+
+
+def check_shape_prediction(name: str, value: Any, expected: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None) -> None:
+    """A predicted shape (tuple, list or torch.Size) against the true one, naming known wrong predictions."""
+    if value is None:
+        raise CheckFailed(name, "got None: write the shape as a tuple of ints, e.g. (2, 3).")
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError("a string is not a shape")
+        shape = tuple(int(s) for s in value)
+    except (TypeError, ValueError):
+        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.") from None
+    expected = tuple(expected)
+    if shape == expected:
+        passed(name, str(expected))
+        return
+    for description, wrong in (mistakes or {}).items():
+        if shape == tuple(wrong):
+            raise CheckFailed(name, f"{shape} is not right.", f"it looks like you {description}.")
+    hint = None
+    if len(shape) != len(expected):
+        hint = f"the tensor has {len(expected)} axes here, your answer has {len(shape)}."
+    elif sorted(shape) == sorted(expected):
+        hint = "the right sizes in the wrong order: which axis did the transpose swap?"
+    raise CheckFailed(name, f"{shape} is not right.", hint)
+
+
+_SPLIT_MISTAKES = {
+    "reshaped straight to (B, n_heads, T, d_k) without the transpose: each 'head' then holds pieces of "
+    "several tokens. Split the last axis with view(B, T, n_heads, d_k), then transpose(1, 2)":
+        lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h),
+    "split the features as (d_k, n_heads) instead of (n_heads, d_k): head i then gets every n_heads-th "
+    "feature instead of a block of d_k neighbouring features":
+        lambda x, h: x.reshape(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2),
+}
+
+_MERGE_MISTAKES = {
+    "reshaped (B, n_heads, T, d_k) straight to (B, T, d_model) without transposing back first: that "
+    "glues together rows of different tokens. Use transpose(1, 2) then reshape":
+        lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
+    "put the features in (d_k, n_heads) order instead of (n_heads, d_k): concatenate whole heads, "
+    "head 0's d_k features first":
+        lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1),
+}
+
+
+def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] = ((2, 5, 12, 3),), seed: int = 0) -> None:
+    """`fn(x, n_heads)`: (B, T, d_model) -> (B, n_heads, T, d_model // n_heads). Cases are (B, T, d_model, n_heads)."""
+    for i, (B, T, C, h) in enumerate(cases):
+        x = _l08_randn(B, T, C, seed=seed + i)
+        got = call("split_heads", fn, x.clone(), h)
+        if isinstance(got, torch.Tensor) and T != h and tuple(got.shape) == (B, T, h, C // h):
+            raise CheckFailed(
+                "split_heads", f"got shape (B, T, n_heads, d_k) = {tuple(got.shape)}, expected (B, n_heads, T, d_k) = {(B, h, T, C // h)}.",
+                "it looks like you forgot transpose(1, 2): the heads must come before T, so they act like a batch axis.",
+            )
+        wrong = {d: m(x, h) for d, m in _SPLIT_MISTAKES.items()}
+        check_close(f"split_heads(x of shape {(B, T, C)}, n_heads={h})", got, _l08_split(x, h), mistakes=wrong, quiet=True)
+    passed("split_heads", f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def check_merge_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] = ((2, 3, 5, 4),), seed: int = 0,
+                      split_fn: Callable | None = None) -> None:
+    """`fn(x)`: (B, n_heads, T, d_k) -> (B, T, n_heads * d_k). Cases are (B, n_heads, T, d_k).
+
+    With `split_fn` (the learner's split_heads) it also checks that merging undoes splitting.
+    """
+    for i, (B, h, T, d_k) in enumerate(cases):
+        x = _l08_randn(B, h, T, d_k, seed=seed + 100 + i)
+        got = call("merge_heads", fn, x.clone())
+        wrong = {d: m(x) for d, m in _MERGE_MISTAKES.items()}
+        check_close(f"merge_heads(x of shape {(B, h, T, d_k)})", got, _l08_merge(x), mistakes=wrong, quiet=True)
+        if split_fn is not None:
+            y = _l08_randn(B, T, h * d_k, seed=seed + 200 + i)
+            back = call("merge_heads", fn, call("split_heads", split_fn, y.clone(), h))
+            check_close("merge_heads(split_heads(y))", back, y, quiet=True,
+                        hint="merging should undo splitting exactly: the same token's features, in the same order.")
+    passed("merge_heads", f"{len(cases)} case{'s' if len(cases) != 1 else ''}"
+           + (", and it undoes split_heads" if split_fn is not None else ""))
+
+
+def check_mha_param_count(name: str, value: Any, d_model: int, n_heads: int, bias: bool = True) -> None:
+    """The number of parameters of MultiHeadAttention(d_model, n_heads, bias), naming the usual miscounts."""
+    d, h = d_model, n_heads
+    d_k = d // h
+    b = 1 if bias else 0
+    expected = 4 * d * d + 4 * d * b
+    mistakes = {
+        "forgot the output projection W_O (three matrices instead of four)": 3 * d * d + 3 * d * b,
+        "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, "
+        "so the heads together use d_model × d_model": h * (3 * d * d + 3 * d * b) + d * d + d * b,
+        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k": 3 * h * d_k * d_k + d * d + (4 * d) * b,
+    }
+    if bias:
+        mistakes["left out the biases (one per output feature of each of the four layers: 4 · d_model)"] = 4 * d * d
+    else:
+        mistakes["counted biases, but these layers were built with bias=False"] = 4 * d * d + 4 * d
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise CheckFailed(name, f"expected a whole number (an int), got {_short(value)}.")
+    value = int(value)
+    if value == expected:
+        passed(name, f"{expected:,}")
+        return
+    for description, wrong in mistakes.items():
+        if value == wrong and wrong != expected:
+            raise CheckFailed(name, f"{value:,} is not right.", f"it looks like you {description}.")
+    raise CheckFailed(name, f"{value:,} is not right.",
+                      "count each nn.Linear(d_model, d_model): a weight matrix of d_model × d_model numbers, plus d_model biases if it has them.")
+
+
+def _l08_combine_mistakes(heads: torch.Tensor, w_o: torch.Tensor, b_o: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    B, h, T, d_k = heads.shape
+    bias = 0.0 if b_o is None else b_o
+    per_head = [heads[:, i] @ w_o[:, i * d_k:(i + 1) * d_k].T for i in range(h)]  # each (B, T, d_model)
+    wrong = {
+        "averaged the per-head projections instead of summing them: the heads are combined by W_O, "
+        "a learned linear map, and its blocks simply add up": sum(per_head) / h + bias,
+        "used W_O's rows (math's x·W convention): nn.Linear stores the weight as (out, in), so head i "
+        "meets the columns w_o[:, i*d_k:(i+1)*d_k], multiplied as head @ block.T":
+            sum(heads[:, i] @ w_o[i * d_k:(i + 1) * d_k, :] for i in range(h)) + bias,
+    }
+    if b_o is not None:
+        wrong["added the bias once per head: W_O has one bias, added once after the sum"] = sum(per_head) + h * b_o
+        wrong["forgot the bias b_o"] = sum(per_head)
+    return wrong
+
+
+def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True),), seed: int = 0) -> None:
+    """`fn(heads, w_o, b_o)`: heads (B, h, T, d_k), w_o (d_model, d_model), b_o (d_model,) or None -> (B, T, d_model).
+
+    The reference is concatenate-then-project: merge the heads and apply nn.Linear's map. Cases are
+    (B, h, T, d_k, with_bias).
+    """
+    for i, (B, h, T, d_k, with_bias) in enumerate(cases):
+        d = h * d_k
+        heads = _l08_randn(B, h, T, d_k, seed=seed + 300 + i)
+        w_o = _l08_randn(d, d, seed=seed + 400 + i, scale=d ** -0.5)
+        b_o = _l08_randn(d, seed=seed + 500 + i) if with_bias else None
+        got = call("combine_by_sum", fn, heads.clone(), w_o.clone(), None if b_o is None else b_o.clone())
+        want = torch.nn.functional.linear(_l08_merge(heads), w_o, b_o)  # concatenate, then W_O
+        check_close(f"combine_by_sum(heads of shape {(B, h, T, d_k)}, bias={'yes' if with_bias else 'None'})",
+                    got, want, mistakes=_l08_combine_mistakes(heads, w_o, b_o), quiet=True)
+    passed("combine_by_sum", f"{len(cases)} case{'s' if len(cases) != 1 else ''}: equal to concatenate-then-W_O")
+
+
+_MHA_KEYS = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
+
+
+def _l08_params(d: int, seed: int, bias: bool = True) -> dict[str, torch.Tensor | None]:
+    p: dict[str, torch.Tensor | None] = {}
+    for j, name in enumerate(("q", "k", "v", "o")):
+        p[f"w_{name}"] = _l08_randn(d, d, seed=seed + 10 * j, scale=1.5 * d ** -0.5)  # scores large enough that scaling matters
+        p[f"b_{name}"] = _l08_randn(d, seed=seed + 10 * j + 1, scale=0.5) if bias else None
+    return p
+
+
+def _l08_mha(x, p, n_heads, mask=None, *, scale="d_k", values="v", split="ok", merge="ok", project_out=True, mask_mode="ok"):
+    """A configurable multi-head attention: the defaults are right, each keyword makes one known mistake."""
+    F = torch.nn.functional
+    B, T, d = x.shape
+    d_k = d // n_heads
+    q, k, v = (F.linear(x, p[f"w_{n}"], p[f"b_{n}"]) for n in "qkv")  # (B, T, d) each
+    if values == "q":
+        v = q
+    if split == "no_transpose":
+        q, k, v = (t.reshape(B, n_heads, T, d_k) for t in (q, k, v))
+    else:
+        q, k, v = (_l08_split(t, n_heads) for t in (q, k, v))  # (B, h, T, d_k)
+    scores = q @ k.transpose(-2, -1)  # (B, h, T, T)
+    if scale == "d_k":
+        scores = scores / math.sqrt(d_k)
+    elif scale == "d_model":
+        scores = scores / math.sqrt(d)
+    if mask is not None and mask_mode == "ok":
+        scores = scores.masked_fill(~mask, float("-inf"))
+    if mask is not None and mask_mode == "inverted":
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None and mask_mode == "after_softmax":
+        weights = weights * mask
+    out = weights @ v  # (B, h, T, d_k)
+    out = out.reshape(B, T, d) if "no_transpose" in (split, merge) else _l08_merge(out)  # (B, T, d)
+    return F.linear(out, p["w_o"], p["b_o"]) if project_out else out
+
+
+def _l08_reference_mha(x, p, n_heads, mask=None):
+    """torch.nn.MultiheadAttention with the same weights (an independent reference)."""
+    d = x.shape[-1]
+    bias = p["b_q"] is not None
+    ref = torch.nn.MultiheadAttention(d, n_heads, bias=bias, batch_first=True).to(x.dtype)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([p["w_q"], p["w_k"], p["w_v"]]))
+        ref.out_proj.weight.copy_(p["w_o"])
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([p["b_q"], p["b_k"], p["b_v"]]))
+            ref.out_proj.bias.copy_(p["b_o"])
+        attn_mask = None if mask is None else ~mask  # torch's boolean mask means True = blocked
+        out, _ = ref(x, x, x, attn_mask=attn_mask, need_weights=False)
+    return out
+
+
+_MHA_MISTAKES = {
+    "scaled the scores by sqrt(d_model) instead of sqrt(d_k): each head's dot products run over d_k = "
+    "d_model / n_heads features, so their variance is d_k": dict(scale="d_model"),
+    "forgot to divide the scores by sqrt(d_k)": dict(scale="none"),
+    "used the queries as the values: each head's values come from V = x W_v": dict(values="q"),
+    "reshaped to (B, n_heads, T, d_k) without the transpose, so heads mix features of different tokens":
+        dict(split="no_transpose"),
+    "forgot the output projection W_O after concatenating the heads": dict(project_out=False),
+    "used the mask the wrong way round (True means 'may attend')": dict(mask_mode="inverted"),
+    "applied the mask after the softmax: masked scores must be set to -inf before it, so that the "
+    "remaining weights still sum to 1": dict(mask_mode="after_softmax"),
+}
+
+
+def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, str | None]] = ((2, 5, 12, 3, None),), seed: int = 0) -> None:
+    """`fn(x, params, n_heads, mask=None)` against nn.MultiheadAttention with the same weights.
+
+    `params` holds `w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o` in nn.Linear's layout. Cases are
+    (B, T, d_model, n_heads, mask) with mask None or "causal".
+    """
+    for i, (B, T, d, h, mask_kind) in enumerate(cases):
+        x = _l08_randn(B, T, d, seed=seed + 600 + i)
+        p = _l08_params(d, seed=seed + 700 + 37 * i)
+        mask = torch.ones(T, T, dtype=torch.bool).tril() if mask_kind == "causal" else None
+        args = (x.clone(), {k: (None if t is None else t.clone()) for k, t in p.items()}, h)
+        got = call("mha_forward", fn, *args, **({"mask": mask.clone()} if mask is not None else {}))
+        want = _l08_reference_mha(x, p, h, mask)
+        wrong = {}
+        for description, kw in _MHA_MISTAKES.items():
+            if "mask_mode" in kw and mask is None:
+                continue
+            if kw.get("split") == "no_transpose" and h == 1:
+                continue  # with one head the transpose changes nothing
+            wrong[description] = _l08_mha(x, p, h, mask, **kw)
+        shown = f"x of shape {(B, T, d)}, n_heads={h}" + (", causal mask" if mask is not None else "")
+        check_close(f"mha_forward({shown})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True)
+    passed("mha_forward", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")
+
+
+def check_fused_mha(fn: Callable, buggy: Callable | None = None,
+                    cases: Sequence[tuple[int, int, int, int]] = ((2, 5, 12, 3),), seed: int = 0) -> None:
+    """`fn(x, w_qkv, b_qkv, w_o, b_o, n_heads)` (one fused (3·d_model, d_model) projection) against
+    nn.MultiheadAttention, whose `in_proj_weight` has exactly this layout. Cases are (B, T, d_model, n_heads).
+
+    `buggy` is the given broken version: returning its output unchanged is named as such.
+    """
+    for i, (B, T, d, h) in enumerate(cases):
+        x = _l08_randn(B, T, d, seed=seed + 800 + i)
+        p = _l08_params(d, seed=seed + 900 + 37 * i)
+        w_qkv = torch.cat([p["w_q"], p["w_k"], p["w_v"]])  # (3d, d)
+        b_qkv = torch.cat([p["b_q"], p["b_k"], p["b_v"]])  # (3d,)
+        got = call("fused_mha", fn, x.clone(), w_qkv.clone(), b_qkv.clone(), p["w_o"].clone(), p["b_o"].clone(), h)
+        want = _l08_reference_mha(x, p, h)
+        wrong = {}
+        if buggy is not None:
+            with torch.no_grad():
+                wrong["returned the given implementation unchanged: both of its bugs are still there"] = buggy(
+                    x.clone(), w_qkv.clone(), b_qkv.clone(), p["w_o"].clone(), p["b_o"].clone(), h)
+        wrong |= {
+            "fixed the scaling but not the head split: reshape to (B, T, n_heads, d_k), then transpose(1, 2)":
+                _l08_mha(x, p, h, split="no_transpose"),
+            "fixed the head split but not the scaling: divide by sqrt(d_k), the per-head width":
+                _l08_mha(x, p, h, scale="d_model"),
+            "fixed the split into heads but not the merge: (B, n_heads, T, d_k) needs transpose(1, 2) "
+            "before the reshape to (B, T, d_model)": _l08_mha(x, p, h, merge="no_transpose"),
+            "fixed the split but neither the merge nor the scaling":
+                _l08_mha(x, p, h, merge="no_transpose", scale="d_model"),
+            "used the queries as the values": _l08_mha(x, p, h, values="q"),
+        }
+        check_close(f"fused_mha(x of shape {(B, T, d)}, n_heads={h})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True)
+    passed("fused_mha", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")

@@ -302,6 +302,66 @@ def markov_graph(model, *, title: str = "", min_prob: float = 0.0, figsize=(9, 4
 # --- Lesson 03: from skips to attention ---------------------------------------
 
 
+def vote_totals(totals: dict, *, titles=None, ax=None) -> Figure:
+    """Side-by-side bars of vote totals, e.g. {"all pairs": {"down": 4, "please": 5}, "masked": {...}}."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3))
+    else:
+        fig = ax.figure
+    groups = list(totals)
+    words = sorted({w for g in groups for w in totals[g]})
+    width = 0.8 / max(len(words), 1)
+    for k, word in enumerate(words):
+        heights = [totals[g].get(word, 0.0) for g in groups]
+        xs = np.arange(len(groups)) + (k - (len(words) - 1) / 2) * width
+        bars = ax.bar(xs, heights, width=width, label=word)
+        for x, h in zip(xs, heights):
+            ax.text(x, h, f"{h:g}", ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(range(len(groups)), labels=titles or groups)
+    ax.set_ylabel("total vote")
+    ax.legend(title="next word", fontsize=9)
+    ax.margins(y=0.15)
+    fig.tight_layout()
+    return fig
+
+
+def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure:
+    """Why the toy must become smooth: a hard 0/1 choice has no useful gradient (left); gradient
+    descent reaches the bottom of a round bowl in a few steps (middle) but crawls along a narrow
+    canyon (right), whose steep walls only allow a small step (learning rate = step_fraction /
+    the steepest curvature, the same rule in both panels)."""
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    s = np.linspace(-4, 4, 400)
+    hard = (s > 0).astype(float)
+    soft = 1 / (1 + np.exp(-2 * s))
+    ax = axes[0]
+    ax.plot(s, hard, lw=2, label="hard mask: 1 if score > 0")
+    ax.plot(s, soft, lw=2, label="smooth mask: sigmoid(2·score)")
+    ax.plot(s, 2 * soft * (1 - soft), "--", color="tab:orange", lw=1, label="its slope (gradient)")
+    ax.set_xlabel("score")
+    ax.set_title("differentiable: a slope to follow", fontsize=10)
+    ax.legend(fontsize=7, loc="center right")
+    for ax, (a, b), title in ((axes[1], (1.0, 1.0), "well-conditioned: a round bowl"),
+                              (axes[2], (1.0, 25.0), "ill-conditioned: a narrow canyon")):
+        x, y = np.meshgrid(np.linspace(-3, 3, 200), np.linspace(-3, 3, 200))
+        ax.contour(x, y, a * x**2 + b * y**2, levels=12, cmap="viridis", linewidths=0.8)
+        p = np.array([-2.8, 1.2])
+        path = [p.copy()]
+        learning_rate = step_fraction / max(a, b)  # larger steps would bounce off the steepest walls
+        for _ in range(steps):
+            p = p - learning_rate * np.array([2 * a * p[0], 2 * b * p[1]])  # one gradient-descent step
+            path.append(p.copy())
+        path = np.array(path)
+        ax.plot(path[:, 0], path[:, 1], "o-", color="tab:red", ms=2.5, lw=1)
+        ax.plot(0, 0, "k*", ms=8)
+        ax.set_aspect("equal")
+        ax.set_title(f"{title}\n{steps} gradient steps", fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
 # --- Lesson 06: attention -----------------------------------------------------
 
 
@@ -401,7 +461,7 @@ def clock_hands(positions, d_model: int, base: float = 10000.0, *, fig=None) -> 
     omega = base ** (-np.arange(0, d_model, 2) / d_model)  # (n_clocks,)
     rows = len(positions)
     if fig is None:
-        fig = plt.figure(figsize=(min(1.0 * n_clocks + 0.6, 12), 1.05 * rows + 0.5))
+        fig = plt.figure(figsize=(min(0.85 * n_clocks + 0.6, 12), 0.9 * rows + 0.5))
     axes = fig.subplots(rows, n_clocks, squeeze=False)
     t = np.linspace(0, 2 * np.pi, 100)
     for r, pos in enumerate(positions):
@@ -409,8 +469,8 @@ def clock_hands(positions, d_model: int, base: float = 10000.0, *, fig=None) -> 
             ax = axes[r, i]
             angle = pos * omega[i]
             ax.plot(np.cos(t), np.sin(t), color="0.6", lw=1)
-            for h in range(12):  # hour ticks
-                a = 2 * np.pi * h / 12
+            for h in range(4):  # 12, 3, 6 and 9 o'clock
+                a = np.pi * h / 2
                 ax.plot([0.88 * np.sin(a), np.sin(a)], [0.88 * np.cos(a), np.cos(a)], color="0.6", lw=0.8)
             ax.plot([0, np.sin(angle)], [0, np.cos(angle)], color="C3", lw=2.5, solid_capstyle="round")
             ax.plot(0, 0, "o", color="C3", ms=3)

@@ -95,3 +95,34 @@ def attention_explorer(words, q, k, v, *, scale: bool = True):
 
 
 # --- Lesson 07: position ------------------------------------------------------
+
+
+def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float = 10000.0) -> widgets.VBox:
+    """A position slider and one clock per sin/cos pair of the sinusoidal encoding.
+
+    Moving the slider by one step turns hand i clockwise by base^(-2i/d_model) radians: the left
+    clocks spin like a seconds hand, the right ones barely move. The numbers under the clocks are
+    the encoding PE[pos] itself, two per clock: (sin, cos) = the hand's (x, y).
+    """
+    from course_lib import viz  # local import: widgets stays importable on its own
+    from course_lib.positional import sinusoidal_encoding
+
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"clock_hands_explorer needs an even d_model >= 2, got {d_model}")
+    slider = widgets.IntSlider(value=0, min=0, max=max_position, step=1, description="position",
+                               continuous_update=True, layout=widgets.Layout(width="420px"))
+    out = widgets.Output()
+    table = sinusoidal_encoding(max_position + 1, d_model, base).numpy()
+
+    def redraw(change=None) -> None:
+        pos = slider.value
+        with out:
+            out.clear_output(wait=True)
+            fig = plt.figure(figsize=(min(1.0 * d_model // 2 + 0.6, 12), 1.8))
+            viz.clock_hands([pos], d_model, base, fig=fig)
+            plt.show()
+            print("PE[pos] =", (np.round(table[pos], 3) + 0.0).tolist())
+
+    slider.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([slider, out])
