@@ -309,3 +309,43 @@ def test_graph_figures_label_nodes_and_arrows():
     plt.close(fig)
     with pytest.raises(ValueError, match="square matrix"):
         viz.transition_graph(np.zeros((2, 3)), ["a", "b"])
+
+
+# --- the lesson 02 exercise checks name the usual mistakes -----------------------------------------
+
+
+def test_exercise_checks_pass_the_reference_and_name_mistakes():
+    from course_lib import checks
+
+    vocab = [END] + sorted({w for s in COMMANDS for w in s})
+    checks.check_transition_matrix("tm", checks.l02_transition_matrix, [(COMMANDS, vocab)])
+    counts = checks._l02_counts(COMMANDS, vocab)
+    wrong = {
+        "normalised the columns": lambda s, v: counts / counts.sum(axis=0, keepdims=True).clip(min=1),
+        "forgot to append the end token": lambda s, v: checks._l02_rows(checks._l02_counts(s, v, append=False)),
+        "divided by the total count": lambda s, v: counts / counts.sum(),
+    }
+    for phrase, fn in wrong.items():
+        with pytest.raises(checks.CheckFailed, match=phrase):
+            checks.check_transition_matrix("tm", fn, [(COMMANDS, vocab)])
+
+    c = {("my",): {"directories": 2, "files": 3, "photos": 5}}
+    cases = [(c, ("my",), "files", 1.0, 15), (c, ("ran",), "down", 0.5, 15)]
+    checks.check_add_k("ak", checks.l02_add_k, cases)
+    with pytest.raises(checks.CheckFailed, match="instead of k \\* V"):
+        checks.check_add_k("ak", lambda c, x, w, k, V: (c.get(x, {}).get(w, 0) + k) / (sum(c.get(x, {}).values()) + k), cases)
+
+    checks.check_table_entries("n", table_entries, [(50_000, 2), (50_000, 8)])
+    with pytest.raises(checks.CheckFailed, match="only the rows"):
+        checks.check_table_entries("n", lambda V, n: V**n, [(50_000, 2)])
+
+    def good(dist, rng):
+        return list(dist)[rng.choice(len(dist), p=list(dist.values()))]
+
+    checks.check_sampler("s", good)
+    with pytest.raises(checks.CheckFailed, match="argmax"):
+        checks.check_sampler("s", lambda d, rng: max(d, key=d.get))
+    with pytest.raises(checks.CheckFailed, match="same seed"):
+        checks.check_sampler("s", lambda d, rng: list(d)[np.random.choice(len(d), p=list(d.values()))])
+    with pytest.raises(checks.NotAttempted):
+        checks.check_sampler("s", lambda d, rng: (_ for _ in ()).throw(NotImplementedError()))
