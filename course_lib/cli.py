@@ -78,7 +78,89 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="report the environment the course runs in")
     p_lab = sub.add_parser("lab", help="start JupyterLab on the welcome lesson")
     p_lab.add_argument("extra", nargs=argparse.REMAINDER, help="extra arguments for jupyter lab")
+
+    p_build = sub.add_parser("build", help="write exercises/ from solutions/")
+    p_build.add_argument("notebooks", nargs="*", help="only these solution notebooks (names like 00_welcome.ipynb)")
+    p_build.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is not what the build makes")
+    p_build.add_argument("--force", action="store_true", help="replace exercise notebooks even if a learner changed them")
+    p_build.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
+    p_build.add_argument("--exercises", type=Path, default=None, help="where to write (default: exercises/ next to solutions/)")
+
+    p_check = sub.add_parser("check", help="run your exercise notebook and show which exercises pass")
+    p_check.add_argument("notebook", type=Path)
+    p_check.add_argument("--timeout", type=float, default=120, help="seconds per cell (default 120)")
+
+    p_grade = sub.add_parser("grade", help="grade SUBMISSIONS_DIR/<student_id>/NN_name.ipynb")
+    p_grade.add_argument("submissions", type=Path)
+    p_grade.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
+    p_grade.add_argument("--out", type=Path, default=Path("grading-output"), help="where to write the gradebook (default: grading-output/)")
+    p_grade.add_argument("--assignment", action="append", help="grade only this assignment (e.g. 00_welcome); repeatable")
+    p_grade.add_argument("--jobs", type=int, default=2, help="submissions graded in parallel (default 2)")
+    p_grade.add_argument("--timeout", type=float, default=60, help="seconds per cell (default 60)")
+    p_grade.add_argument("--total-timeout", type=float, default=600, help="seconds per submission (default 600)")
+    p_grade.add_argument("--memory", type=int, default=2048, help="MB a submission may allocate (default 2048)")
+    p_grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell (default 1000000)")
     return parser
+
+
+def _default_dir(given: Path | None, name: str) -> Path:
+    """`given`, else ./name when it exists, else the repository's own folder."""
+    if given is not None:
+        return given
+    here = Path.cwd() / name
+    return here if here.is_dir() else REPO / name
+
+
+def build_cmd(args: argparse.Namespace) -> int:
+    """`course build [--check] [--force]`: see course_lib.grading.build."""
+    from course_lib.grading.build import build, print_report
+
+    solutions = _default_dir(args.solutions, "solutions")
+    exercises = args.exercises or solutions.parent / "exercises"
+    if not solutions.is_dir():
+        print(f"ERROR: no solutions folder at {solutions}")
+        return 2
+    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks)
+    return print_report(report, args.check)
+
+
+def check_cmd(args: argparse.Namespace) -> int:
+    """`course check NB`: see course_lib.grading.check."""
+    from course_lib.grading.check import check_notebook, print_table
+    from course_lib.grading.notebook import NotebookError
+    from course_lib.grading.sandbox import Limits
+
+    limits = Limits(cell_timeout=args.timeout, total_timeout=max(600, 20 * args.timeout), memory_mb=0)
+    try:
+        rows = check_notebook(args.notebook, limits)
+    except NotebookError as err:
+        print(f"ERROR: {err}")
+        return 2
+    return print_table(args.notebook, rows)
+
+
+def grade_cmd(args: argparse.Namespace) -> int:
+    """`course grade SUBMISSIONS_DIR`: see course_lib.grading.grade."""
+    from course_lib.grading.grade import grade_all
+    from course_lib.grading.sandbox import Limits
+
+    solutions = _default_dir(args.solutions, "solutions")
+    if not args.submissions.is_dir():
+        print(f"ERROR: {args.submissions} is not a folder (expected SUBMISSIONS_DIR/<student_id>/NN_name.ipynb)")
+        return 2
+    if not solutions.is_dir():
+        print(f"ERROR: no solutions folder at {solutions}")
+        return 2
+    limits = Limits(cell_timeout=args.timeout, total_timeout=args.total_timeout, memory_mb=args.memory,
+                    output_bytes=args.max_output)
+    try:
+        results = grade_all(args.submissions, solutions, args.out, jobs=args.jobs, limits=limits, assignments=args.assignment)
+    except ValueError as err:
+        print(f"ERROR: {err}")
+        return 2
+    print(f"Graded {len(results)} submission(s); wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} "
+          f"and {args.out / 'feedback'}/")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         return doctor()
     if args.command == "lab":
         return lab(args.extra)
+    if args.command == "build":
+        return build_cmd(args)
+    if args.command == "check":
+        return check_cmd(args)
+    if args.command == "grade":
+        return grade_cmd(args)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

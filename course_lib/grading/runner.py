@@ -1,0 +1,114 @@
+"""Run a list of notebook cells in a sandboxed kernel, surviving whatever the cells do.
+
+Shared by `course check` (a learner's own notebook, visible tests) and `course grade` (a
+learner's answers inside the teacher's notebook, with hidden tests). A cell that kills the kernel
+(os._exit, a crash, the memory watchdog, an ignored interrupt) is remembered; the kernel is
+started again and the cells are run again from the top without it, so one fatal cell costs only
+the exercise it belongs to.
+
+With `guard=True` (grading), the kernel's pristine library state is restored before each test
+cell, and checked again after it: a test cell during which something was patched earns nothing.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sandbox import CellRun, Limits, Sandbox
+
+MAX_RESTARTS = 3
+GUARD = "import sys as _s; _s.modules['course_lib.grading.kernel']"
+
+
+@dataclass
+class Step:
+    kind: str  # "setup" (teacher code before the answers), "answer", "test" or "code"
+    source: str
+    grade_id: str | None = None
+
+
+@dataclass
+class RunReport:
+    results: dict[int, CellRun] = field(default_factory=dict)  # step index -> what happened
+    restored_before: dict[int, list[str]] = field(default_factory=dict)  # test index -> undone patches
+    notes: list[str] = field(default_factory=list)  # things the teacher and learner should know
+    restarts: int = 0
+
+
+def _guard_call(sandbox: Sandbox, call: str, marker: str) -> list[str] | None:
+    """Run a guard function in the kernel; the list it reports, or None if it could not report."""
+    run = sandbox.run(f"{GUARD}.{call}", timeout=30)
+    if not run.ok:
+        return None
+    for line in run.stdout.splitlines():
+        if line.startswith(marker):
+            try:
+                value = json.loads(line[len(marker):])
+            except json.JSONDecodeError:
+                return None
+            return value if isinstance(value, list) else None
+    return None
+
+
+def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: Limits, policy: dict,
+              guard: bool, cwd: Path | None = None) -> RunReport:
+    report = RunReport()
+    deadline = time.monotonic() + limits.total_timeout
+    fatal: dict[int, CellRun] = {}  # cells that ended the kernel: skipped on the next attempt
+    last_setup = max((i for i, s in enumerate(steps) if s.kind == "setup"), default=-1)
+    marker = f"@@course-guard-{secrets.token_hex(8)}@@"
+    for attempt in range(MAX_RESTARTS + 1):
+        report.results, report.restored_before = {}, {}
+        killed = False
+        sandbox = Sandbox(scratch, limits, policy, kernels_root, cwd=cwd)
+        try:
+            sandbox.start()
+        except Exception as err:  # noqa: BLE001 - whatever broke, the batch must go on
+            for i in range(len(steps)):
+                report.results[i] = CellRun("died", "KernelStartFailed", f"the kernel could not start ({err})")
+            report.notes.append(f"The kernel could not start: {err}")
+            return report
+        try:
+            if guard and last_setup < 0:
+                _guard_call(sandbox, f"snapshot_user_namespace([])", marker)
+            for i, step in enumerate(steps):
+                if i in fatal:
+                    report.results[i] = fatal[i]
+                    continue
+                if time.monotonic() >= deadline:
+                    report.results[i] = CellRun("timeout", "SubmissionTimeout",
+                                                f"not run: the submission used up its total time limit ({limits.total_timeout:g} s)")
+                    continue
+                if guard and step.kind == "test":
+                    undone = _guard_call(sandbox, f"report_restore({marker!r})", marker)
+                    if undone is None and sandbox.alive():
+                        report.notes.append("The grader could not reset the test environment before a test.")
+                    report.restored_before[i] = undone or []
+                result = sandbox.run(step.source, deadline=deadline)
+                if guard and step.kind == "test" and sandbox.alive():
+                    changed = _guard_call(sandbox, f"report_restore({marker!r})", marker)
+                    if result.ok and changed is None:
+                        result = CellRun("error", "Tampering", "the grader could not verify this test (its check of the "
+                                         "test environment failed), so it earns no points", result.outputs, result.stdout)
+                    elif result.ok and changed:
+                        result = CellRun("error", "Tampering", "code run by this test changed the checking tools ("
+                                         + ", ".join(changed[:5]) + "), so it earns no points", result.outputs, result.stdout)
+                report.results[i] = result
+                if not sandbox.alive():
+                    fatal[i] = result
+                    killed = True
+                    break
+                if guard and i == last_setup:
+                    _guard_call(sandbox, f"snapshot_user_namespace(None); print({marker!r} + '[]')", marker)
+        finally:
+            sandbox.shutdown()
+        if not killed:
+            break
+        report.restarts += 1
+    else:
+        for i in range(len(steps)):
+            report.results.setdefault(i, CellRun("died", "KernelDied", "not run: the kernel stopped too many times"))
+    return report

@@ -1,0 +1,71 @@
+"""Helpers for the grader tests: learner notebooks made from the lesson 00 solution notebook.
+
+Submissions are generated from `solutions/00_welcome.ipynb` (rather than stored) so they stay in
+step with it: `learner({"ex3_answer": "..."})` is the built exercise notebook with every answer
+filled in correctly except the ones given.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+
+from course_lib.grading.build import build_exercise
+from course_lib.grading.notebook import dumps_notebook, grade_id, is_solution, read_notebook, source
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTIONS = REPO / "solutions"
+WELCOME = SOLUTIONS / "00_welcome.ipynb"
+
+
+def solution() -> dict:
+    return read_notebook(WELCOME)
+
+
+def exercise() -> dict:
+    return build_exercise(solution(), WELCOME.name)
+
+
+def correct_answers() -> dict[str, str]:
+    return {grade_id(c): source(c) for c in solution()["cells"] if is_solution(c)}
+
+
+def learner(answers: dict[str, str] | None = None, blank: tuple[str, ...] = ()) -> dict:
+    """The exercise notebook with correct answers, except `answers` (grade_id -> source) and `blank`."""
+    nb = exercise()
+    filled = {**correct_answers(), **(answers or {})}
+    for cell in nb["cells"]:
+        gid = grade_id(cell)
+        if is_solution(cell) and gid not in blank:
+            cell["source"] = filled[gid]
+    return nb
+
+
+def write(path: Path, content) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content)
+    else:
+        path.write_text(dumps_notebook(content))
+    return path
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """sha256 and mtime of every file under `folder`, to prove nothing was modified."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() + f"@{p.stat().st_mtime_ns}"
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def by_id(nb: dict, gid: str) -> dict:
+    return next(c for c in nb["cells"] if grade_id(c) == gid)
+
+
+def copy_nb(nb: dict) -> dict:
+    return copy.deepcopy(nb)
+
+
+def load_json(path: Path):
+    return json.loads(path.read_text())

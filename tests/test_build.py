@@ -1,0 +1,207 @@
+"""`course build`: solutions/ -> exercises/, deterministic, nbgrader-compatible, and careful with
+learners' work."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib import cli
+from course_lib.grading.build import build, build_exercise, build_text
+from course_lib.grading.notebook import NotebookError, dumps_notebook, read_notebook, source
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTIONS = REPO / "solutions"
+
+
+def _cell(cell_type, text, cid, **nbgrader):
+    cell = {"cell_type": cell_type, "id": cid, "metadata": {}, "source": text}
+    if nbgrader:
+        cell["metadata"]["nbgrader"] = {"schema_version": 3, "grade": False, "solution": False, "locked": False, **nbgrader}
+    if cell_type == "code":
+        cell["execution_count"] = 3
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "secret output\n"}]
+    return cell
+
+
+def tiny_solution() -> dict:
+    """A small solution notebook with every kind of cell the build must handle."""
+    cells = [
+        _cell("markdown", "# Exercises 99\n", "intro", grade_id="intro", locked=True),
+        _cell("code", "from course_lib import checks\n", "setup", grade_id="setup", locked=True),
+        _cell("code", "def f(x):\n    \"\"\"Double x.\"\"\"\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n",
+              "c-answer", grade_id="ex1_answer", solution=True),
+        _cell("code", "checks.check_equal('f(1)', checks.call('f', checks.answer('f'), 1), 2)\n"
+                      "### BEGIN HIDDEN TESTS\nchecks.check_equal('f(5)', checks.call('f', checks.answer('f'), 5), 10)\n"
+                      "### END HIDDEN TESTS\n", "c-test", grade_id="ex1_test", grade=True, locked=True, points=2),
+        _cell("code", "answer = 42\n", "c-whole", grade_id="ex2_answer", solution=True),
+        _cell("markdown", "Explain.\n\n=== BEGIN SOLUTION ===\nBecause.\n=== END SOLUTION ===\n", "c-text",
+              grade_id="ex3_answer", solution=True),
+        _cell("code", "print('not graded')\n", "c-plain"),
+    ]
+    cells[1]["metadata"]["execution"] = {"iopub.status.idle": "2026-01-01T00:00:00Z"}
+    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_build_replaces_answers_removes_hidden_tests_and_outputs_keeps_ids_and_metadata():
+    ex = build_exercise(tiny_solution(), "99_tiny.ipynb")
+    by_id = {c["id"]: c for c in ex["cells"]}
+    assert [c["id"] for c in ex["cells"]] == [c["id"] for c in tiny_solution()["cells"]], "cell ids and order must be kept"
+    answer = by_id["c-answer"]["source"]
+    assert answer == 'def f(x):\n    """Double x."""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n', answer
+    test = by_id["c-test"]["source"]
+    assert "HIDDEN" not in test and "f(5)" not in test and "f(1)" in test, test
+    assert by_id["c-whole"]["source"] == "# YOUR CODE HERE\nraise NotImplementedError()", by_id["c-whole"]["source"]
+    assert by_id["c-text"]["source"] == "Explain.\n\nYOUR ANSWER HERE\n", by_id["c-text"]["source"]
+    for cell in ex["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, cell
+        assert "execution" not in cell["metadata"], "run timestamps must not reach the exercise"
+    assert by_id["c-test"]["metadata"]["nbgrader"]["points"] == 2
+    assert by_id["c-test"]["metadata"]["editable"] is False and by_id["c-answer"]["metadata"]["deletable"] is False
+    assert "editable" not in by_id["c-answer"]["metadata"], "answer cells must stay editable"
+
+
+def test_build_output_is_deterministic_nbformat_json_with_trailing_newline(tmp_path):
+    path = tmp_path / "99_tiny.ipynb"
+    path.write_text(json.dumps(tiny_solution()))
+    first, second = build_text(path), build_text(path)
+    assert first == second
+    assert first.endswith("}\n") and not first.endswith("\n\n")
+    nb = nbformat.reads(first, as_version=4)
+    nbformat.validate(nb)
+    assert first == nbformat.writes(nb) + "\n", "the layout must be exactly nbformat's"
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda nb: nb["cells"][2].update(source="### BEGIN SOLUTION\nx = 1\n"), "without a matching"),
+    (lambda nb: nb["cells"][2].update(source="### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n"), "nested"),
+    (lambda nb: nb["cells"][4]["metadata"]["nbgrader"].update(grade_id="ex1_answer"), "also used by cell 2"),
+    (lambda nb: nb["cells"][3]["metadata"]["nbgrader"].pop("points"), "needs numeric 'points'"),
+    (lambda nb: nb["cells"][6].update(source="### BEGIN SOLUTION\nx\n### END SOLUTION\n"), "no nbgrader metadata"),
+    (lambda nb: nb["cells"][0].pop("id"), "has no cell id"),
+])
+def test_build_rejects_broken_solution_notebooks_with_a_clear_message(mutate, message):
+    nb = tiny_solution()
+    mutate(nb)
+    with pytest.raises(NotebookError, match=message):
+        build_exercise(nb, "99_tiny.ipynb")
+
+
+def _course(tmp_path) -> tuple[Path, Path]:
+    sol, ex = tmp_path / "solutions", tmp_path / "exercises"
+    sol.mkdir()
+    (sol / "99_tiny.ipynb").write_text(json.dumps(tiny_solution()))
+    return sol, ex
+
+
+def test_build_never_overwrites_a_learners_changes_without_force(tmp_path, capsys):
+    sol, ex = _course(tmp_path)
+    assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 0
+    target = ex / "99_tiny.ipynb"
+    built = target.read_text()
+    # The learner answers exercise 1 and saves.
+    nb = read_notebook(target)
+    nb["cells"][2]["source"] = "def f(x):\n    return 2 * x\n"
+    learner = dumps_notebook(nb)
+    target.write_text(learner)
+    # The teacher changes the solution; a rebuild would replace the learner's file.
+    changed = tiny_solution()
+    changed["cells"][0]["source"] = "# Exercises 99 (revised)\n"
+    (sol / "99_tiny.ipynb").write_text(json.dumps(changed))
+    capsys.readouterr()
+    assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 1
+    out = capsys.readouterr().out
+    assert str(target) in out and "--force" in out and "rename or copy" in out, out
+    assert target.read_text() == learner, "the learner's file must be left alone"
+    # --check reports it as out of date and writes nothing either.
+    assert cli.main(["build", "--check", "--solutions", str(sol), "--exercises", str(ex)]) == 1
+    assert target.read_text() == learner
+    # --force replaces it.
+    assert cli.main(["build", "--force", "--solutions", str(sol), "--exercises", str(ex)]) == 0
+    assert target.read_text() != learner and "revised" in target.read_text()
+    assert built != target.read_text()
+
+
+def test_build_replaces_an_untouched_earlier_build_and_check_reports_staleness(tmp_path, capsys):
+    sol, ex = _course(tmp_path)
+    assert build(sol, ex).ok
+    target = ex / "99_tiny.ipynb"
+    # Running the notebook (outputs, execution counts, cell metadata) does not count as a change.
+    nb = read_notebook(target)
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
+    nb["cells"][1]["execution_count"] = 1
+    nb["cells"][1]["metadata"]["collapsed"] = True
+    target.write_text(json.dumps(nb, indent=2))
+    changed = tiny_solution()
+    changed["cells"][0]["source"] = "# Exercises 99 (revised)\n"
+    (sol / "99_tiny.ipynb").write_text(json.dumps(changed))
+    report = build(sol, ex, check=True)
+    assert report.stale == [target] and not report.ok
+    report = build(sol, ex)
+    assert report.written == [target] and not report.conflicts, report
+    assert build(sol, ex, check=True).ok
+    assert cli.main(["build", "--check", "--solutions", str(sol), "--exercises", str(ex)]) == 0
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_build_check_flags_orphaned_exercises(tmp_path):
+    sol, ex = _course(tmp_path)
+    build(sol, ex)
+    shutil.copy(ex / "99_tiny.ipynb", ex / "98_gone.ipynb")
+    report = build(sol, ex, check=True)
+    assert report.orphans == [ex / "98_gone.ipynb"] and not report.ok
+
+
+def test_exercises_folder_is_what_course_build_writes():
+    """`course build --check` on the real course (part of `make test`)."""
+    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "build", "--check"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"exercises/ is out of date; run `course build`.\n{proc.stdout}{proc.stderr}"
+
+
+def test_course_build_matches_nbgrader_generate_assignment(tmp_path):
+    """nbgrader's own generate_assignment gives the same student version as `course build`."""
+    pytest.importorskip("nbgrader")
+    solutions = sorted(SOLUTIONS.glob("*.ipynb"))
+    assert solutions, "no solution notebooks"
+    course = tmp_path / "course"
+    source_dir = course / "source" / "ps"
+    source_dir.mkdir(parents=True)
+    for path in solutions:
+        shutil.copy(path, source_dir / path.name)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "jc"), "JUPYTER_DATA_DIR": str(home / "jd"),
+        "JUPYTER_RUNTIME_DIR": str(home / "jr"), "IPYTHONDIR": str(home / "ip"), "LANG": "C.UTF-8",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", "ps", f"--CourseDirectory.root={course}",
+         f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}", "--CourseDirectory.course_id=course"],
+        cwd=course, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not any(home.glob("**/*.db")), "nbgrader wrote a database into the home folder"
+    relevant = ("grade", "solution", "locked", "grade_id", "points", "schema_version")
+    for path in solutions:
+        theirs = json.loads((course / "release" / "ps" / path.name).read_text())
+        ours = json.loads(build_text(path))
+        assert len(theirs["cells"]) == len(ours["cells"]), path.name
+        for a, b in zip(theirs["cells"], ours["cells"]):
+            where = f"{path.name}, cell {b.get('id')}"
+            assert a["cell_type"] == b["cell_type"], where
+            assert a.get("id") == b.get("id"), where
+            assert source(a) == source(b), f"{where}:\nnbgrader: {source(a)!r}\ncourse:   {source(b)!r}"
+            na, nb_ = a["metadata"].get("nbgrader", {}), b["metadata"].get("nbgrader", {})
+            assert {k: na.get(k) for k in relevant} == {k: nb_.get(k) for k in relevant}, where
+            for key in ("deletable", "editable"):
+                assert a["metadata"].get(key) == b["metadata"].get(key), f"{where}: {key}"
+            assert a.get("outputs", []) == b.get("outputs", []) == [], where

@@ -1,0 +1,165 @@
+"""The checks exercises call: friendly passes, failures that name the likely mistake, no tracebacks."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+import torch
+from nbclient import NotebookClient
+
+from course_lib import checks
+from course_lib.device import seed_everything
+
+
+def fails_with(fn, *args, match: str, **kwargs) -> str:
+    with pytest.raises(checks.CheckFailed) as info:
+        fn(*args, **kwargs)
+    text = str(info.value)
+    assert match in text, f"expected {match!r} in the message, got:\n{text}"
+    return text
+
+
+# --- general machinery ------------------------------------------------------------------------------
+
+
+def test_not_attempted_for_missing_variable_and_not_implemented():
+    fails_with(checks.answer, "surely_not_defined_anywhere", match="not attempted yet")
+
+    def blank():
+        raise NotImplementedError()
+
+    text = fails_with(checks.call, "f", blank, match="not attempted yet")
+    assert isinstance(pytest.raises(checks.NotAttempted, checks.call, "f", blank).value, checks.CheckFailed)
+    assert "Traceback" not in text
+
+
+def test_check_equal_rejects_objects_that_claim_to_equal_anything():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+        __hash__ = object.__hash__
+
+    fails_with(checks.check_equal, "x", AlwaysEqual(), 3, match="defines its own comparison")
+    fails_with(checks.check_equal, "x", [1, AlwaysEqual()], [1, 2], match="defines its own comparison")
+    fails_with(checks.check_equal, "x", {"a": AlwaysEqual()}, {"a": 1}, match="defines its own comparison")
+    checks.check_equal("x", [1, (2, "a")], [1, (2, "a")], quiet=True)
+    from collections import Counter
+
+    checks.check_equal("c", Counter("abca"), Counter("aabc"), quiet=True)
+
+
+def test_failed_check_renders_without_a_traceback_in_a_live_kernel():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("from course_lib import checks\n"
+                                          "checks.check_close('weights', [0.5, 0.5], [0.8, 0.2], mistakes={'swapped them': [0.2, 0.8]})"),
+                nbformat.v4.new_code_cell("checks.answer('never_defined')")]
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True).execute()
+    for cell, expected in zip(nb.cells, ["✘ weights: values differ", "✘ never_defined: not attempted yet."]):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert len(errors) == 1, cell.outputs
+        shown = "\n".join(errors[0].traceback)
+        assert shown.startswith(expected), shown
+        assert "Traceback" not in shown and "File " not in shown and "----" not in shown, shown
+
+
+# --- lesson 00 ---------------------------------------------------------------------------------------
+
+
+def good_sample(seed):
+    seed_everything(seed)
+    return torch.randn(5)
+
+
+def test_reproducible_sample_passes_and_names_mistakes(capsys):
+    checks.check_reproducible_sample(good_sample)
+    assert "✔ reproducible_sample: passed" in capsys.readouterr().out
+
+    def seeded_outside(seed):
+        return torch.randn(5)
+
+    fails_with(checks.check_reproducible_sample, seeded_outside, match="INSIDE the function")
+
+    def uniform(seed):
+        seed_everything(seed)
+        return torch.rand(5)
+
+    fails_with(checks.check_reproducible_sample, uniform, match="torch.rand (uniform")
+
+    def ignores_seed(seed):
+        return good_sample(0)
+
+    fails_with(checks.check_reproducible_sample, ignores_seed, match="ignored the `seed` argument")
+    fails_with(checks.check_reproducible_sample, lambda s: good_sample(s).numpy(), match="expected a Tensor")
+    fails_with(checks.check_reproducible_sample, lambda s: good_sample(s)[:3], match="expected shape (5,)")
+
+
+@pytest.mark.parametrize("value, match", [
+    (17, None), (18, "both included"), (1, "self-attention's answer"), (16, "strictly between"),
+    (17.5, "whole number"), ("17", "expected a whole number"), (True, "expected a whole number"), (40, "is not right"),
+])
+def test_rnn_steps(value, match):
+    if match is None:
+        checks.check_rnn_steps("steps", value, first=2, last=19)
+    else:
+        fails_with(checks.check_rnn_steps, "steps", value, first=2, last=19, match=match)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda L, k: 1 + L * (k - 1), None),
+    (lambda L, k: L * (k - 1), "forgot the +1 for the centre position"),
+    (lambda L, k: L * k, "multiplied the layers by the kernel size"),
+    (lambda L, k: k**L, "exponentially"),
+    (lambda L, k: (1 + L * (k - 1)) / 1, None),  # a float that is a whole number is fine
+    (lambda L, k: None, "forget to `return`"),
+])
+def test_receptive_field(fn, match):
+    if match is None:
+        checks.check_receptive_field(fn)
+    else:
+        fails_with(checks.check_receptive_field, fn, match=match)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda d, k: -(-d // (k - 1)), None),
+    (lambda d, k: d // (k - 1), "rounded down"),
+    (lambda d, k: -(-d // k), "divided by the kernel size"),
+    (lambda d, k: d / (k - 1), "whole number"),
+])
+def test_layers_needed(fn, match):
+    if match is None:
+        checks.check_layers_needed(fn, cases=[(2, 3), (10, 3), (9, 5), (17, 3), (1, 3)])
+    else:
+        fails_with(checks.check_layers_needed, fn, match=match)
+
+
+@pytest.mark.parametrize("value, class_token, match", [
+    (196, False, None), (197, True, None), (14, False, "one side only"), (3136, False, "patch area"),
+    (196, True, "forgot the class token"), (197, False, "asks for the patches alone"),
+])
+def test_patches(value, class_token, match):
+    if match is None:
+        checks.check_patches("n", value, class_token=class_token)
+    else:
+        fails_with(checks.check_patches, "n", value, class_token=class_token, match=match)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda h, w, p: (h // p) * (w // p), None),
+    (lambda h, w, p: (h * w) // p, "kept the bug"),
+    (lambda h, w, p: (h // p) ** 2, "square image"),
+    (lambda h, w, p: -(-h // p) * -(-w // p), "partial patches"),
+])
+def test_patch_count(fn, match):
+    cases = [(224, 224, 16), (224, 320, 16), (230, 230, 16)]
+    if match is None:
+        checks.check_patch_count(fn, cases=cases)
+    else:
+        fails_with(checks.check_patch_count, fn, cases=cases, match=match)
+
+
+@pytest.mark.parametrize("value, match", [(1, None), (19, "RNN's count"), (20, "counted the words"), (0, "answered 0")])
+def test_attention_steps(value, match):
+    if match is None:
+        checks.check_attention_steps("a", value, n_words=20)
+    else:
+        fails_with(checks.check_attention_steps, "a", value, n_words=20, match=match)
