@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -184,8 +185,7 @@ def test_last_weights_match_torch_per_head(d_model, n_heads):
 def looped_mha(mha: MultiHeadAttention, x: torch.Tensor, context: torch.Tensor | None = None, mask=None):
     """Multi-head attention one head at a time: slice each head's rows of W_q, W_k, W_v, attend, concat."""
     context = x if context is None else context
-    d_model, h = mha.w_q.in_features, mha.n_heads if hasattr(mha, "n_heads") else None
-    assert h is not None, "MultiHeadAttention should expose n_heads"
+    d_model, h = mha.w_q.in_features, mha.n_heads
     d_k = d_model // h
 
     def project(lin: nn.Linear, inp: torch.Tensor, rows: slice) -> torch.Tensor:
@@ -279,3 +279,37 @@ def test_non_batched_input_rejected():
     mha = MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match=r"\(B, T"):
         mha(torch.randn(5, 8))  # no batch axis
+
+
+# --- the per-head figure ----------------------------------------------------------------------------
+
+
+def test_head_grid_draws_one_panel_per_head():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib.viz import head_grid
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(12, 3)
+    words = "the animal was too tired".split()
+    mha(torch.randn(1, 5, 12))
+    fig = head_grid(mha.last_weights, words, title="heads")  # (1, 3, 5, 5) as stored by the module
+    images = [ax for ax in fig.axes if ax.images]
+    assert len(images) == 3, f"{len(images)} heatmaps drawn, expected one per head (3)"
+    for h, ax in enumerate(images):
+        drawn = np.asarray(ax.images[0].get_array())
+        np.testing.assert_allclose(drawn, mha.last_weights[0, h].numpy(), err_msg=f"panel {h} shows other weights")
+        assert ax.images[0].get_clim() == (0.0, 1.0), f"panel {h} colour scale {ax.images[0].get_clim()}, expected (0, 1)"
+    plt.close(fig)
+
+
+def test_head_grid_rejects_mismatched_words():
+    from course_lib.viz import head_grid
+
+    with pytest.raises(ValueError, match="3 query words"):
+        head_grid(torch.full((2, 4, 4), 0.25), ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"\(n_heads, T, T_ctx\)"):
+        head_grid(torch.full((4, 4), 0.25), ["a", "b", "c", "d"])
