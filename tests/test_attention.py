@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -266,3 +267,120 @@ def test_mha_dropout_only_in_training():
     assert_close(mha(x), mha(x))
     mha.train()
     assert not torch.allclose(mha(x), mha(x)), "dropout on the weights had no effect in training mode"
+
+
+# --- the lesson 06 exercise checks, figures and widgets ------------------------------------------------
+
+from course_lib import checks  # noqa: E402
+
+
+def _reference_attention(q, k, v, mask=None):
+    return scaled_dot_product_attention(q, k, v, mask)
+
+
+def _variant(*, scale=True, transpose=True, dim=-1, mask_mode="fill", output="weighted"):
+    def fn(q, k, v, mask=None):
+        kt = k.transpose(-2, -1) if transpose else k
+        s = q @ kt / (math.sqrt(q.shape[-1]) if scale else 1.0)
+        if mask is not None and mask_mode == "fill":
+            s = s.masked_fill(~mask, float("-inf"))
+        elif mask is not None and mask_mode == "multiply":
+            s = s * mask
+        elif mask is not None and mask_mode == "inverted":
+            s = s.masked_fill(mask, float("-inf"))
+        w = torch.softmax(s, dim=dim)
+        if mask is not None and mask_mode == "after":
+            w = w * mask
+        return (w @ v if output == "weighted" else v.clone()), w
+
+    return fn
+
+
+def test_check_attention_passes_the_reference(capsys):
+    checks.check_attention(_reference_attention, hidden=True)
+    assert "✔ attention: passed (6 cases)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, named",
+    [
+        (_variant(scale=False), "forgot to divide the scores by sqrt(d_k)"),
+        (_variant(transpose=False), "instead of by k transposed"),
+        (_variant(dim=-2), "softmax over the wrong axis"),
+        (_variant(mask_mode="after"), "applied the mask after the softmax"),
+        (_variant(mask_mode="multiply"), "multiplying the scores by 0"),
+        (_variant(mask_mode="inverted"), "inverted the mask"),
+        (_variant(output="v"), "not v_i"),
+    ],
+)
+def test_check_attention_names_each_mistake(wrong, named):
+    with pytest.raises(checks.CheckFailed, match=re.escape(named)):
+        checks.check_attention(wrong)
+
+
+def test_check_attention_not_attempted_and_wrong_return():
+    def blank(q, k, v, mask=None):
+        raise NotImplementedError()
+
+    with pytest.raises(checks.NotAttempted):
+        checks.check_attention(blank)
+    with pytest.raises(checks.CheckFailed, match=r"expected a tuple \(output, weights\)"):
+        checks.check_attention(lambda q, k, v, mask=None: _reference_attention(q, k, v, mask)[0])
+
+
+def test_check_softmax_names_mistakes():
+    checks.check_softmax(lambda x: softmax(x), hidden=True)
+    with pytest.raises(checks.CheckFailed, match="forgot to subtract the maximum"):
+        checks.check_softmax(lambda x: x.exp() / x.exp().sum(-1, keepdim=True))
+    with pytest.raises(checks.CheckFailed, match="wrong axis"):
+        checks.check_softmax(lambda x: softmax(x, dim=0))
+    with pytest.raises(checks.CheckFailed, match="whole tensor instead of each row"):
+        checks.check_softmax(lambda x: (x - x.max()).exp() / (x - x.max()).exp().sum(-1, keepdim=True), hidden=True)
+
+
+@pytest.mark.parametrize(
+    "wrong, named",
+    [
+        (lambda T: torch.ones(T, T, dtype=torch.bool).triu(), "upper triangle"),
+        (lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1), "left out the diagonal"),
+        (lambda T: torch.ones(T, T, dtype=torch.bool).triu(1), "inverted the mask"),
+        (lambda T: torch.ones(T, T).tril(), "dtype is torch.float32"),
+    ],
+)
+def test_check_causal_mask_names_mistakes(wrong, named):
+    checks.check_causal_mask(causal_mask)
+    with pytest.raises(checks.CheckFailed, match=named):
+        checks.check_causal_mask(wrong)
+
+
+def test_check_flying_arrows():
+    w = torch.softmax(torch.tensor([1.0, -1.0]) / math.sqrt(2), dim=0)
+    checks.check_flying_arrows([0.7071, -0.7071], w, [-w[1].item(), w[1].item()])
+    with pytest.raises(checks.CheckFailed, match=r"forgot to divide by sqrt\(d_k\)"):
+        checks.check_flying_arrows([1.0, -1.0], w, [-0.2, 0.2])
+    with pytest.raises(checks.CheckFailed, match="own value"):
+        checks.check_flying_arrows([0.7071, -0.7071], w, [0.0, 0.0])
+
+
+def test_attention_figures_and_widgets():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib import viz, widgets
+
+    fig = viz.attention_bars(["a", "b"], torch.tensor([0.25, 0.75]))
+    assert [round(p.get_height(), 2) for p in fig.axes[0].patches] == [0.25, 0.75]
+    with pytest.raises(ValueError, match="one weight per label"):
+        viz.attention_bars(["a"], [0.5, 0.5])
+    viz.attention_graph(["a", "b", "c"], torch.full((3, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"\(N, N\) weight matrix for N=2"):
+        viz.attention_graph(["a", "b"], torch.ones(3, 3))
+    explorer = widgets.softmax_temperature_explorer([2.0, 1.0, 0.0])
+    explorer.children[0].value = 5.0  # redraws without error
+    box = widgets.attention_explorer(["x", "y", "z"], torch.randn(3, 2), torch.randn(3, 2), torch.randn(3, 4))
+    box.children[0].value = 2
+    with pytest.raises(ValueError, match="N=2 words"):
+        widgets.attention_explorer(["x", "y"], torch.randn(3, 2), torch.randn(3, 2), torch.randn(3, 4))
+    plt.close("all")
