@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata as metadata
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,17 +68,28 @@ def doctor() -> int:
 
 
 def lab(extra: list[str]) -> int:
-    """Start JupyterLab at the repository root with the welcome lesson open."""
-    cmd = [sys.executable, "-m", "jupyterlab", "notebooks/00_welcome.ipynb", *extra]
-    return subprocess.call(cmd, cwd=REPO)
+    """Replace this process with JupyterLab, rooted at the repository, the welcome lesson open.
+
+    `exec` rather than a child process, so Ctrl-C and signals reach Jupyter itself.
+    """
+    cmd = [
+        sys.executable, "-m", "jupyterlab",
+        f"--ServerApp.root_dir={REPO}",  # the whole course: notebooks/, exercises/, solutions/
+        "--LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb",
+        *extra,
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
+        cmd.append("--allow-root")  # containers and Colab-like machines run as root; Jupyter refuses otherwise
+    os.chdir(REPO)
+    os.execv(sys.executable, cmd)
+    return 1  # not reached
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="From One-Hot to Transformer: course tools")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="report the environment the course runs in")
-    p_lab = sub.add_parser("lab", help="start JupyterLab on the welcome lesson")
-    p_lab.add_argument("extra", nargs=argparse.REMAINDER, help="extra arguments for jupyter lab")
+    sub.add_parser("lab", help="start JupyterLab on the welcome lesson (other options go to jupyter lab)")
 
     p_build = sub.add_parser("build", help="write exercises/ from solutions/")
     p_build.add_argument("notebooks", nargs="*", help="only these solution notebooks (names like 00_welcome.ipynb)")
@@ -164,11 +176,14 @@ def grade_cmd(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "lab":  # everything we do not know is for jupyter lab (--port, --no-browser, ...)
+        return lab(extra)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "doctor":
         return doctor()
-    if args.command == "lab":
-        return lab(args.extra)
     if args.command == "build":
         return build_cmd(args)
     if args.command == "check":
