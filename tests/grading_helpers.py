@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from course_lib.grading.build import build_exercise
-from course_lib.grading.notebook import dumps_notebook, grade_id, is_solution, read_notebook, source
+from course_lib.grading.notebook import grade_id, is_solution, read_notebook, source
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
@@ -48,8 +48,8 @@ def write(path: Path, content) -> Path:
         path.write_bytes(content)
     elif isinstance(content, str):
         path.write_text(content)
-    else:
-        path.write_text(dumps_notebook(content))
+    else:  # plain JSON: nbformat would "repair" deliberately broken notebooks (duplicate ids)
+        path.write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n")
     return path
 
 

@@ -209,7 +209,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     step_of = {cell: step for step, cell in where.items()}
     restored = sorted({x for undone in report.restored_before.values() for x in undone})
     if restored:
-        notes.append("Your answer cells changed the checking tools (" + ", ".join(restored[:8]) +
+        notes.append("Your answer cells changed the checking tools (" + ", ".join(restored[:20]) +
                      "); they were put back before the tests ran.")
     tests, score = [], 0.0
     for i, cell in test_cells(solution):

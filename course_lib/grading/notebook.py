@@ -154,12 +154,16 @@ def strip_hidden_tests(text: str, where: str = "cell") -> str:
 
 def validate_solution_notebook(nb: dict, where: str) -> list[str]:
     """Problems that make `nb` unusable as an exercise source (empty list when it is fine)."""
-    problems, seen = [], {}
+    problems, seen, ids = [], {}, {}
     for i, cell in enumerate(nb["cells"]):
         nbg = nbgrader_meta(cell)
         label = f"{where}, cell {i}"
         if "id" not in cell:
             problems.append(f"{label}: has no cell id (save it with a current Jupyter, nbformat >= 4.5)")
+        elif cell["id"] in ids:
+            problems.append(f"{label}: cell id {cell['id']!r} is also used by cell {ids[cell['id']]}")
+        else:
+            ids[cell["id"]] = i
         if not nbg:
             if BEGIN_SOLUTION in source(cell) or BEGIN_HIDDEN in source(cell):
                 problems.append(f"{label}: has a solution or hidden-test region but no nbgrader metadata")
