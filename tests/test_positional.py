@@ -241,3 +241,39 @@ def test_rope_errors():
         P.apply_rotary(torch.arange(8).reshape(2, 4))
     with pytest.raises(ValueError, match="T = 3 entries"):
         P.apply_rotary(torch.randn(3, 4), torch.arange(4))
+
+
+# --- the lesson's figure and widget -------------------------------------------------------------
+
+
+def test_clock_hands_figure_points_hands_at_the_encoding():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib import viz
+
+    fig = viz.clock_hands([0, 3], d_model=8)
+    axes = fig.get_axes()
+    assert len(axes) == 2 * 4, f"{len(axes)} clocks, expected 2 positions × 4 pairs"
+    pe = P.sinusoidal_encoding(4, 8, dtype=torch.float64)
+    for clock, ax in enumerate(axes[4:]):  # the row for position 3
+        hand = [line for line in ax.get_lines() if line.get_color() == "C3" and len(line.get_xdata()) == 2][0]
+        tip = (hand.get_xdata()[1], hand.get_ydata()[1])
+        want = (float(pe[3, 2 * clock]), float(pe[3, 2 * clock + 1]))
+        assert np.allclose(tip, want), f"clock {clock}: hand tip {tip}, expected (sin, cos) = {want}"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="even d_model"):
+        viz.clock_hands([0], d_model=5)
+
+
+def test_clock_hands_explorer_builds_without_display():
+    from course_lib import widgets
+
+    w = widgets.clock_hands_explorer(d_model=8, max_position=20)
+    slider = w.children[0]
+    assert (slider.min, slider.max, slider.value) == (0, 20, 0), f"slider {slider.min}..{slider.max} at {slider.value}"
+    slider.value = 7  # the callback must run without error outside a kernel too
+    with pytest.raises(ValueError, match="even d_model"):
+        widgets.clock_hands_explorer(d_model=3)
