@@ -109,8 +109,24 @@ def crafted(tmp: Path) -> dict:
         "patch_during_test": learner({
             "ex1_answer": "def reproducible_sample(seed):\n    import numpy, torch\n"
                           "    numpy.allclose = lambda *a, **k: True\n    return torch.full((5,), float(seed))\n",
+            # a pre_run_cell callback that forges the grader's "nothing changed" report
+            "ex2_answer": "def _forge(info):\n    src = getattr(info, 'raw_cell', '') or ''\n"
+                          "    if src.startswith('_course_guard'):\n        print(src.split('=', 1)[1].strip().strip(\"'\") + '[]')\n"
+                          "get_ipython().events.register('pre_run_cell', _forge)\n"
+                          "import course_lib.checks as c\nc._l00_count = lambda *a, **k: None\n"
+                          "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
             "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import sys\n"
                           "    sys.modules['course_lib.checks']._l00_count = lambda *a, **k: None\n    return 0\n",
+            # a thread that would undo the patch before the grader looks
+            "ex4_answer": "def layers_needed(distance, kernel_size):\n    import threading, time, course_lib.checks as c\n"
+                          "    real = c._l00_count\n    c._l00_count = lambda *a, **k: None\n"
+                          "    def undo():\n        time.sleep(0.05)\n        c._l00_count = real\n"
+                          "    threading.Thread(target=undo).start()\n    return 0\n",
+            # a post_run_cell callback that undoes the patch right after the test cell
+            "ex6_answer": "def patch_count(height, width, patch):\n    import course_lib.checks as c\n"
+                          "    real = c._l00_count\n    c._l00_count = lambda *a, **k: None\n"
+                          "    def undo(*args):\n        c._l00_count = real\n"
+                          "    get_ipython().events.register('post_run_cell', undo)\n    return 0\n",
         }),
         "reads_solutions": learner({
             "ex2_answer": "import course_lib, os\nroot = os.path.dirname(os.path.dirname(course_lib.__file__))\n"
@@ -251,15 +267,19 @@ def test_monkeypatching_in_answer_cells_is_undone_before_the_tests(graded):
     assert all(t[g]["points"] == 0 for g in ("ex1_test", "ex2_test", "ex3_test", "ex4_test", "ex5_test", "ex7_test")), t
     notes = " ".join(r["notes"])
     for patched in ("torch.equal", "numpy.allclose", "course_lib.checks._l00_count", "check_receptive_field",
-                    "check_layers_needed (its code)", "builtins.isinstance", "'checks'"):
+                    "builtins.isinstance", "'checks'"):
         assert patched in notes, f"{patched} not reported in {notes}"
+    assert "does not allow replacing a function's __code__" in t["ex4_test"]["message"], t["ex4_test"]
 
 
 def test_monkeypatching_while_a_test_runs_earns_nothing(graded):
     r, t = graded["results"]["patch_during_test"], results_of(graded, "patch_during_test")
-    assert r["score"] == 11, r
-    for gid in ("ex1_test", "ex3_test"):
+    assert r["score"] == 3, r
+    for gid in ("ex1_test", "ex3_test", "ex6_test"):
         assert t[gid]["status"] == "error" and "changed the checking tools" in t[gid]["message"], t[gid]
+    assert "IPython post_run_cell callbacks" in t["ex6_test"]["message"], t["ex6_test"]
+    assert t["ex2_test"]["points"] == 0 and t["ex4_test"]["points"] == 0, (t["ex2_test"], t["ex4_test"])
+    assert "does not allow starting threads" in t["ex4_test"]["message"], t["ex4_test"]
 
 
 def test_reading_the_teachers_files_is_refused(graded):

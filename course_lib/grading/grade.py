@@ -321,7 +321,7 @@ def feedback_markdown(r: SubmissionResult) -> str:
     lines += ["| Exercise | Test | Points | Result |", "|---|---|---|---|"]
     for t in r.tests:
         lines.append(f"| {t.exercise.replace('|', '/')} | {t.grade_id} | {_num(t.points)} / {_num(t.max_points)} | {t.status} |")
-    details = [t for t in r.tests if t.status != "passed" and t.message]
+    details = [t for t in r.tests if t.status in ("failed", "error") and t.message]
     if details:
         lines += ["", "## What to look at", ""]
         for t in details:

@@ -27,13 +27,14 @@ import builtins
 import importlib
 import json
 import os
+import pathlib
 import pkgutil
 import resource
 import sys
 import types
 
 GUARDED_MODULES = [
-    "builtins", "math", "random", "operator", "functools", "json", "os", "types", "importlib",
+    "builtins", "math", "random", "operator", "functools", "json", "os", "types", "importlib", "_thread", "threading",
     "numpy", "numpy.testing", "numpy.linalg", "numpy.random",
     "torch", "torch.testing", "torch.nn.functional",
 ]
@@ -43,10 +44,15 @@ IPYTHON_BUILTINS = {"exit", "quit", "input", "raw_input", "get_ipython", "displa
 GUARDED_CLASSES = ["torch.Tensor", "IPython.core.interactiveshell.InteractiveShell",
                    "ipykernel.zmqshell.ZMQInteractiveShell", "ipykernel.kernelbase.Kernel", "ipykernel.ipkernel.IPythonKernel"]
 
-_state: dict = {"modules": {}, "functions": {}, "classes": {}, "user_ns": {}}
-
-
 # --- the snapshot and the restore step --------------------------------------------------------------
+# The snapshot lives only in the audit hook's closure (see `install_audit_hook`): no module
+# attribute, frame or global name refers to it, so student code cannot rewrite it. The grader
+# triggers a restore by running a cell that holds a marker string; the hook sees the cell's code
+# object in the "exec" audit event (which every cell execution raises, whatever the student
+# patched) and runs `restore` from there.
+
+GUARD_PREFIX = "@@course-guard-"
+_MISSING = object()
 
 
 def _guarded_modules() -> list[types.ModuleType]:
@@ -67,60 +73,74 @@ def _methods(cls: type) -> dict:
     return {k: v for k, v in vars(cls).items() if isinstance(v, _METHOD_TYPES)}
 
 
-def snapshot() -> None:
-    """Remember the pristine state of the guarded modules (called once, before student code)."""
+def snapshot() -> dict:
+    """The pristine state of the guarded modules (taken once, before any student code)."""
+    state: dict = {"modules": {}, "functions": {}, "classes": {}, "user_ns": {}, "sys": {}, "events": None}
     for module in _guarded_modules():
         items = dict(vars(module))
         if module is builtins:
             items = {k: v for k, v in items.items() if k not in IPYTHON_BUILTINS}
-        _state["modules"][module.__name__] = (module, items)
+        state["modules"][module.__name__] = (module, items)
         for value in items.values():
             if isinstance(value, types.FunctionType):
-                _state["functions"][id(value)] = (value, _function_state(value))
+                state["functions"][id(value)] = (value, _function_state(value))
             elif isinstance(value, type) and getattr(value, "__module__", "").startswith("course_lib"):
-                _state["classes"][f"{value.__module__}.{value.__qualname__}"] = (value, _methods(value))
+                state["classes"][f"{value.__module__}.{value.__qualname__}"] = (value, _methods(value))
     for dotted in GUARDED_CLASSES:
         module_name, _, cls_name = dotted.rpartition(".")
         cls = getattr(sys.modules.get(module_name), cls_name, None)
         if isinstance(cls, type):
-            _state["classes"][dotted] = (cls, _methods(cls))
-    for _, (cls, items) in list(_state["classes"].items()):
+            state["classes"][dotted] = (cls, _methods(cls))
+    for _, (cls, items) in list(state["classes"].items()):
         for value in items.values():
             if isinstance(value, types.FunctionType):
-                _state["functions"][id(value)] = (value, _function_state(value))
+                state["functions"][id(value)] = (value, _function_state(value))
+    this = sys.modules[__name__]
+    for value in list(vars(this).values()):  # this module's own functions, which the hook calls
+        if isinstance(value, types.FunctionType):
+            state["functions"][id(value)] = (value, _function_state(value))
+    return state
 
 
-def _user_ns() -> dict:
+def _shell():
     from IPython.core.getipython import get_ipython
 
-    return get_ipython().user_ns
+    return get_ipython()
 
 
 def _patched_instance_methods(obj, label: str) -> list[str]:
     """Undo instance attributes that shadow methods of the object's class (e.g. `shell.run_cell = ...`)."""
     changed = []
-    for key, value in list(getattr(obj, "__dict__", {}).items()):
-        if isinstance(getattr(type(obj), key, None), types.FunctionType) and not key.startswith("_"):
-            del vars(obj)[key]
+    for key in list(getattr(obj, "__dict__", {})):
+        if not key.startswith("_") and isinstance(getattr(type(obj), key, None), types.FunctionType):
+            del obj.__dict__[key]
             changed.append(f"{label}.{key}")
     return changed
 
 
-def snapshot_user_namespace(names: list[str] | None) -> None:
-    """Remember what the teacher's setup cells bound (e.g. `checks`, `np`) so tests see those.
-
-    `names=None` means every public name bound so far.
-    """
-    ns = _user_ns()
-    if names is None:
-        names = [n for n in ns if not n.startswith("_") and n not in ("In", "Out", "exit", "quit", "get_ipython")]
-    _state["user_ns"] = {n: ns[n] for n in names if n in ns}
+def _callbacks(shell) -> dict:
+    return {event: list(fns) for event, fns in shell.events.callbacks.items()}
 
 
-def restore() -> list[str]:
-    """Put every guarded module, function, class and setup name back; return what had changed."""
+def snapshot_user_namespace(state: dict) -> None:
+    """Remember what the teacher's setup cells bound (e.g. `checks`, `np`), the kernel's streams and
+    the IPython event callbacks, so each test starts from them."""
+    shell = _shell()
+    ns = shell.user_ns
+    names = [n for n in ns if not n.startswith("_") and n not in ("In", "Out", "exit", "quit", "get_ipython")]
+    state["user_ns"] = {n: ns[n] for n in names}
+    state["sys"] = {k: getattr(sys, k) for k in ("stdout", "stderr", "meta_path", "path_hooks")}  # IPython swaps the hooks itself
+    state["events"] = _callbacks(shell)
+
+
+def restore(state: dict) -> list[str]:
+    """Put every guarded module, function, class, stream, callback and setup name back; return what had changed."""
     changed: list[str] = []
-    for name, (module, items) in _state["modules"].items():
+    for key, value in state["sys"].items():
+        if getattr(sys, key, _MISSING) is not value:
+            setattr(sys, key, value)
+            changed.append(f"sys.{key}")
+    for name, (module, items) in state["modules"].items():
         if sys.modules.get(name) is not module:
             sys.modules[name] = module
             changed.append(f"sys.modules[{name!r}]")
@@ -129,7 +149,7 @@ def restore() -> list[str]:
             if current.get(key, _MISSING) is not value:
                 setattr(module, key, value)
                 changed.append(f"{name}.{key}")
-    for name, (cls, items) in _state["classes"].items():
+    for name, (cls, items) in state["classes"].items():
         current = _methods(cls)
         for key, value in items.items():
             if current.get(key, _MISSING) is not value:
@@ -138,32 +158,27 @@ def restore() -> list[str]:
         for key in set(current) - set(items):
             delattr(cls, key)
             changed.append(f"{name}.{key}")
-    for fn, saved in _state["functions"].values():
-        if _function_state(fn) != saved:
+    for fn, saved in state["functions"].values():
+        now = _function_state(fn)
+        if any(a is not b for a, b in zip(now, saved)):
             fn.__code__, fn.__defaults__, fn.__kwdefaults__ = saved
             changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
-    from IPython.core.getipython import get_ipython
-
-    shell = get_ipython()
+    shell = _shell()
     changed += _patched_instance_methods(shell, "the IPython shell")
     if getattr(shell, "kernel", None) is not None:
         changed += _patched_instance_methods(shell.kernel, "the kernel")
+    if state["events"] is not None:
+        now = _callbacks(shell)
+        for event, fns in state["events"].items():
+            if len(now.get(event, [])) != len(fns) or any(a is not b for a, b in zip(now.get(event, []), fns)):
+                shell.events.callbacks[event][:] = fns
+                changed.append(f"IPython {event} callbacks")
     ns = shell.user_ns
-    for key, value in _state["user_ns"].items():
+    for key, value in state["user_ns"].items():
         if ns.get(key, _MISSING) is not value:
             ns[key] = value
             changed.append(f"the name {key!r} bound by the setup cell")
     return sorted(set(changed))
-
-
-def report_restore(marker: str) -> None:
-    """Called by the grader: restore, then print the list of changes on one marked line."""
-    changed = restore()
-    sys.__stdout__.flush()
-    print(marker + json.dumps(changed))
-
-
-_MISSING = object()
 
 
 # --- the audit hook -------------------------------------------------------------------------------
@@ -183,6 +198,11 @@ WRITE_EVENTS = {  # event -> positions of the path arguments
     "shutil.rmtree": (0,), "shutil.copyfile": (1,), "shutil.copytree": (1,), "shutil.move": (1,),
     "shutil.make_archive": (0,),
 }
+# Denied once the kernel is running (the kernel's own startup needs them): new threads could patch
+# the checking tools between a test and the grader's check; gc and frame walking reach objects that
+# student code has no name for.
+ARMED_DENIED_EVENTS = {"_thread.start_new_thread", "gc.get_referrers", "gc.get_referents", "gc.get_objects",
+                       "sys._current_frames", "sys._current_exceptions"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -194,32 +214,84 @@ def _inside(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
-def install_audit_hook(policy: dict) -> None:
+def _no_new_threads(*args, **kwargs):
+    raise GradingPolicyError("the grader does not allow starting threads while grading")
+
+
+def _forbid_new_threads(state: dict) -> None:
+    """Python 3.11 raises no audit event for a new thread, so replace the functions that start one.
+    The replacements hold no reference to the originals, and `restore` puts the replacements back."""
+    import _thread
+    import threading
+
+    for module, names in ((_thread, ("start_new_thread", "start_new")), (threading, ("_start_new_thread",))):
+        items = state["modules"].get(module.__name__, (module, {}))[1]
+        for name in names:
+            if hasattr(module, name):
+                setattr(module, name, _no_new_threads)
+                items[name] = _no_new_threads
+        state["modules"][module.__name__] = (module, items)
+
+
+def install_audit_hook(policy: dict, state: dict | None) -> None:
+    """Install the hook; with a `state` (grading), it also serves the grader's guard cells."""
     deny_read = [os.path.realpath(p) for p in policy.get("deny_read", [])]
     allow_read = [os.path.realpath(p) for p in policy.get("allow_read", [])]
     allow_write = [os.path.realpath(p) for p in policy.get("allow_write", [])] + ["/dev/null"]
     own_pid = str(os.getpid())
-    realpath, fspath, getcwd = os.path.realpath, os.fspath, os.getcwd
+    realpath, getcwd = os.path.realpath, os.getcwd
     denied, write_events, write_flags = frozenset(DENIED_EVENTS), dict(WRITE_EVENTS), _WRITE_FLAGS
+    after_arming = frozenset(ARMED_DENIED_EVENTS)
     error = GradingPolicyError
+    safe_path_types = (str, bytes, pathlib.PosixPath, pathlib.PurePosixPath)
+    armed = [False]  # set by the grader's first guard cell, once the kernel has started its threads
+    # The hook calls these; keep the originals here so that patching the module cannot redirect it.
+    do_restore, do_snapshot_ns, fn_state = restore, snapshot_user_namespace, _function_state
+    own_functions = [(f, _function_state(f)) for f in (restore, snapshot_user_namespace, _function_state, _methods,
+                                                       _shell, _patched_instance_methods, _callbacks, _inside)]
+    in_guard = [False]
 
     def resolve(p):
         if isinstance(p, int):
             return None  # a file descriptor that is already open
-        try:
-            p = fspath(p)
-            if isinstance(p, bytes):
-                p = p.decode("utf-8", "surrogateescape")
-            return realpath(p)
-        except Exception:
-            return None
+        if type(p) not in safe_path_types:
+            # Turning other objects into paths would run their own code inside this hook.
+            raise error(f"the grader only accepts str, bytes or pathlib paths, not {type(p).__name__}")
+        p = str(p) if not isinstance(p, bytes) else p.decode("utf-8", "surrogateescape")
+        return realpath(p)
 
     def check_write(path):
         if path is not None and not _inside(path, allow_write):
             raise error(f"the grader does not allow writing to {path} (only inside the scratch folder)")
 
+    def guard(marker):
+        in_guard[0] = True
+        try:
+            for f, saved in own_functions:
+                if any(a is not b for a, b in zip(fn_state(f), saved)):
+                    f.__code__, f.__defaults__, f.__kwdefaults__ = saved
+            if marker.endswith(":arm"):
+                armed[0] = True
+                _forbid_new_threads(state)
+                changed = []
+            elif marker.endswith(":snapshot"):
+                do_snapshot_ns(state)
+                changed = []
+            else:
+                changed = do_restore(state)
+            sys.stdout.write(marker + json.dumps(changed) + "\n")
+            sys.stdout.flush()
+        finally:
+            in_guard[0] = False
+
     def hook(event, args):
-        if event == "open":
+        if event == "exec":
+            if state is not None:
+                for const in getattr(args[0], "co_consts", ()):
+                    if type(const) is str and const.startswith(GUARD_PREFIX):
+                        guard(const)
+                        break
+        elif event == "open":
             path = resolve(args[0])
             if path is None:
                 return
@@ -236,6 +308,10 @@ def install_audit_hook(policy: dict) -> None:
                     raise error(f"the grader does not allow reading {path}")
         elif event in denied or event.startswith("os.exec") or event.startswith("os.spawn"):
             raise error(f"the grader does not allow {event} while grading")
+        elif armed[0] and event in after_arming:
+            raise error(f"the grader does not allow {event} while grading")
+        elif armed[0] and not in_guard[0] and event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+            raise error(f"the grader does not allow replacing a function's {args[1]}")
         elif event in write_events:
             for i in write_events[event]:
                 if i < len(args):
@@ -297,9 +373,8 @@ def main() -> None:
     policy = json.loads(os.environ.get("COURSE_GRADING_POLICY", "{}"))
     if policy.get("guard", True):
         preload()
-        snapshot()
         set_limits(policy)
-        install_audit_hook(policy)
+        install_audit_hook(policy, snapshot())  # the snapshot is kept only by the hook
     else:
         set_limits(policy)
     # Hide the policy: student code has no business knowing the teacher's paths.

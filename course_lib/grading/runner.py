@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .kernel import GUARD_PREFIX
 from .sandbox import CellRun, Limits, Sandbox
 
 MAX_RESTARTS = 3
-GUARD = "import sys as _s; _s.modules['course_lib.grading.kernel']"
 
 
 @dataclass
@@ -38,19 +38,21 @@ class RunReport:
     restarts: int = 0
 
 
-def _guard_call(sandbox: Sandbox, call: str, marker: str) -> list[str] | None:
-    """Run a guard function in the kernel; the list it reports, or None if it could not report."""
-    run = sandbox.run(f"{GUARD}.{call}", timeout=30)
+def _guard_call(sandbox: Sandbox, marker: str, action: str) -> list[str] | None:
+    """Ask the kernel's audit hook to arm, snapshot or restore; the list of changes it reports, or
+    None if it did not report exactly once (something interfered)."""
+    tag = f"{marker}:{action}"
+    run = sandbox.run(f"_course_guard = {tag!r}", timeout=30)
     if not run.ok:
         return None
-    for line in run.stdout.splitlines():
-        if line.startswith(marker):
-            try:
-                value = json.loads(line[len(marker):])
-            except json.JSONDecodeError:
-                return None
-            return value if isinstance(value, list) else None
-    return None
+    reports = [line[len(tag):] for line in run.stdout.splitlines() if line.startswith(tag)]
+    if len(reports) != 1:
+        return None
+    try:
+        value = json.loads(reports[0])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, list) else None
 
 
 def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: Limits, policy: dict,
@@ -59,7 +61,7 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
     deadline = time.monotonic() + limits.total_timeout
     fatal: dict[int, CellRun] = {}  # cells that ended the kernel: skipped on the next attempt
     last_setup = max((i for i, s in enumerate(steps) if s.kind == "setup"), default=-1)
-    marker = f"@@course-guard-{secrets.token_hex(8)}@@"
+    marker = f"{GUARD_PREFIX}{secrets.token_hex(16)}@@"
     for attempt in range(MAX_RESTARTS + 1):
         report.results, report.restored_before = {}, {}
         killed = False
@@ -72,8 +74,11 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
             report.notes.append(f"The kernel could not start: {err}")
             return report
         try:
-            if guard and last_setup < 0:
-                _guard_call(sandbox, f"snapshot_user_namespace([])", marker)
+            if guard:
+                if _guard_call(sandbox, marker, "arm") is None:
+                    report.notes.append("The grader could not arm its guard in the kernel.")
+                if last_setup < 0:
+                    _guard_call(sandbox, marker, "snapshot")
             for i, step in enumerate(steps):
                 if i in fatal:
                     report.results[i] = fatal[i]
@@ -82,15 +87,14 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
                     report.results[i] = CellRun("timeout", "SubmissionTimeout",
                                                 f"not run: the submission used up its total time limit ({limits.total_timeout:g} s)")
                     continue
+                undone: list[str] | None = []
                 if guard and step.kind == "test":
-                    undone = _guard_call(sandbox, f"report_restore({marker!r})", marker)
-                    if undone is None and sandbox.alive():
-                        report.notes.append("The grader could not reset the test environment before a test.")
+                    undone = _guard_call(sandbox, marker, "restore")
                     report.restored_before[i] = undone or []
                 result = sandbox.run(step.source, deadline=deadline)
                 if guard and step.kind == "test" and sandbox.alive():
-                    changed = _guard_call(sandbox, f"report_restore({marker!r})", marker)
-                    if result.ok and changed is None:
+                    changed = _guard_call(sandbox, marker, "restore")
+                    if result.ok and (changed is None or undone is None):
                         result = CellRun("error", "Tampering", "the grader could not verify this test (its check of the "
                                          "test environment failed), so it earns no points", result.outputs, result.stdout)
                     elif result.ok and changed:
@@ -102,7 +106,7 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
                     killed = True
                     break
                 if guard and i == last_setup:
-                    _guard_call(sandbox, f"snapshot_user_namespace(None); print({marker!r} + '[]')", marker)
+                    _guard_call(sandbox, marker, "snapshot")
         finally:
             sandbox.shutdown()
         if not killed:

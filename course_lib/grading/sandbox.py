@@ -193,6 +193,7 @@ class Sandbox:
         outputs, stdout_parts, size = [], [], 0
         reply, idle, status = None, False, None
         interrupted_at = None
+        garbled = 0
         last_mem_check = 0.0
         while not (idle and reply is not None):
             now = time.monotonic()
@@ -220,6 +221,13 @@ class Sandbox:
                 msg = self.kc.get_iopub_msg(timeout=0.05)
             except queue.Empty:
                 msg = None
+            except Exception:  # a garbled message (e.g. cut by an interrupt mid-send): skip it
+                msg = None
+                garbled += 1
+                if garbled > 1000:
+                    status = status or "died"
+                    self._kill()
+                    break
             if msg is not None and msg.get("parent_header", {}).get("msg_id") == msg_id:
                 kind, content = msg["msg_type"], msg["content"]
                 if kind == "status" and content.get("execution_state") == "idle":
@@ -242,6 +250,10 @@ class Sandbox:
                         reply = shell["content"]
                 except queue.Empty:
                     pass
+                except Exception:
+                    garbled += 1
+        if garbled and status is None:
+            status = "output-limit"  # output we could not read: too large, or cut in the middle
         result = CellRun(status or "ok", outputs=outputs, stdout="".join(stdout_parts))
         if reply is not None and status is None:
             if reply.get("status") == "error":
@@ -254,7 +266,8 @@ class Sandbox:
             result.ename = result.ename or result.status
             result.evalue = result.evalue or {
                 "timeout": f"the cell ran longer than the time limit ({timeout:g} s)",
-                "output-limit": f"the cell printed more than the output limit ({self.limits.output_bytes} bytes)",
+                "output-limit": f"the cell printed more than the output limit ({self.limits.output_bytes} bytes)"
+                                + (" or output that could not be read" if garbled else ""),
                 "memory-limit": f"the cell used more memory than the limit ({self.limits.memory_mb} MB)",
                 "died": "the kernel stopped (the code ended the Python process or crashed it)",
             }[result.status]
