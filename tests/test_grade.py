@@ -372,3 +372,12 @@ def test_solution_scores_full_marks_and_blank_exercise_scores_zero(graded_course
     blank = graded_course[("blank", path.stem)]
     attempted = [(t.grade_id, t.status, t.message) for t in blank.tests if t.status != "not attempted"]
     assert blank.score == 0 and not attempted, f"{path.name}: the blank exercise is not 'not attempted' everywhere: {attempted}"
+
+
+def test_grade_explains_a_submissions_folder_without_student_folders(tmp_path, capsys):
+    from course_lib import cli
+
+    write(tmp_path / "flat" / "00_welcome.ipynb", exercise())
+    assert cli.main(["grade", str(tmp_path / "flat"), "--out", str(tmp_path / "out")]) == 2
+    assert "no student folders" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()

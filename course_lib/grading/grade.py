@@ -255,6 +255,8 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None) 
     """(student, solution, submission) jobs, and warnings about files that match no assignment."""
     known = {p.stem: p for p in sorted(solutions.glob("*.ipynb"))}
     students = sorted(d for d in submissions.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if not students:
+        raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
     warnings = []
     if assignments:
         unknown = [a for a in assignments if Path(a).stem not in known]
