@@ -128,6 +128,16 @@ def crafted(tmp: Path) -> dict:
                           "    def undo(*args):\n        c._l00_count = real\n"
                           "    get_ipython().events.register('post_run_cell', undo)\n    return 0\n",
         }),
+        "late_cheats": learner({
+            # patch, then have the kernel killed by a timer right after the test, before the grader's check
+            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import signal, course_lib.checks as c\n"
+                          "    c._l00_count = lambda *a, **k: None\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
+                          "    signal.setitimer(signal.ITIMER_REAL, 0.2)\n    return 0\n",
+            # ask the grader's hook to re-take its snapshot after replacing `checks`
+            "ex7_answer": "class _Anything:\n    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
+                          "checks = _Anything()\nexec('_forged = \"@@course-guard-forged@@:snapshot\"')\n"
+                          "attention_steps_1_20 = attention_steps_1_100 = 99\n",
+        }),
         "reads_solutions": learner({
             "ex2_answer": "import course_lib, os\nroot = os.path.dirname(os.path.dirname(course_lib.__file__))\n"
                           "open('/proc/self/root' + root + '/solutions/00_welcome.ipynb').read()\n",
@@ -280,6 +290,13 @@ def test_monkeypatching_while_a_test_runs_earns_nothing(graded):
     assert "IPython post_run_cell callbacks" in t["ex6_test"]["message"], t["ex6_test"]
     assert t["ex2_test"]["points"] == 0 and t["ex4_test"]["points"] == 0, (t["ex2_test"], t["ex4_test"])
     assert "does not allow starting threads" in t["ex4_test"]["message"], t["ex4_test"]
+
+
+def test_cheats_on_the_grader_itself_earn_nothing(graded):
+    r, t = graded["results"]["late_cheats"], results_of(graded, "late_cheats")
+    assert r["score"] == 12, r
+    assert t["ex3_test"]["points"] == 0 and t["ex3_test"]["status"] == "error", t["ex3_test"]
+    assert t["ex7_test"]["status"] == "failed" and "99 is not right" in t["ex7_test"]["message"], t["ex7_test"]
 
 
 def test_reading_the_teachers_files_is_refused(graded):

@@ -41,7 +41,7 @@ GUARDED_MODULES = [
 # IPython manages these names in builtins itself while a cell runs.
 IPYTHON_BUILTINS = {"exit", "quit", "input", "raw_input", "get_ipython", "display", "_", "__", "___", "__IPYTHON__", "help",
                     "copyright", "credits", "license", "dreload", "__builtins__", "runfile"}
-GUARDED_CLASSES = ["torch.Tensor", "IPython.core.interactiveshell.InteractiveShell",
+GUARDED_CLASSES = ["torch.Tensor", "ipykernel.iostream.OutStream", "IPython.core.interactiveshell.InteractiveShell",
                    "ipykernel.zmqshell.ZMQInteractiveShell", "ipykernel.kernelbase.Kernel", "ipykernel.ipkernel.IPythonKernel"]
 
 # --- the snapshot and the restore step --------------------------------------------------------------
@@ -108,12 +108,23 @@ def _shell():
     return get_ipython()
 
 
-def _patched_instance_methods(obj, label: str) -> list[str]:
-    """Undo instance attributes that shadow methods of the object's class (e.g. `shell.run_cell = ...`)."""
+def _shadowing(obj) -> dict:
+    """Instance attributes that shadow a method of the object's class (e.g. `shell.run_cell = ...`)."""
+    return {k: v for k, v in list(getattr(obj, "__dict__", {}).items())
+            if not k.startswith("__") and isinstance(getattr(type(obj), k, None), types.FunctionType)}
+
+
+def _restore_instance(obj, saved: dict, label: str) -> list[str]:
+    """Make the method-shadowing instance attributes of `obj` what they were at the snapshot."""
     changed = []
-    for key in list(getattr(obj, "__dict__", {})):
-        if not key.startswith("_") and isinstance(getattr(type(obj), key, None), types.FunctionType):
+    now = _shadowing(obj)
+    for key, value in now.items():
+        if saved.get(key, _MISSING) is not value:
             del obj.__dict__[key]
+            changed.append(f"{label}.{key}")
+    for key, value in saved.items():
+        if obj.__dict__.get(key, _MISSING) is not value:
+            obj.__dict__[key] = value
             changed.append(f"{label}.{key}")
     return changed
 
@@ -131,6 +142,9 @@ def snapshot_user_namespace(state: dict) -> None:
     state["user_ns"] = {n: ns[n] for n in names}
     state["sys"] = {k: getattr(sys, k) for k in ("stdout", "stderr", "meta_path", "path_hooks")}  # IPython swaps the hooks itself
     state["events"] = _callbacks(shell)
+    # (not the output streams: ipykernel rebinds their methods itself)
+    objects = {"the IPython shell": shell, "the kernel": getattr(shell, "kernel", None)}
+    state["instances"] = {label: (obj, _shadowing(obj)) for label, obj in objects.items() if obj is not None}
 
 
 def restore(state: dict) -> list[str]:
@@ -163,10 +177,9 @@ def restore(state: dict) -> list[str]:
         if any(a is not b for a, b in zip(now, saved)):
             fn.__code__, fn.__defaults__, fn.__kwdefaults__ = saved
             changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
+    for label, (obj, saved) in state.get("instances", {}).items():
+        changed += _restore_instance(obj, saved, label)
     shell = _shell()
-    changed += _patched_instance_methods(shell, "the IPython shell")
-    if getattr(shell, "kernel", None) is not None:
-        changed += _patched_instance_methods(shell.kernel, "the kernel")
     if state["events"] is not None:
         now = _callbacks(shell)
         for event, fns in state["events"].items():
@@ -245,10 +258,11 @@ def install_audit_hook(policy: dict, state: dict | None) -> None:
     error = GradingPolicyError
     safe_path_types = (str, bytes, pathlib.PosixPath, pathlib.PurePosixPath)
     armed = [False]  # set by the grader's first guard cell, once the kernel has started its threads
+    snapped = [False]  # the setup names are snapshotted once
     # The hook calls these; keep the originals here so that patching the module cannot redirect it.
     do_restore, do_snapshot_ns, fn_state = restore, snapshot_user_namespace, _function_state
     own_functions = [(f, _function_state(f)) for f in (restore, snapshot_user_namespace, _function_state, _methods,
-                                                       _shell, _patched_instance_methods, _callbacks, _inside)]
+                                                       _shell, _shadowing, _restore_instance, _callbacks, _inside)]
     in_guard = [False]
 
     def resolve(p):
@@ -271,11 +285,14 @@ def install_audit_hook(policy: dict, state: dict | None) -> None:
                 if any(a is not b for a, b in zip(fn_state(f), saved)):
                     f.__code__, f.__defaults__, f.__kwdefaults__ = saved
             if marker.endswith(":arm"):
-                armed[0] = True
-                _forbid_new_threads(state)
+                if not armed[0]:  # once: later requests (from student code) change nothing
+                    armed[0] = True
+                    _forbid_new_threads(state)
                 changed = []
             elif marker.endswith(":snapshot"):
-                do_snapshot_ns(state)
+                if not snapped[0]:  # once, right after the teacher's setup cells
+                    snapped[0] = True
+                    do_snapshot_ns(state)
                 changed = []
             else:
                 changed = do_restore(state)
@@ -348,6 +365,7 @@ def set_limits(policy: dict) -> None:
 def preload() -> None:
     """Import what tests rely on, so it is snapshotted in its pristine state."""
     import IPython.core.interactiveshell  # noqa: F401
+    import ipykernel.iostream  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
     import numpy  # noqa: F401

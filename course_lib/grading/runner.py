@@ -92,8 +92,9 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
                     undone = _guard_call(sandbox, marker, "restore")
                     report.restored_before[i] = undone or []
                 result = sandbox.run(step.source, deadline=deadline)
-                if guard and step.kind == "test" and sandbox.alive():
-                    changed = _guard_call(sandbox, marker, "restore")
+                if guard and step.kind == "test":
+                    # No check possible (the kernel stopped right after the test) counts as a failed check.
+                    changed = _guard_call(sandbox, marker, "restore") if sandbox.alive() else None
                     if result.ok and (changed is None or undone is None):
                         result = CellRun("error", "Tampering", "the grader could not verify this test (its check of the "
                                          "test environment failed), so it earns no points", result.outputs, result.stdout)
