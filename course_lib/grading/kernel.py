@@ -5,17 +5,22 @@
 reads its policy from the environment variable ``COURSE_GRADING_POLICY`` (JSON, written by
 `course_lib.grading.sandbox`) and, BEFORE any student code runs:
 
-1. imports numpy, torch and every `course_lib` module, and snapshots them (module attributes,
-   the code of their functions, the attributes of their classes, `builtins`, `math`), so that
-   `restore()` can undo monkeypatching before each test cell and `restore()` after a test cell
-   can tell that the cell's student code patched something while it ran;
+1. imports numpy, torch and the `course_lib` modules the checks use, and snapshots them (module
+   attributes, the code of their functions, the methods of their classes, `builtins`, `math`,
+   ...), so that a restore before each test cell undoes monkeypatching, and a restore after it
+   tells whether the test's own run patched something;
 2. sets resource limits: address space (the memory already mapped by the imports plus the
    memory limit), the size of any file written, CPU seconds (a backstop behind the grader's
    wall-clock limits), no core dumps;
 3. installs an audit hook (PEP 578; Python code cannot remove one) that refuses to read files in
    the teacher's and the other students' folders, refuses to write outside the scratch folder,
    and refuses to start processes, fork, send signals, load native libraries with ctypes or open
-   network sockets.
+   network connections; once the grader arms it (its first cell), also new threads, gc and
+   frame introspection of other threads, and replacing a function's code.
+
+The grader talks to the hook through "guard cells" (`_course_guard = "@@course-guard-<secret>@@:restore"`):
+the hook sees the marker in the code object of the "exec" audit event and arms, snapshots the
+setup cell's names (once), or restores, then prints one report line with the secret marker.
 
 This is an in-process barrier for honest mistakes and casual cheating, not a security boundary:
 code running in the same interpreter can still, with effort, get around it. Run the grader in a
