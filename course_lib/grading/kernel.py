@@ -35,11 +35,13 @@ import os
 import pathlib
 import pkgutil
 import resource
+import signal
 import sys
 import types
 
 GUARDED_MODULES = [
     "builtins", "math", "random", "operator", "functools", "json", "os", "types", "importlib", "_thread", "threading",
+    "signal",
     "numpy", "numpy.testing", "numpy.linalg", "numpy.random",
     "torch", "torch.testing", "torch.nn.functional",
 ]
@@ -182,6 +184,11 @@ def restore(state: dict) -> list[str]:
         if any(a is not b for a, b in zip(now, saved)):
             fn.__code__, fn.__defaults__, fn.__kwdefaults__ = saved
             changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
+    # A timer signal set by student code (signal.alarm, setitimer) would kill the kernel later.
+    for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        if signal.getitimer(which)[0] > 0:
+            signal.setitimer(which, 0)
+            changed.append("a pending timer signal")
     for label, (obj, saved) in state.get("instances", {}).items():
         changed += _restore_instance(obj, saved, label)
     shell = _shell()
@@ -351,7 +358,8 @@ def install_audit_hook(policy: dict, state: dict | None) -> None:
 
 def set_limits(policy: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if policy.get("memory_mb"):
+    # CUDA reserves far more address space than it uses: on a GPU rely on the grader's RSS watchdog.
+    if policy.get("memory_mb") and os.environ.get("COURSE_DEVICE", "cpu") != "cuda":
         import psutil
 
         # torch and numpy map a lot of address space up front; the limit is what is mapped now
