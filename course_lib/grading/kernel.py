@@ -34,10 +34,14 @@ import json
 import os
 import pathlib
 import pkgutil
-import resource
 import signal
 import sys
 import types
+
+try:  # POSIX only: on Windows the grader's own time, output and memory limits still apply
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None
 
 GUARDED_MODULES = [
     "builtins", "math", "random", "operator", "functools", "json", "os", "types", "importlib", "_thread", "threading",
@@ -185,7 +189,8 @@ def restore(state: dict) -> list[str]:
             fn.__code__, fn.__defaults__, fn.__kwdefaults__ = saved
             changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
     # A timer signal set by student code (signal.alarm, setitimer) would kill the kernel later.
-    for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+    timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF) if hasattr(signal, "setitimer") else ()
+    for which in timers:
         if signal.getitimer(which)[0] > 0:
             signal.setitimer(which, 0)
             changed.append("a pending timer signal")
@@ -268,7 +273,7 @@ def install_audit_hook(policy: dict, state: dict | None) -> None:
     denied, write_events, write_flags = frozenset(DENIED_EVENTS), dict(WRITE_EVENTS), _WRITE_FLAGS
     after_arming = frozenset(ARMED_DENIED_EVENTS)
     error = GradingPolicyError
-    safe_path_types = (str, bytes, pathlib.PosixPath, pathlib.PurePosixPath)
+    safe_path_types = (str, bytes, type(pathlib.Path()), type(pathlib.PurePath()))
     armed = [False]  # set by the grader's first guard cell, once the kernel has started its threads
     snapped = [False]  # the setup names are snapshotted once
     # The hook calls these; keep the originals here so that patching the module cannot redirect it.
@@ -357,6 +362,8 @@ def install_audit_hook(policy: dict, state: dict | None) -> None:
 
 
 def set_limits(policy: dict) -> None:
+    if resource is None:
+        return
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # CUDA reserves far more address space than it uses: on a GPU rely on the grader's RSS watchdog.
     if policy.get("memory_mb") and os.environ.get("COURSE_DEVICE", "cpu") != "cuda":
