@@ -60,7 +60,8 @@ def check_notebook(path: Path, limits: Limits | None = None) -> list[CheckRow]:
             continue
         status, message = classify(run) if run is not None else ("error", "not run")
         if status != "passed" and answer_error:
-            message = f"your answer cell stopped with {answer_error}" + (f"; then the test said: {message}" if message else "")
+            then = f"; then the test said: {message}" if message and status != "not attempted" else ""
+            message = f"your answer cell stopped with {answer_error}{then}"
             status = "error"
         answer_error = None
         i = where[s]

@@ -224,9 +224,10 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                     arun = report.results.get(a)
                     if arun is not None and not arun.ok and arun.ename != "NotImplementedError":
                         astatus, amessage = classify(arun)
-                        message = f"your answer cell stopped with {amessage}" + (f"; then the test said: {message}" if message else "")
-                        if status == "not attempted":
-                            status = "error"
+                        if status == "not attempted":  # the answer never got defined: the cause is enough
+                            status, message = "error", f"your answer cell stopped with {amessage}"
+                        else:
+                            message = f"your answer cell stopped with {amessage}" + (f"; then the test said: {message}" if message else "")
                         break
         earned = points(cell) if status == "passed" else 0.0
         score += earned
