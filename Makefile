@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 lab: install
-	$(BIN)/jupyter lab notebooks/00_welcome.ipynb
+	$(BIN)/course lab
 
 test: install
 	$(BIN)/python -m pytest -n $(JOBS)
