@@ -74,6 +74,7 @@ def crafted(tmp: Path) -> dict:
         "loops": learner({
             "ex3_answer": "while True:\n    pass\n",
             "ex4_answer": "def layers_needed(distance, kernel_size):\n    while True:\n        pass\n",
+            "ex5_answer": "n_patches, seq_len = 196, 197\nwhile True:\n    pass\n",  # right, then stuck
             "ex7_answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
         }),
         "exits": learner({"ex1_answer": "import sys\nsys.exit(1)\n", "ex6_answer": "import os\nos._exit(0)\n"}),
@@ -233,6 +234,9 @@ def test_infinite_loops_hit_the_cell_time_limit_and_the_rest_is_graded(graded):
     for gid in ("ex3_test", "ex4_test", "ex7_test"):
         assert t[gid]["status"] == "error" and "time limit" in t[gid]["message"], t[gid]
     assert any("stopped" in n for n in r["notes"]), "the SIGINT-ignoring loop needed a kill and a restart"
+    assert t["ex5_test"]["status"] == "passed", t["ex5_test"]
+    assert any(n.startswith("Exercise 5") and "time limit" in n and "defined before that" in n for n in r["notes"]), (
+        f"a passing test after a stuck answer cell should still be explained: {r['notes']}")
 
 
 def test_sys_exit_and_os_exit_cost_only_their_exercise(graded):

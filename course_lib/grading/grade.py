@@ -229,6 +229,13 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                         else:
                             message = f"your answer cell stopped with {amessage}" + (f"; then the test said: {message}" if message else "")
                         break
+        else:  # passed with what the answer cell defined before it stopped: still worth telling
+            for a in answers:
+                arun = report.results.get(a)
+                if arun is not None and not arun.ok:
+                    notes.append(f"{titles[i]}: your answer cell stopped with {classify(arun)[1]}; "
+                                 "the test passed with what the cell had defined before that.")
+                    break
         earned = points(cell) if status == "passed" else 0.0
         score += earned
         tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message))
