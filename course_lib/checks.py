@@ -937,7 +937,8 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
                         hint = ("with +1 per word, all k words give k; the bias must bring that down to exactly 1: "
                                 f"bias = -(k - 1) = {-(k - 1)}.")
                         if bias < -(k - 1) and out == 0:
-                            hint = f"it looks like the bias is too negative ({bias:g}): the feature never fires. " + hint
+                            hint = (f"it looks like the bias is too negative ({bias:g}): the feature never fires. "
+                                    "W" + hint[1:])
                     elif bias > -(k - 1):
                         hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when only "
                                 f"{r} of the {k} words are present. Use bias -(k - 1) = {-(k - 1)}.")
