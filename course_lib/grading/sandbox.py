@@ -20,6 +20,7 @@ import queue
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,7 @@ class Sandbox:
         self.kernel_dirs = _kernelspec_dir(Path(kernels_root))
         self.km: KernelManager | None = None
         self.kc = None
+        self._socket_dir: str | None = None
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -115,6 +117,14 @@ class Sandbox:
         self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
         # The connection file lives in the scratch folder's private home, not the teacher's runtime dir.
         self.km.connection_file = str(self.scratch / ".home" / "jupyter" / "kernel-grader.json")
+        if os.name == "posix":
+            # Unix sockets instead of TCP ports: with TCP, jupyter_client picks a free port and the
+            # kernel binds it a second later, and a kernel starting in parallel can take it first
+            # ("Address already in use"). Socket paths are limited to about 100 characters, hence
+            # a short private folder rather than the scratch folder.
+            self._socket_dir = tempfile.mkdtemp(prefix="ck-")
+            self.km.transport = "ipc"
+            self.km.ip = os.path.join(self._socket_dir, "k")
         policy = dict(self.policy)
         policy.setdefault("allow_write", [str(self.scratch)])
         policy.setdefault("allow_read", [str(self.scratch)])
@@ -149,6 +159,9 @@ class Sandbox:
                 self.km.cleanup_resources()
             except Exception:
                 pass
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
         self.km = self.kc = None
 
     def restart(self) -> None:
