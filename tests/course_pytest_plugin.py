@@ -1,12 +1,16 @@
-"""Test-wide setup: a private home for Jupyter, IPython and matplotlib, no progress bars, and
-GPU-only notebook cells skipped when there is no GPU.
+"""Test-wide setup, loaded for every pytest run by `-p course_pytest_plugin` in pyproject.toml
+(a conftest.py in tests/ would not apply when only a notebook is tested): a private home for
+Jupyter, IPython and matplotlib, no progress bars, nbval kernels over Unix sockets, and GPU-only
+notebook cells skipped when there is no GPU.
 
 The environment variables are set at import time, before pytest-xdist workers or nbval start any
 kernel, so every kernel inherits them and nothing is written into the user's home.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 _home = Path(tempfile.mkdtemp(prefix="course-tests-"))
+atexit.register(shutil.rmtree, _home, ignore_errors=True)
 for var, sub in [
     ("IPYTHONDIR", "ipython"),
     ("MPLCONFIGDIR", "matplotlib"),
@@ -28,6 +33,31 @@ for var, sub in [
 os.environ["TQDM_DISABLE"] = "1"
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # debugpy's frozen-modules warning on stderr
 os.environ["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+
+
+def _nbval_kernels_over_unix_sockets() -> None:
+    """Start nbval's kernels with IPC transport instead of TCP (POSIX only).
+
+    With TCP, jupyter_client picks a free port and the kernel binds it a second later; with two
+    pytest-xdist workers and the grader's tests all starting kernels, another kernel can take the
+    port first ("Address already in use") and a notebook fails for no reason of its own.
+    """
+    if os.name != "posix":
+        return
+    import nbval.kernel
+    from jupyter_client.manager import KernelManager
+
+    class IPCKernelManager(KernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            # Socket paths are limited to about 100 characters: keep them short.
+            self.ip = os.path.join(tempfile.mkdtemp(prefix="k-", dir=_home), "k")
+
+    nbval.kernel.KernelManager = IPCKernelManager
+
+
+_nbval_kernels_over_unix_sockets()
 
 
 def pytest_collection_modifyitems(config, items):
