@@ -121,7 +121,7 @@ def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float
             fig = plt.figure(figsize=(min(1.0 * d_model // 2 + 0.6, 12), 1.8))
             viz.clock_hands([pos], d_model, base, fig=fig)
             plt.show()
-            print("PE[pos] =", (np.round(table[pos], 3) + 0.0).tolist())
+            print("PE[pos] =", [round(float(v), 3) + 0.0 for v in table[pos]])  # float32 -> Python floats first: no 0.95899999
 
     slider.observe(redraw, names="value")
     redraw()

@@ -268,12 +268,20 @@ def test_clock_hands_figure_points_hands_at_the_encoding():
         viz.clock_hands([0], d_model=5)
 
 
-def test_clock_hands_explorer_builds_without_display():
+def test_clock_hands_explorer_builds_without_display(capsys):
+    import re
+
     from course_lib import widgets
 
     w = widgets.clock_hands_explorer(d_model=8, max_position=20)
     slider = w.children[0]
     assert (slider.min, slider.max, slider.value) == (0, 20, 0), f"slider {slider.min}..{slider.max} at {slider.value}"
+    capsys.readouterr()  # forget the first drawing (position 0: only 0s and 1s)
     slider.value = 7  # the callback must run without error outside a kernel too
+    printed = capsys.readouterr().out
+    line = next((ln for ln in printed.splitlines() if "PE[pos] = [" in ln), None)
+    assert line is not None, f"the widget should print PE[pos]; printed {printed!r}"
+    values = re.findall(r"-?\d+\.\d+", line)
+    assert len(values) == 8 and all(len(v.split(".")[1]) <= 3 for v in values), f"PE[7] should print rounded: {line}"
     with pytest.raises(ValueError, match="even d_model"):
         widgets.clock_hands_explorer(d_model=3)
