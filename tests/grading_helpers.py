@@ -1,4 +1,5 @@
-"""Helpers for the grader tests: learner notebooks made from the lesson 00 solution notebook.
+"""Helpers for the grader and check tests: learner notebooks made from the lesson 00 solution
+notebook, and `fails_with` for asserting a check's message.
 
 Submissions are generated from `solutions/00_welcome.ipynb` (rather than stored) so they stay in
 step with it: `learner({"ex3_answer": "..."})` is the built exercise notebook with every answer
@@ -11,12 +12,24 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
+from course_lib import checks
 from course_lib.grading.build import build_exercise
 from course_lib.grading.notebook import grade_id, is_solution, read_notebook, source
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
 WELCOME = SOLUTIONS / "00_welcome.ipynb"
+
+
+def fails_with(fn, *args, match: str, **kwargs) -> str:
+    """Call a check that must fail; assert its learner-facing message contains `match`."""
+    with pytest.raises(checks.CheckFailed) as info:
+        fn(*args, **kwargs)
+    text = str(info.value)
+    assert match in text, f"expected {match!r} in the message, got:\n{text}"
+    return text
 
 
 def solution() -> dict:

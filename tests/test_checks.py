@@ -8,14 +8,7 @@ from nbclient import NotebookClient
 
 from course_lib import checks
 from course_lib.device import seed_everything
-
-
-def fails_with(fn, *args, match: str, **kwargs) -> str:
-    with pytest.raises(checks.CheckFailed) as info:
-        fn(*args, **kwargs)
-    text = str(info.value)
-    assert match in text, f"expected {match!r} in the message, got:\n{text}"
-    return text
+from grading_helpers import fails_with
 
 
 # --- general machinery ------------------------------------------------------------------------------

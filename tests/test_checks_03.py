@@ -7,19 +7,12 @@ import pytest
 
 from course_lib import checks, markov
 from course_lib.data import load_sentences
+from grading_helpers import fails_with
 
 PROGRAM = "check the program log and find out whether it ran".split()
 BATTERY = "check the battery log and find out whether it ran".split()
 REPEATED = "check the battery log and check the battery log and find out whether it ran".split()
 TOY = [s.split() for s in ["a b a c d", "b b c e", "a c b b d", "c a b e"]]
-
-
-def fails_with(fn, *args, match: str, **kwargs) -> str:
-    with pytest.raises(checks.CheckFailed) as info:
-        fn(*args, **kwargs)
-    text = str(info.value)
-    assert match in text, f"expected {match!r} in the message, got:\n{text}"
-    return text
 
 
 @pytest.fixture(scope="module")
