@@ -21,13 +21,20 @@ def _is_torch(x: Any) -> bool:
     return isinstance(x, torch.Tensor)
 
 
+def _numpy(x: ArrayLike, dtype=None) -> np.ndarray:
+    """A numpy array from an array, a list, or a torch tensor (detached, moved to the CPU)."""
+    if _is_torch(x):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=dtype)
+
+
 def _check_ids(ids: ArrayLike, num_classes: int, name: str = "ids") -> None:
     """Raise a readable error unless `ids` are integers in 0..num_classes-1."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
         raise TypeError(f"num_classes must be an int, got {type(num_classes).__name__} ({num_classes!r})")
     if num_classes < 1:
         raise ValueError(f"num_classes must be at least 1, got {num_classes}")
-    values = ids.detach().cpu().numpy() if _is_torch(ids) else np.asarray(ids)
+    values = _numpy(ids)
     if values.size == 0:
         return
     if values.dtype == bool or not np.issubdtype(values.dtype, np.integer):
@@ -88,7 +95,7 @@ def dot(a: ArrayLike, b: ArrayLike) -> float:
 
 
 def _as_vector(x: ArrayLike, name: str) -> np.ndarray:
-    arr = x.detach().cpu().numpy() if _is_torch(x) else np.asarray(x, dtype=float)
+    arr = _numpy(x, float)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D vector, got shape {arr.shape}")
     return arr
@@ -123,7 +130,7 @@ def cosine_similarity(a: ArrayLike, b: ArrayLike, dim: int = -1, eps: float | No
             raise ValueError(f"a and b must have the same length along dim {dim}, got {tuple(a_t.shape)} and {tuple(b_t.shape)}")
         na, nb = norm(a_t, dim), norm(b_t, dim)
         if eps is None:
-            _refuse_zero_vectors(na.detach().cpu().numpy(), nb.detach().cpu().numpy())
+            _refuse_zero_vectors(_numpy(na), _numpy(nb))
             return (a_t * b_t).sum(dim) / (na * nb)
         return (a_t * b_t).sum(dim) / (na.clamp_min(eps) * nb.clamp_min(eps))
     a_np, b_np = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -155,8 +162,7 @@ def cosine_similarity_matrix(a: ArrayLike, b: ArrayLike):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"expected a (N, D) and b (M, D) with the same D, got {tuple(a.shape)} and {tuple(b.shape)}")
     na, nb = norm(a), norm(b)
-    _refuse_zero_vectors(np.asarray(na.detach().cpu() if _is_torch(na) else na),
-                         np.asarray(nb.detach().cpu() if _is_torch(nb) else nb))
+    _refuse_zero_vectors(_numpy(na), _numpy(nb))
     a_unit = a / na[:, None]  # (N, D), every row of length 1
     b_unit = b / nb[:, None]  # (M, D)
     return a_unit @ b_unit.T  # (N, M)
@@ -168,8 +174,8 @@ def naive_matmul(A: ArrayLike, B: ArrayLike) -> tuple[np.ndarray, int]:
     Returns `(C, multiply_adds)`. For (n, k) @ (k, m) that is n*m dot products of length k,
     n*k*m multiply-adds: cubic, n**3, for square matrices. Pure Python on purpose; use `@`.
     """
-    A_np = A.detach().cpu().numpy() if _is_torch(A) else np.asarray(A, dtype=float)
-    B_np = B.detach().cpu().numpy() if _is_torch(B) else np.asarray(B, dtype=float)
+    A_np = _numpy(A, float)
+    B_np = _numpy(B, float)
     if A_np.ndim != 2 or B_np.ndim != 2:
         raise ValueError(f"naive_matmul takes two matrices, got shapes {A_np.shape} and {B_np.shape}")
     n, k = A_np.shape
@@ -218,5 +224,5 @@ def embed(ids: ArrayLike, matrix: ArrayLike):
     if _is_torch(matrix):
         idx = ids.long().to(matrix.device) if _is_torch(ids) else torch.as_tensor(np.asarray(ids), device=matrix.device)
         return matrix[idx]  # (...) -> (..., D)
-    idx = ids.detach().cpu().numpy() if _is_torch(ids) else np.asarray(ids)
+    idx = _numpy(ids)
     return np.asarray(matrix)[idx]  # (...) -> (..., D)

@@ -10,6 +10,20 @@ import numpy as np
 from matplotlib.figure import Figure
 
 
+def _array(x) -> np.ndarray:
+    """A float numpy array from an array, a list, or a torch tensor (detached, moved to the CPU)."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=float)
+
+
+def _figure_and_axes(ax, figsize):
+    """Draw into `ax` when the caller gives one (a panel of a larger figure), else on a new figure."""
+    if ax is None:
+        return plt.subplots(figsize=figsize)
+    return ax.figure, ax
+
+
 def heatmap(
     matrix,
     row_labels=None,
@@ -24,15 +38,10 @@ def heatmap(
     ax=None,
 ) -> Figure:
     """A labelled heatmap of a 2-D array or tensor (annotated with its values when it is small)."""
-    if hasattr(matrix, "detach"):
-        matrix = matrix.detach().cpu().numpy()
-    m = np.asarray(matrix, dtype=float)
+    m = _array(matrix)
     if m.ndim != 2:
         raise ValueError(f"heatmap expects a 2-D matrix, got shape {m.shape}")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(min(1.0 + 0.6 * m.shape[1], 12), min(1.0 + 0.5 * m.shape[0], 10)))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (min(1.0 + 0.6 * m.shape[1], 12), min(1.0 + 0.5 * m.shape[0], 10)))
     im = ax.imshow(m, cmap=cmap, aspect="auto")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     if row_labels is not None:
@@ -56,10 +65,7 @@ def heatmap(
 
 def loss_curve(history: dict, *, title: str = "Loss", ax=None) -> Figure:
     """Plot every list in `history` (e.g. {'train': [...], 'val': [...]}) against its step."""
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (6, 3.5))
     for name, values in history.items():
         ax.plot(range(len(values)), values, label=name)
     ax.set_xlabel("step")
@@ -82,16 +88,13 @@ def dot_product_geometry(a, b, *, labels: tuple[str, str] = ("a", "b"), ax=None)
     The dashed drop from the tip of b meets the line through a at distance |b| cos(theta) from the
     origin, so a . b = |a| * (that signed distance): the picture of the geometric dot product.
     """
-    a = np.asarray(a.detach().cpu() if hasattr(a, "detach") else a, dtype=float)
-    b = np.asarray(b.detach().cpu() if hasattr(b, "detach") else b, dtype=float)
+    a = _array(a)
+    b = _array(b)
     if a.shape != (2,) or b.shape != (2,):
         raise ValueError(f"dot_product_geometry draws 2-D vectors, got shapes {a.shape} and {b.shape}")
     if not np.any(a) or not np.any(b):
         raise ValueError("dot_product_geometry needs two non-zero vectors (a zero vector has no angle)")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(5, 5))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (5, 5))
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     cos = float(a @ b / (na * nb))
     theta = float(np.arccos(np.clip(cos, -1.0, 1.0)))
@@ -127,8 +130,8 @@ def dot_product_geometry(a, b, *, labels: tuple[str, str] = ("a", "b"), ax=None)
 
 def lookup_product(one_hot_rows, matrix, *, row_labels=None, vocab_labels=None, col_labels=None) -> Figure:
     """Three panels, one-hot rows @ matrix = the picked rows, each a small annotated heatmap."""
-    oh = np.asarray(one_hot_rows.detach().cpu() if hasattr(one_hot_rows, "detach") else one_hot_rows, dtype=float)
-    m = np.asarray(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix, dtype=float)
+    oh = _array(one_hot_rows)
+    m = _array(matrix)
     if oh.ndim != 2 or m.ndim != 2 or oh.shape[1] != m.shape[0]:
         raise ValueError(f"expected (T, V) one-hot rows and a (V, D) matrix, got {oh.shape} and {m.shape}")
     out = oh @ m  # (T, V) @ (V, D) -> (T, D)
@@ -200,9 +203,7 @@ def transition_graph(
     puts the nodes on a circle and bends the arrows so that i -> j and j -> i do not overlap.
     Arrows with probability <= `min_prob` are left out. Matplotlib only.
     """
-    if hasattr(matrix, "detach"):
-        matrix = matrix.detach().cpu().numpy()
-    T = np.asarray(matrix, dtype=float)
+    T = _array(matrix)
     labels = [str(x) for x in labels]
     if T.ndim != 2 or T.shape[0] != T.shape[1]:
         raise ValueError(f"transition_graph expects a square matrix, got shape {T.shape}")
@@ -230,10 +231,7 @@ def transition_graph(
             for i, y in zip(nodes, ys):
                 pos[i] = (float(d), float(y))
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, figsize)
     boxes = {}
     for i, label in enumerate(labels):
         boxes[i] = ax.text(*pos[i], label, ha="center", va="center", fontsize=9, zorder=3,
@@ -267,16 +265,13 @@ def transition_heatmap(matrix, row_labels, col_labels, *, title: str = "", figsi
                        ylabel: str = "current word", ax=None) -> Figure:
     """A transition matrix as a heatmap (rows: context, columns: next token), with only the
     nonzero probabilities written in, so that sparse matrices stay readable."""
-    if hasattr(matrix, "detach"):
-        matrix = matrix.detach().cpu().numpy()
-    m = np.asarray(matrix, dtype=float)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
+    m = _array(matrix)
+    fig, ax = _figure_and_axes(ax, figsize)
     heatmap(m, row_labels, col_labels, title=title, xlabel="next token", ylabel=ylabel, annotate=False, ax=ax)
     for i, j in zip(*np.nonzero(m)):
         ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=7,
                 color="black" if m[i, j] > 0.5 else "white")
-    return ax.figure
+    return fig
 
 
 def markov_graph(model, *, title: str = "", min_prob: float = 0.0, figsize=(9, 4), ax=None) -> Figure:
@@ -304,10 +299,7 @@ def markov_graph(model, *, title: str = "", min_prob: float = 0.0, figsize=(9, 4
 
 def vote_totals(totals: dict, *, titles=None, ax=None) -> Figure:
     """Side-by-side bars of vote totals, e.g. {"all pairs": {"down": 4, "please": 5}, "masked": {...}}."""
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (6, 3))
     groups = list(totals)
     words = sorted({w for g in groups for w in totals[g]})
     width = 0.8 / max(len(words), 1)
@@ -367,15 +359,10 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
 
 def attention_bars(labels, weights, *, title: str = "", ylabel: str = "attention weight", ax=None) -> Figure:
     """Bar chart of one query's attention weights over `labels` (one bar per key), values written on the bars."""
-    if hasattr(weights, "detach"):
-        weights = weights.detach().cpu().numpy()
-    w = np.asarray(weights, dtype=float)
+    w = _array(weights)
     if w.ndim != 1 or len(w) != len(labels):
         raise ValueError(f"attention_bars expects one weight per label: got {len(labels)} labels and weights of shape {w.shape}")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (6, 3))
     bars = ax.bar(range(len(w)), w, color="tab:blue")
     ax.set_xticks(range(len(w)), labels=[str(x) for x in labels], rotation=30 if len(w) > 6 else 0)
     for bar, value in zip(bars, w):
@@ -392,16 +379,11 @@ def attention_graph(words, weights, *, query: int | None = None, title: str = ""
 
     With `query` set, only the edges into that word are drawn (the messages it receives).
     """
-    if hasattr(weights, "detach"):
-        weights = weights.detach().cpu().numpy()
-    W = np.asarray(weights, dtype=float)
+    W = _array(weights)
     n = len(words)
     if W.shape != (n, n):
         raise ValueError(f"attention_graph expects an (N, N) weight matrix for N={n} words, got shape {W.shape}")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(4.5, 4.5))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (4.5, 4.5))
     angles = np.pi / 2 - 2 * np.pi * np.arange(n) / n
     xy = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (N, 2) positions on the unit circle
     receivers = [query] if query is not None else range(n)
@@ -429,15 +411,10 @@ def attention_graph(words, weights, *, query: int | None = None, title: str = ""
 
 def positional_heatmap(pe, *, title: str = "Sinusoidal position encodings", ax=None) -> Figure:
     """An (n_positions, d_model) table as an image: positions down, dimensions across, -1 blue to +1 red."""
-    if hasattr(pe, "detach"):
-        pe = pe.detach().cpu().numpy()
-    pe = np.asarray(pe, dtype=float)
+    pe = _array(pe)
     if pe.ndim != 2:
         raise ValueError(f"positional_heatmap expects an (n_positions, d_model) table, got shape {pe.shape}")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 4))
-    else:
-        fig = ax.figure
+    fig, ax = _figure_and_axes(ax, (6, 4))
     im = ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     ax.set_xlabel("dimension (even = sin, odd = cos)")
@@ -509,9 +486,7 @@ def head_grid(
     holds it for a batch of one. Rows are the queries (`words`), columns the keys (`key_words`, which
     default to `words`: self-attention). Returns the figure; end the cell with `plt.show()`.
     """
-    if hasattr(weights, "detach"):
-        weights = weights.detach().cpu().numpy()
-    w = np.asarray(weights, dtype=float)
+    w = _array(weights)
     if w.ndim == 4:
         if w.shape[0] != 1:
             raise ValueError(
