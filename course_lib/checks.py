@@ -226,6 +226,26 @@ def check_true(name: str, condition: bool, problem: str, hint: str | None = None
         raise CheckFailed(name, problem, hint)
 
 
+def check_count(name: str, value: Any, expected: int, mistakes: Mapping[str, int] | None = None, *,
+                hint: str | None = None, quiet: bool = False, detail: str = "") -> None:
+    """A whole-number answer (steps, layers, patches, parameters): say when it is not a number,
+    not whole, or equal to a count that a known mistake gives (`mistakes`: description -> count)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
+    if not float(value).is_integer():
+        raise CheckFailed(name, f"expected a whole number, got {_fmt(float(value))}.",
+                          "a count is a whole number: did a division leave a fraction?")
+    value = int(value)
+    if value == expected:
+        if not quiet:
+            passed(name, detail)
+        return
+    for description, wrong in (mistakes or {}).items():
+        if value == wrong != expected:
+            raise CheckFailed(name, f"{value:,} is not right.", f"it looks like you {description}.")
+    raise CheckFailed(name, f"{value:,} is not right.", hint)
+
+
 def check_function(
     name: str,
     fn: Callable,
@@ -267,24 +287,6 @@ def _fmt(x: float) -> str:
 # that lesson's exercises invite.
 
 # --- Lesson 00: welcome -------------------------------------------------------
-
-
-def _l00_count(name: str, value: Any, expected: int, mistakes: Mapping[str, Any] | None = None, hint: str | None = None,
-               quiet: bool = False) -> None:
-    """A whole-number answer: say when it is not a number, not whole, or a known wrong count."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
-    if not float(value).is_integer():
-        raise CheckFailed(name, f"expected a whole number, got {_fmt(float(value))}.",
-                          "counts of steps, layers and patches are whole numbers: did a division leave a fraction?")
-    if int(value) == expected:
-        if not quiet:
-            passed(name)
-        return
-    for description, wrong in (mistakes or {}).items():
-        if int(value) == wrong:
-            raise CheckFailed(name, f"{int(value)} is not right.", f"it looks like you {description}.")
-    raise CheckFailed(name, f"{int(value)} is not right.", hint)
 
 
 def _l00_reference_sample(seed: int) -> torch.Tensor:
@@ -329,7 +331,7 @@ def _l00_uniform(seed: int) -> torch.Tensor:
 def check_rnn_steps(name: str, value: Any, first: int, last: int) -> None:
     """Sequential RNN steps for word `first`'s information to reach word `last`: last - first."""
     steps = last - first
-    _l00_count(name, value, steps, {
+    check_count(name, value, steps, {
         "counted the words from one to the other, both included, instead of the steps between them": steps + 1,
         "gave self-attention's answer (one step); an RNN must pass through every word in between": 1,
         "counted only the words strictly between them; the last hop into the final word is a step too": steps - 1,
@@ -348,7 +350,7 @@ def check_receptive_field(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 
         got = call(name, fn, layers, k)
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
-        _l00_count(shown, got, _l00_receptive_field(layers, k), {
+        check_count(shown, got, _l00_receptive_field(layers, k), {
             "forgot the +1 for the centre position (each layer adds k - 1 positions to ONE starting position)": layers * (k - 1),
             "multiplied the layers by the kernel size (neighbouring windows overlap: each layer adds only k - 1)": layers * k,
             "made it grow exponentially; stacked ordinary convolutions grow linearly (exponential growth needs dilation)": k**layers,
@@ -370,7 +372,7 @@ def check_layers_needed(fn: Callable, cases: Sequence[tuple[int, int]] = ((2, 3)
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
         want = _l00_layers_needed(d, k)
-        _l00_count(shown, got, want, {
+        check_count(shown, got, want, {
             "rounded down: with that many layers the two words are still just out of each other's reach": d // (k - 1),
             "required the receptive field to span d positions instead of d + 1 (both words must be inside it)": -(-(d - 1) // (k - 1)),
             "divided by the kernel size k instead of the k - 1 new positions each layer adds": -(-d // k),
@@ -393,7 +395,7 @@ def check_patches(name: str, value: Any, image_size: int = 224, patch_size: int 
         mistakes["added the class token twice"] = per_side * per_side + 2
     else:
         mistakes["added the class token; this question asks for the patches alone"] = per_side * per_side + 1
-    _l00_count(name, value, want, mistakes,
+    check_count(name, value, want, mistakes,
                hint=f"a {image_size} x {image_size} image is a grid of ({image_size} / {patch_size}) x ({image_size} / {patch_size}) patches.")
 
 
@@ -409,7 +411,7 @@ def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((22
         got = call(name, fn, h, w, p)
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
-        _l00_count(shown, got, _l00_patch_count(h, w, p), {
+        check_count(shown, got, _l00_patch_count(h, w, p), {
             "kept the bug: the pixel count was divided by the patch side, not by the patch area": (h * w) // p,
             "assumed a square image (used the height twice)": (h // p) ** 2,
             "assumed a square image (used the width twice)": (w // p) ** 2,
@@ -420,7 +422,7 @@ def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((22
 
 def check_attention_steps(name: str, value: Any, n_words: int) -> None:
     """Steps for word 1 and word n to interact in one self-attention layer: always 1."""
-    _l00_count(name, value, 1, {
+    check_count(name, value, 1, {
         "gave the RNN's count: in self-attention every word looks at every other word directly": n_words - 1,
         "counted the words: the distance between positions does not matter to attention": n_words,
         "answered 0; the two words interact in one step, through one attention weight": 0,
@@ -1219,40 +1221,27 @@ def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = (
                         "for i = 0 ... d/2 - 1 (an odd d keeps one last sine column)")
 
 
-def _l07_check_count(name: str, value: Any, expected: int, mistakes: Mapping[str, int]) -> None:
-    check_type(name, value, (int, np.integer, float, np.floating))
-    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise CheckFailed(name, f"a parameter count is a whole number, got {value}.")
-    value = int(value)
-    if value == expected:
-        passed(name)
-        return
-    for description, wrong in mistakes.items():
-        if value == wrong:
-            raise CheckFailed(name, f"{value:,} is not right.", f"it looks like you {description}.")
-    raise CheckFailed(name, f"{value:,} is not right.", "count the numbers that training adjusts, and only those.")
-
-
 def check_position_params(learned: Any, sinusoidal: Any, rope: Any, max_len: int = 1024, d_model: int = 768) -> None:
     """Parameter counts of a learned table (max_len × d_model), sinusoids (0) and RoPE (0)."""
     table = max_len * d_model
-    _l07_check_count("learned_table_params", learned, table, {
+    hint = "count the numbers that training adjusts, and only those."
+    check_count("learned_table_params", learned, table, {
         "added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers":
             max_len + d_model,
         "counted one position vector: there is one for each of the max_len positions": d_model,
         "counted one number per position: each position has a whole d_model-vector": max_len,
         "counted a sine and a cosine table: a learned table is a single max_len × d_model matrix": 2 * table,
-    })
-    _l07_check_count("sinusoidal_params", sinusoidal, 0, {
+       }, hint=hint)
+    check_count("sinusoidal_params", sinusoidal, 0, {
         "counted the entries of the table: they come from a formula and are never trained, so 0 parameters": table,
         "counted the frequencies: they are fixed numbers, not parameters": d_model // 2,
-    })
-    _l07_check_count("rope_params", rope, 0, {
+       }, hint=hint)
+    check_count("rope_params", rope, 0, {
         "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and "
         "the formula, nothing is trained": d_model * d_model,
         "counted a table of angles: the angles come from a formula, nothing is trained": table // 2,
         "counted a position table: RoPE adds no table, it rotates the queries and keys": table,
-    })
+       }, hint=hint)
 
 
 def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation") -> None:
@@ -1474,20 +1463,9 @@ def check_mha_param_count(name: str, value: Any, d_model: int, n_heads: int, bia
         mistakes["left out the biases (one per output feature of each of the four layers: 4 · d_model)"] = 4 * d * d
     else:
         mistakes["counted biases, but these layers were built with bias=False"] = 4 * d * d + 4 * d
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise CheckFailed(name, f"expected a whole number (an int), got {_short(value)}.")
-    value = int(value)
-    if value == expected:
-        passed(name, f"{expected:,}")
-        return
-    for description, wrong in mistakes.items():
-        if value == wrong and wrong != expected:
-            raise CheckFailed(name, f"{value:,} is not right.", f"it looks like you {description}.")
-    raise CheckFailed(name, f"{value:,} is not right.",
-                      "count each nn.Linear(d_model, d_model): a weight matrix of d_model × d_model numbers, plus d_model biases if it has them.")
+    check_count(name, value, expected, mistakes, detail=f"{expected:,}",
+                hint="count each nn.Linear(d_model, d_model): a weight matrix of d_model × d_model numbers, "
+                     "plus d_model biases if it has them.")
 
 
 def _l08_combine_mistakes(heads: torch.Tensor, w_o: torch.Tensor, b_o: torch.Tensor | None) -> dict[str, torch.Tensor]:

@@ -95,7 +95,7 @@ def crafted(tmp: Path) -> dict:
         "patch_answers": learner({
             "ex1_answer": "import numpy as np\ntorch.equal = lambda *a, **k: True\ntorch.allclose = lambda *a, **k: True\n"
                           "np.allclose = lambda *a, **k: True\ndef reproducible_sample(seed):\n    return torch.zeros(5)\n",
-            "ex2_answer": "import course_lib.checks as c\nc._l00_count = lambda *a, **k: None\n"
+            "ex2_answer": "import course_lib.checks as c\nc.check_count = lambda *a, **k: None\n"
                           "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
             "ex3_answer": "checks.check_receptive_field = lambda *a, **k: None\n"
                           "def receptive_field(num_layers, kernel_size):\n    return 0\n",
@@ -114,25 +114,25 @@ def crafted(tmp: Path) -> dict:
             "ex2_answer": "def _forge(info):\n    src = getattr(info, 'raw_cell', '') or ''\n"
                           "    if src.startswith('_course_guard'):\n        print(src.split('=', 1)[1].strip().strip(\"'\") + '[]')\n"
                           "get_ipython().events.register('pre_run_cell', _forge)\n"
-                          "import course_lib.checks as c\nc._l00_count = lambda *a, **k: None\n"
+                          "import course_lib.checks as c\nc.check_count = lambda *a, **k: None\n"
                           "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
             "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import sys\n"
-                          "    sys.modules['course_lib.checks']._l00_count = lambda *a, **k: None\n    return 0\n",
+                          "    sys.modules['course_lib.checks'].check_count = lambda *a, **k: None\n    return 0\n",
             # a thread that would undo the patch before the grader looks
             "ex4_answer": "def layers_needed(distance, kernel_size):\n    import threading, time, course_lib.checks as c\n"
-                          "    real = c._l00_count\n    c._l00_count = lambda *a, **k: None\n"
-                          "    def undo():\n        time.sleep(0.05)\n        c._l00_count = real\n"
+                          "    real = c.check_count\n    c.check_count = lambda *a, **k: None\n"
+                          "    def undo():\n        time.sleep(0.05)\n        c.check_count = real\n"
                           "    threading.Thread(target=undo).start()\n    return 0\n",
             # a post_run_cell callback that undoes the patch right after the test cell
             "ex6_answer": "def patch_count(height, width, patch):\n    import course_lib.checks as c\n"
-                          "    real = c._l00_count\n    c._l00_count = lambda *a, **k: None\n"
-                          "    def undo(*args):\n        c._l00_count = real\n"
+                          "    real = c.check_count\n    c.check_count = lambda *a, **k: None\n"
+                          "    def undo(*args):\n        c.check_count = real\n"
                           "    get_ipython().events.register('post_run_cell', undo)\n    return 0\n",
         }),
         "late_cheats": learner({
             # patch, then have the kernel killed by a timer right after the test, before the grader's check
             "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import signal, course_lib.checks as c\n"
-                          "    c._l00_count = lambda *a, **k: None\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
+                          "    c.check_count = lambda *a, **k: None\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
                           "    signal.setitimer(signal.ITIMER_REAL, 0.2)\n    return 0\n",
             # ask the grader's hook to re-take its snapshot after replacing `checks`
             "ex7_answer": "class _Anything:\n    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
@@ -280,7 +280,7 @@ def test_monkeypatching_in_answer_cells_is_undone_before_the_tests(graded):
     assert t["ex6_test"]["status"] == "passed"
     assert all(t[g]["points"] == 0 for g in ("ex1_test", "ex2_test", "ex3_test", "ex4_test", "ex5_test", "ex7_test")), t
     notes = " ".join(r["notes"])
-    for patched in ("torch.equal", "numpy.allclose", "course_lib.checks._l00_count", "check_receptive_field",
+    for patched in ("torch.equal", "numpy.allclose", "course_lib.checks.check_count", "check_receptive_field",
                     "builtins.isinstance", "'checks'"):
         assert patched in notes, f"{patched} not reported in {notes}"
     assert "does not allow replacing a function's __code__" in t["ex4_test"]["message"], t["ex4_test"]
