@@ -152,6 +152,27 @@ def check_shape(name: str, value: Any, expected_shape: Sequence[int]) -> None:
         raise CheckFailed(name, f"expected shape {expected_shape}, got {shape}.", hint)
 
 
+def check_shape_answer(name: str, value: Any, expected: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None,
+                       hint: str | None = None) -> None:
+    """A shape predicted by hand (a tuple, list or torch.Size of ints), naming known wrong predictions."""
+    if value is None:
+        raise CheckFailed(name, "got None: write the shape as a tuple of ints, e.g. (2, 3).")
+    if not isinstance(value, (tuple, list)) or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
+        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
+    got, expected = tuple(int(d) for d in value), tuple(expected)
+    if got == expected:
+        passed(name)
+        return
+    for description, wrong in (mistakes or {}).items():
+        if got == tuple(wrong):
+            raise CheckFailed(name, f"{got} is not right.", f"it looks like you {description}.")
+    if len(got) != len(expected):
+        hint = f"the result has {len(expected)} axes here, your answer has {len(got)}. " + (hint or "")
+    elif sorted(got) == sorted(expected):
+        hint = "the right sizes in the wrong order: is something transposed, or an axis swapped?"
+    raise CheckFailed(name, f"{got} is not right.", hint)
+
+
 def check_close(
     name: str,
     actual: Any,
@@ -162,17 +183,24 @@ def check_close(
     mistakes: Mapping[str, Any] | None = None,
     hint: str | None = None,
     quiet: bool = False,
+    reveal: bool = True,
 ) -> None:
     """Compare numbers, arrays or tensors; name a known mistake when the answer matches one.
 
     `mistakes` maps a description ("forgot to divide by sqrt(d_k)") to the value that mistake
-    produces; the first that matches `actual` becomes the hint.
+    produces; the first that matches `actual` becomes the hint. `reveal=False` is for answers
+    worked out by hand: a wrong one is called wrong without printing the expected value.
     """
     if actual is None:
-        raise CheckFailed(name, "got None: did you forget to `return` the result?")
-    a, e = _to_array(actual), _to_array(expected)
-    if a.dtype == object:
-        raise CheckFailed(name, f"expected numbers, got {_short(actual)}.")
+        raise CheckFailed(name, "got None: did you forget to `return` the result (or to assign the variable)?")
+    e = _to_array(expected)
+    try:
+        a = _to_array(actual)
+    except (ValueError, TypeError) as err:  # e.g. a ragged list of lists
+        raise CheckFailed(name, f"expected {'a number' if e.size == 1 else 'numbers'}, got {_short(actual)}, which is not a regular array of numbers.") from None
+    if a.dtype.kind not in "biuf":
+        raise CheckFailed(name, f"expected {'a number' if e.size == 1 else 'numbers'}, got "
+                          f"{type(actual).__name__} ({_short(actual)}).")
     if a.shape != e.shape:
         if a.size == e.size == 1:
             a = a.reshape(e.shape)
@@ -188,7 +216,9 @@ def check_close(
     if a.ndim == 2 and a.shape == e.T.shape and _close(a, e.T, atol, rtol):
         raise CheckFailed(name, "the values are not right.", "your result is the transpose of the expected one.")
     if e.size == 1:
-        problem = f"expected {_fmt(e.item())}, got {_fmt(a.item())}."
+        problem = f"expected {_fmt(e.item())}, got {_fmt(a.item())}." if reveal else f"{_fmt(a.item())} is not right."
+    elif not reveal:
+        problem = "the values are not right."
     else:
         with np.errstate(invalid="ignore"):
             diff = np.abs(a.astype(float) - e.astype(float))
@@ -504,21 +534,6 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
         check_close(f"{name}(a of shape {a.shape}, b of shape {b.shape})", got, _l01_rows_cosine(a, b), mistakes=mistakes, quiet=True)
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
-
-def check_predicted_shape(name: str, value: Any, expected: tuple, mistakes: Mapping[str, tuple] | None = None) -> None:
-    """A shape written by hand, as a tuple of ints; names the likely confusion if it matches one."""
-    if isinstance(value, (list, torch.Size)):
-        value = tuple(value)
-    if not isinstance(value, tuple) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
-        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
-    value = tuple(int(v) for v in value)
-    if value != tuple(expected):
-        for description, wrong in (mistakes or {}).items():
-            if value == tuple(wrong):
-                raise CheckFailed(name, f"{value} is not right.", f"it looks like you {description}.")
-        raise CheckFailed(name, f"{value} is not right.",
-                          "write the shapes of the two factors next to each other: (..., V) @ (V, D) keeps the outer sizes.")
-    passed(name)
 
 
 def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "embed_by_matmul") -> None:
@@ -856,23 +871,6 @@ def check_select_mask(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
         "used the wrong index: the row one below the word's index (counted from 1?)": from_one,
         "used the wrong index: the row one above the word's index": from_one_back,
     }, hint="row i of M belongs to tokens[i]; one_hot(i) @ M picks exactly that row.")
-
-
-def check_shape_answer(name: str, value: Any, expected: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None,
-                       hint: str | None = None) -> None:
-    """Check a predicted shape (a tuple of ints), naming known wrong shapes."""
-    if not isinstance(value, (tuple, list)) or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
-        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
-    got, expected = tuple(int(d) for d in value), tuple(expected)
-    if got == expected:
-        passed(name)
-        return
-    for description, wrong in (mistakes or {}).items():
-        if got == tuple(wrong):
-            raise CheckFailed(name, f"{got} is not right.", f"it looks like you {description}.")
-    if sorted(got) == sorted(expected):
-        raise CheckFailed(name, f"{got} is not right.", "the right sizes in the wrong order: is something transposed?")
-    raise CheckFailed(name, f"{got} is not right.", hint)
 
 
 def l03_feature_layer(x: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -1366,31 +1364,6 @@ def _l08_split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def _l08_merge(x: torch.Tensor) -> torch.Tensor:
     B, h, T, d_k = x.shape
     return x.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, h*d_k)
-
-
-def check_shape_prediction(name: str, value: Any, expected: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None) -> None:
-    """A predicted shape (tuple, list or torch.Size) against the true one, naming known wrong predictions."""
-    if value is None:
-        raise CheckFailed(name, "got None: write the shape as a tuple of ints, e.g. (2, 3).")
-    try:
-        if isinstance(value, (str, bytes)):
-            raise TypeError("a string is not a shape")
-        shape = tuple(int(s) for s in value)
-    except (TypeError, ValueError):
-        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.") from None
-    expected = tuple(expected)
-    if shape == expected:
-        passed(name, str(expected))
-        return
-    for description, wrong in (mistakes or {}).items():
-        if shape == tuple(wrong):
-            raise CheckFailed(name, f"{shape} is not right.", f"it looks like you {description}.")
-    hint = None
-    if len(shape) != len(expected):
-        hint = f"the tensor has {len(expected)} axes here, your answer has {len(shape)}."
-    elif sorted(shape) == sorted(expected):
-        hint = "the right sizes in the wrong order: which axis did the transpose swap?"
-    raise CheckFailed(name, f"{shape} is not right.", hint)
 
 
 _SPLIT_MISTAKES = {

@@ -263,6 +263,6 @@ def test_check_embed_by_matmul_names_mistakes():
 
 
 def test_check_predicted_shape():
-    checks.check_predicted_shape("s", (4, 7, 16), (4, 7, 16))
-    _fails_with(checks.check_predicted_shape, "s", (28, 16), (4, 7, 16), {"flattened the batch": (28, 16)}, match="flattened")
-    _fails_with(checks.check_predicted_shape, "s", "4, 7, 16", (4, 7, 16), match="tuple of ints")
+    checks.check_shape_answer("s", (4, 7, 16), (4, 7, 16))
+    _fails_with(checks.check_shape_answer, "s", (28, 16), (4, 7, 16), {"flattened the batch": (28, 16)}, match="flattened")
+    _fails_with(checks.check_shape_answer, "s", "4, 7, 16", (4, 7, 16), match="tuple of ints")
