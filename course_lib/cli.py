@@ -12,7 +12,6 @@ import argparse
 import importlib.metadata as metadata
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -133,7 +132,7 @@ def build_cmd(args: argparse.Namespace) -> int:
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
     report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks)
-    return print_report(report, args.check)
+    return print_report(report)
 
 
 def check_cmd(args: argparse.Namespace) -> int:

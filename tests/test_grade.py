@@ -24,6 +24,7 @@ from grading_helpers import (
     exercise,
     learner,
     load_json,
+    solution,
     write,
 )
 
@@ -401,4 +402,19 @@ def test_grade_explains_a_submissions_folder_without_student_folders(tmp_path, c
     write(tmp_path / "flat" / "00_welcome.ipynb", exercise())
     assert cli.main(["grade", str(tmp_path / "flat"), "--out", str(tmp_path / "out")]) == 2
     assert "no student folders" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_broken_solution_notebook_stops_before_anyone_is_graded(tmp_path, capsys):
+    from course_lib import cli
+
+    broken = solution()
+    answer = next(c for c in broken["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    del answer["metadata"]["nbgrader"]["grade_id"]
+    write(tmp_path / "solutions" / "00_welcome.ipynb", broken)
+    write(tmp_path / "subs" / "ada" / "00_welcome.ipynb", exercise())
+    assert cli.main(["grade", str(tmp_path / "subs"), "--solutions", str(tmp_path / "solutions"),
+                     "--out", str(tmp_path / "out")]) == 2
+    out = capsys.readouterr().out
+    assert "00_welcome.ipynb cannot be used for grading" in out and "without a grade_id" in out, out
     assert not (tmp_path / "out").exists()

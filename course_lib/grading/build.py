@@ -139,7 +139,7 @@ def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool 
     return report
 
 
-def print_report(report: BuildReport, check: bool) -> int:
+def print_report(report: BuildReport) -> int:
     for path in report.written:
         print(f"wrote {path}")
     for err in report.errors:

@@ -36,6 +36,7 @@ from .notebook import (
     read_notebook,
     source,
     strip_solution,
+    validate_solution_notebook,
     write_atomic,
 )
 from .runner import Step, run_steps
@@ -195,9 +196,8 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     if missing:
         notes.append("Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + ".")
     scratch = Path(tempfile.mkdtemp(prefix=f"{_safe(student)}-{assignment}-", dir=work_root))
-    own = dict(policy, allow_read=[str(scratch)], allow_write=[str(scratch)])
     try:
-        report = run_steps(steps, scratch=scratch, kernels_root=work_root, limits=limits, policy=own, guard=True)
+        report = run_steps(steps, scratch=scratch, kernels_root=work_root, limits=limits, policy=policy, guard=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     notes += report.notes
@@ -286,16 +286,17 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
     limits = limits or Limits()
     submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
     todo, warnings = discover(submissions, solutions, assignments)
+    # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
+    for sol in sorted({sol for _, sol, _ in todo}):
+        problems = validate_solution_notebook(read_notebook(sol), sol.name)
+        if problems:
+            raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
     for w in warnings:
         progress(f"warning: {w}")
     work_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
     repo = Path(__file__).resolve().parents[2]
-    policy = {
-        "deny_read": [str(solutions), str(submissions), str(out), str(work_root), str(repo / ".git"), str(repo / "solutions")],
-        "memory_mb": limits.memory_mb,
-        "file_mb": limits.file_mb,
-        "cpu_s": int(limits.total_timeout * 2 + 60),
-    }
+    # The sandbox adds the scratch folder as the one place to read and write, and the limits.
+    policy = {"deny_read": [str(solutions), str(submissions), str(out), str(work_root), str(repo / ".git"), str(repo / "solutions")]}
     results: list[SubmissionResult] = []
     try:
         args = [(sol, sub, student, limits, work_root, policy) for student, sol, sub in todo]

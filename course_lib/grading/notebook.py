@@ -21,7 +21,6 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import nbformat
 
@@ -177,6 +176,9 @@ def validate_solution_notebook(nb: dict, where: str) -> list[str]:
             seen[gid] = i
         if nbg.get("schema_version") != 3:
             problems.append(f"{label}: nbgrader schema_version should be 3, got {nbg.get('schema_version')!r}")
+        if nbg.get("grade") and nbg.get("solution") and cell["cell_type"] == "code":
+            problems.append(f"{label}: an answer cell that is also graded (nbgrader's manually graded answer) "
+                            "cannot be autograded; put its tests in a separate locked cell")
         if nbg.get("grade") and not isinstance(nbg.get("points"), (int, float)):
             problems.append(f"{label}: a graded cell needs numeric 'points'")
         try:

@@ -62,6 +62,7 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
     fatal: dict[int, CellRun] = {}  # cells that ended the kernel: skipped on the next attempt
     last_setup = max((i for i, s in enumerate(steps) if s.kind == "setup"), default=-1)
     marker = f"{GUARD_PREFIX}{secrets.token_hex(16)}@@"
+    policy = dict(policy, guard=guard)  # the kernel arms its audit hook only when we will use it
     for attempt in range(MAX_RESTARTS + 1):
         report.results, report.restored_before = {}, {}
         killed = False
@@ -97,10 +98,10 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
                     changed = _guard_call(sandbox, marker, "restore") if sandbox.alive() else None
                     if result.ok and (changed is None or undone is None):
                         result = CellRun("error", "Tampering", "the grader could not verify this test (its check of the "
-                                         "test environment failed), so it earns no points", result.outputs, result.stdout)
+                                         "test environment failed), so it earns no points", stdout=result.stdout)
                     elif result.ok and changed:
                         result = CellRun("error", "Tampering", "code run by this test changed the checking tools ("
-                                         + ", ".join(changed[:5]) + "), so it earns no points", result.outputs, result.stdout)
+                                         + ", ".join(changed[:5]) + "), so it earns no points", stdout=result.stdout)
                 report.results[i] = result
                 if not sandbox.alive():
                     fatal[i] = result

@@ -4,7 +4,7 @@
 audit hook, see that module) through jupyter_client in a scratch folder with a scrubbed
 environment, then `run(code)` executes one cell and returns a `CellRun`: the status ("ok",
 "error", "timeout", "output-limit", "memory-limit", "died"), the exception's name and message
-as the kernel reported them, and the cell's outputs (capped).
+as the kernel reported them, and the text the cell printed (capped).
 
 Limits enforced here, outside the kernel, where student code cannot switch them off:
 - wall-clock time per cell (interrupt, then kill) and per submission (the caller's deadline);
@@ -18,16 +18,17 @@ import json
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
+
+from .notebook import write_atomic
 
 KERNEL_NAME = "course-grader"
 
@@ -47,7 +48,6 @@ class CellRun:
     status: str  # ok | error | timeout | output-limit | memory-limit | died
     ename: str = ""  # exception class name when status is "error"
     evalue: str = ""  # its message
-    outputs: list = field(default_factory=list)  # nbformat outputs (stream / error / display)
     stdout: str = ""  # all stream text, capped
 
     @property
@@ -60,7 +60,8 @@ def _kernelspec_dir(root: Path) -> Path:
     spec = root / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "course_lib.grading.kernel", "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "course grader", "language": "python"}))
+    # Atomically: parallel graders share `root`, and one must never read another's half-written file.
+    write_atomic(spec / "kernel.json", json.dumps({"argv": argv, "display_name": "course grader", "language": "python"}))
     return root / "kernels"
 
 
@@ -99,7 +100,7 @@ def scrubbed_env(scratch: Path, policy: dict) -> dict:
 
 
 class Sandbox:
-    """One kernel in one scratch folder. Use as a context manager; `restart()` after a death."""
+    """One kernel in one scratch folder: `start()`, `run(code)` cell by cell, `shutdown()`."""
 
     def __init__(self, scratch: Path, limits: Limits, policy: dict, kernels_root: Path, cwd: Path | None = None):
         self.scratch, self.limits, self.policy = Path(scratch), limits, policy
@@ -125,9 +126,13 @@ class Sandbox:
             self._socket_dir = tempfile.mkdtemp(prefix="ck-")
             self.km.transport = "ipc"
             self.km.ip = os.path.join(self._socket_dir, "k")
+        # The kernel applies these itself (see kernel.py); the caller adds what it denies.
         policy = dict(self.policy)
         policy.setdefault("allow_write", [str(self.scratch)])
         policy.setdefault("allow_read", [str(self.scratch)])
+        policy.setdefault("memory_mb", self.limits.memory_mb)
+        policy.setdefault("file_mb", self.limits.file_mb)
+        policy.setdefault("cpu_s", int(self.limits.total_timeout * 2 + 60))
         # The kernel's own stderr (not the cells' output, which travels over the iopub channel) goes
         # to a log in the scratch folder, so a failed start can say why.
         log_path = self.scratch / ".home" / "kernel.log"
@@ -164,19 +169,8 @@ class Sandbox:
             self._socket_dir = None
         self.km = self.kc = None
 
-    def restart(self) -> None:
-        self.shutdown()
-        self.start()
-
     def alive(self) -> bool:
         return self.km is not None and self.km.is_alive()
-
-    def __enter__(self) -> "Sandbox":
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.shutdown()
 
     def _rss_mb(self) -> float:
         try:
@@ -200,10 +194,11 @@ class Sandbox:
             return CellRun("died", "KernelDied", "the kernel was not running")
         timeout = self.limits.cell_timeout if timeout is None else timeout
         end = time.monotonic() + timeout
-        if deadline is not None:
-            end = min(end, deadline)
+        cut_by_deadline = deadline is not None and deadline < end
+        if cut_by_deadline:
+            end = deadline
         msg_id = self.kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
-        outputs, stdout_parts, size = [], [], 0
+        stdout_parts, size = [], 0
         reply, idle, status = None, False, None
         interrupted_at = None
         garbled = 0
@@ -250,12 +245,8 @@ class Sandbox:
                     size += len(piece)
                     if size > self.limits.output_bytes:
                         status = "output-limit"
-                        outputs.append({"output_type": "stream", "name": "stderr",
-                                        "text": f"\n[output stopped: more than {self.limits.output_bytes} bytes]\n"})
-                    else:
-                        outputs.append(_as_output(kind, content))
-                        if kind == "stream":
-                            stdout_parts.append(content.get("text", ""))
+                    elif kind == "stream":
+                        stdout_parts.append(content.get("text", ""))
             if reply is None:
                 try:
                     shell = self.kc.get_shell_msg(timeout=0.0 if msg is not None else 0.01)
@@ -267,7 +258,7 @@ class Sandbox:
                     garbled += 1
         if garbled and status is None:
             status = "output-limit"  # output we could not read: too large, or cut in the middle
-        result = CellRun(status or "ok", outputs=outputs, stdout="".join(stdout_parts))
+        result = CellRun(status or "ok", stdout="".join(stdout_parts))
         if reply is not None and status is None:
             if reply.get("status") == "error":
                 result.status, result.ename, result.evalue = "error", reply.get("ename", ""), reply.get("evalue", "")
@@ -278,7 +269,8 @@ class Sandbox:
         if result.status in ("timeout", "output-limit", "memory-limit", "died"):
             result.ename = result.ename or result.status
             result.evalue = result.evalue or {
-                "timeout": f"the cell ran longer than the time limit ({timeout:g} s)",
+                "timeout": "the submission used up its total time limit during this cell" if cut_by_deadline
+                           else f"the cell ran longer than the time limit ({timeout:g} s)",
                 "output-limit": f"the cell printed more than the output limit ({self.limits.output_bytes} bytes)"
                                 + (" or output that could not be read" if garbled else ""),
                 "memory-limit": f"the cell used more memory than the limit ({self.limits.memory_mb} MB)",
@@ -286,18 +278,3 @@ class Sandbox:
             }[result.status]
         return result
 
-
-def _as_output(kind: str, content: dict) -> dict:
-    if kind == "stream":
-        return {"output_type": "stream", "name": content.get("name", "stdout"), "text": content.get("text", "")}
-    if kind == "error":
-        return {"output_type": "error", "ename": content.get("ename", ""), "evalue": content.get("evalue", ""),
-                "traceback": content.get("traceback", [])}
-    out = {"output_type": kind, "data": content.get("data", {}), "metadata": content.get("metadata", {})}
-    if kind == "execute_result":
-        out["execution_count"] = content.get("execution_count")
-    return out
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
