@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Sequence
 
 import numpy as np
@@ -181,16 +182,19 @@ class MarkovChain:
 
     # --- probabilities --------------------------------------------------------------------------
 
+    def _unseen(self, context: tuple) -> ValueError:
+        return ValueError(
+            f"the context {context!r} never occurred in training, so an unsmoothed model has no "
+            "next-token distribution for it; use smoothing > 0 (it then falls back to uniform)"
+        )
+
     def _probability(self, context: tuple, tok) -> float:
         """P(tok | context) for checked inputs (the inner loop of log_likelihood)."""
         total = self.context_totals.get(context, 0)
         k = self.smoothing
         if total == 0:
             if k == 0:
-                raise ValueError(
-                    f"the context {context!r} never occurred in training, so an unsmoothed model has no "
-                    "next-token distribution for it; use smoothing > 0 (it then falls back to uniform)"
-                )
+                raise self._unseen(context)
             return 1.0 / len(self.vocab)
         count = self.counts[context].get(tok, 0)
         if k == 0:
@@ -205,17 +209,16 @@ class MarkovChain:
         probability 0 are left out, so an unsmoothed model lists only successors it has seen.
         """
         self._require_fitted()
-        context = self._check_context(context)
-        self._probability(context, END)  # raises the unseen-context error when it applies
-        probs = {tok: self._probability(context, tok) for tok in self.tokens}
-        return {tok: p for tok, p in probs.items() if p > 0}
+        row = self._row(self._check_context(context))  # (V,), in the order of self.tokens
+        return {tok: float(p) for tok, p in zip(self.tokens, row) if p > 0}
 
     def _row(self, context: tuple) -> np.ndarray:
         """The next-token probabilities for a checked context as a (V,) array in vocabulary order."""
         total = self.context_totals.get(context, 0)
         V, k = len(self.vocab), self.smoothing
         if total == 0:
-            self._probability(context, END)  # raises without smoothing
+            if k == 0:
+                raise self._unseen(context)
             return np.full(V, 1.0 / V)
         row = np.zeros(V)
         for tok, c in self.counts[context].items():
@@ -356,27 +359,6 @@ def table_entries(vocab_size: int, order: int) -> int:
 # positions without a next word make no prediction), so presence vectors, masks and tables are
 # all plain numpy arrays that a matrix product can combine.
 
-from collections import Counter  # noqa: E402,F811  (this section stands on its own)
-from dataclasses import dataclass, field  # noqa: E402
-from typing import Sequence  # noqa: E402,F811
-
-import numpy as np  # noqa: E402,F811
-
-
-def _skip_sequences(sequences) -> list[list[str]]:
-    if isinstance(sequences, str):
-        raise TypeError(f"sequences must be a list of token lists, got a single string {sequences[:40]!r}")
-    out = []
-    for i, seq in enumerate(sequences):
-        if isinstance(seq, str) or not isinstance(seq, (list, tuple)):
-            raise TypeError(
-                f"sequences must be a list of token lists, but item {i} is {type(seq).__name__} {str(seq)[:40]!r}; "
-                "split each sentence into words first"
-            )
-        out.append(list(seq))
-    return out
-
-
 def skip_pairs(context: Sequence[str]) -> list[tuple[str, str]]:
     """The pair features for guessing the word after `context[-1]`: (earlier, latest) for each distinct
     earlier word, in order of first appearance.
@@ -413,7 +395,7 @@ class SkipPairVotes:
     transition: np.ndarray | None = None  # (V, V, V) counts normalised over next
 
     def fit(self, sequences) -> "SkipPairVotes":
-        sequences = _skip_sequences(sequences)
+        sequences = _check_sequences(sequences)
         self.tokens = sorted({tok for seq in sequences for tok in seq})
         self.vocab = {tok: i for i, tok in enumerate(self.tokens)}
         V = len(self.tokens)

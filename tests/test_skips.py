@@ -115,7 +115,7 @@ def test_apply_mask_and_errors():
     model.fit([PROGRAM])
     with pytest.raises(KeyError, match="'battery' was not seen in training"):
         model.votes(["battery", "ran"])
-    with pytest.raises(TypeError, match="item 0 is str"):
+    with pytest.raises(TypeError, match="item 0 is the string"):
         markov.SkipPairVotes().fit(["check the log"])
     with pytest.raises(ValueError, match="at least one token"):
         markov.skip_pairs([])
