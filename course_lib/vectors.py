@@ -120,12 +120,12 @@ def cosine_similarity(a: ArrayLike, b: ArrayLike, dim: int = -1, eps: float | No
     at least `eps`, so a zero vector has similarity 0 with everything (and training never crashes).
     """
     if _is_torch(a) or _is_torch(b):
-        a_t = a if _is_torch(a) else torch.as_tensor(a, dtype=b.dtype, device=b.device)
-        b_t = b if _is_torch(b) else torch.as_tensor(b, dtype=a_t.dtype, device=a_t.device)
-        if not a_t.is_floating_point():
-            a_t = a_t.float()
-        if not b_t.is_floating_point():
-            b_t = b_t.to(a_t.dtype)
+        device = a.device if _is_torch(a) else b.device
+        a_t, b_t = torch.as_tensor(a, device=device), torch.as_tensor(b, device=device)
+        # One floating dtype for both: [0.5, 0.5] against an int tensor must not be cut to ints.
+        dtype = torch.promote_types(a_t.dtype, b_t.dtype)
+        dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()
+        a_t, b_t = a_t.to(dtype), b_t.to(dtype)
         if a_t.shape[dim] != b_t.shape[dim]:
             raise ValueError(f"a and b must have the same length along dim {dim}, got {tuple(a_t.shape)} and {tuple(b_t.shape)}")
         na, nb = norm(a_t, dim), norm(b_t, dim)
@@ -159,6 +159,7 @@ def cosine_similarity_matrix(a: ArrayLike, b: ArrayLike):
 
     Normalise every row to length 1, then one matrix product does all N*M dot products at once.
     """
+    a, b = (x if _is_torch(x) else _numpy(x, float) for x in (a, b))
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"expected a (N, D) and b (M, D) with the same D, got {tuple(a.shape)} and {tuple(b.shape)}")
     na, nb = norm(a), norm(b)
@@ -202,6 +203,7 @@ def lookup(one_hot_rows: ArrayLike, matrix: ArrayLike):
     a weighted mix of one-hot vectors gives the same weighted mix of rows: nothing checks for
     one-hotness, because that blend is exactly what later lessons (attention) exploit.
     """
+    one_hot_rows, matrix = (x if _is_torch(x) else _numpy(x, float) for x in (one_hot_rows, matrix))
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D (V, D), got shape {tuple(matrix.shape)}")
     if one_hot_rows.shape[-1] != matrix.shape[0]:
@@ -218,6 +220,7 @@ def embed(ids: ArrayLike, matrix: ArrayLike):
     Equal to `lookup(one_hot(ids, V), matrix)` and to `torch.nn.Embedding` with `matrix` as its
     weight, but without building the one-hot rows: indexing is what an embedding layer really does.
     """
+    matrix = matrix if _is_torch(matrix) else _numpy(matrix)
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D (V, D), got shape {tuple(matrix.shape)}")
     _check_ids(ids, int(matrix.shape[0]))

@@ -266,3 +266,14 @@ def test_check_predicted_shape():
     checks.check_shape_answer("s", (4, 7, 16), (4, 7, 16))
     _fails_with(checks.check_shape_answer, "s", (28, 16), (4, 7, 16), {"flattened the batch": (28, 16)}, match="flattened")
     _fails_with(checks.check_shape_answer, "s", "4, 7, 16", (4, 7, 16), match="tuple of ints")
+
+
+def test_mixed_inputs_are_promoted_not_truncated_and_lists_are_accepted():
+    # A float list against an int tensor: the list must not be cut down to [0, 0].
+    got = vectors.cosine_similarity([0.5, 0.5], torch.tensor([1, 0]))
+    assert torch.is_tensor(got) and torch.allclose(got, torch.tensor(0.5**0.5)), got
+    assert vectors.cosine_similarity(torch.tensor([1.0, 1.0], dtype=torch.float64), [1, 0]).dtype == torch.float64
+    # The module promises plain lists everywhere.
+    np.testing.assert_allclose(vectors.cosine_similarity_matrix([[1, 0], [0, 1]], [[1, 1]]), [[0.5**0.5], [0.5**0.5]])
+    np.testing.assert_array_equal(vectors.lookup([[0, 1, 0]], [[1, 2], [3, 4], [5, 6]]), [[3, 4]])
+    np.testing.assert_array_equal(vectors.embed([2, 0], [[1, 2], [3, 4], [5, 6]]), [[5, 6], [1, 2]])
