@@ -101,10 +101,6 @@ class Vocabulary:
         """
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
-            raise ValueError(f"min_freq must be an int >= 1, got {min_freq!r}")
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         texts = [text] if isinstance(text, str) else list(text)
         counts: Counter[str] = Counter()
         for i, piece in enumerate(texts):
@@ -125,6 +121,8 @@ class Vocabulary:
         order: str = "sorted",
     ) -> "Vocabulary":
         """A vocabulary from token counts, e.g. a `Counter` over already tokenised sentences."""
+        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
+            raise ValueError(f"min_freq must be an int >= 1, got {min_freq!r}")
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         kept = [tok for tok, c in counts.items() if c >= min_freq and tok not in specials]

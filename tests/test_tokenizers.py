@@ -110,3 +110,10 @@ def test_errors():
         Vocabulary(["a"], specials="<unk>")
     with pytest.raises(ValueError, match=r"single characters .* got 'ab'"):
         Vocabulary(["ab"], level="char")
+
+
+def test_from_counts_checks_its_arguments_too():
+    with pytest.raises(ValueError, match="min_freq must be an int >= 1, got 'x'"):
+        Vocabulary.from_counts({"a": 2}, min_freq="x")
+    with pytest.raises(ValueError, match="order must be one of"):
+        Vocabulary.from_counts({"a": 2}, order="random")
