@@ -49,12 +49,18 @@ def notebook_times(paths: list[Path]) -> list[tuple[str, float, str]]:
     return rows
 
 
-def _time(fn, repeat: int) -> float:
+def _time(fn, repeat: int, device) -> float:
+    import torch
+
+    # On a GPU the call only queues the work: wait for it, or we would time the queueing.
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     fn()  # warm-up
     best = float("inf")
     for _ in range(repeat):
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -63,7 +69,7 @@ def kernel_ratios(repeat: int) -> list[tuple[str, float]]:
     import torch
     import torch.nn.functional as F
 
-    from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention
+    from course_lib.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
     from course_lib.device import get_device, seed_everything
 
     seed_everything(0)
@@ -72,7 +78,7 @@ def kernel_ratios(repeat: int) -> list[tuple[str, float]]:
 
     B, H, T, D = 8, 4, 128, 32
     q, k, v = (torch.randn(B, H, T, D, device=device, requires_grad=True) for _ in range(3))
-    mask = torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    mask = causal_mask(T, device=device)
 
     def ours():
         out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
@@ -82,13 +88,13 @@ def kernel_ratios(repeat: int) -> list[tuple[str, float]]:
         F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
 
     rows.append((f"scaled_dot_product_attention (B={B}, heads={H}, T={T}, d={D}, causal) vs F.scaled_dot_product_attention",
-                 _time(ours, repeat) / _time(theirs, repeat)))
+                 _time(ours, repeat, device) / _time(theirs, repeat, device)))
 
     d_model, n_heads = 128, 4
     mha = MultiHeadAttention(d_model, n_heads).to(device)
     ref = torch.nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
     x = torch.randn(B, T, d_model, device=device, requires_grad=True)
-    block = ~torch.ones(T, T, dtype=torch.bool, device=device).tril()  # nn.MultiheadAttention: True = blocked
+    block = ~mask  # nn.MultiheadAttention's convention is the opposite: True = blocked
 
     def ours_mha():
         mha(x, mask=mask).sum().backward()
@@ -97,7 +103,7 @@ def kernel_ratios(repeat: int) -> list[tuple[str, float]]:
         ref(x, x, x, attn_mask=block, need_weights=False)[0].sum().backward()
 
     rows.append((f"MultiHeadAttention (B={B}, T={T}, d_model={d_model}, heads={n_heads}, causal) vs nn.MultiheadAttention",
-                 _time(ours_mha, repeat) / _time(theirs_mha, repeat)))
+                 _time(ours_mha, repeat, device) / _time(theirs_mha, repeat, device)))
     for name, ratio in rows:
         print(f"  {ratio:5.2f}x  {name}", flush=True)
     return rows
