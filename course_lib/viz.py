@@ -306,7 +306,7 @@ def vote_totals(totals: dict, *, titles=None, ax=None) -> Figure:
     for k, word in enumerate(words):
         heights = [totals[g].get(word, 0.0) for g in groups]
         xs = np.arange(len(groups)) + (k - (len(words) - 1) / 2) * width
-        bars = ax.bar(xs, heights, width=width, label=word)
+        ax.bar(xs, heights, width=width, label=word)
         for x, h in zip(xs, heights):
             ax.text(x, h, f"{h:g}", ha="center", va="bottom", fontsize=9)
     ax.set_xticks(range(len(groups)), labels=titles or groups)
@@ -435,7 +435,9 @@ def clock_hands(positions, d_model: int, base: float = 10000.0, *, fig=None) -> 
     if d_model < 2 or d_model % 2:
         raise ValueError(f"clock_hands needs an even d_model >= 2 (one clock per sin/cos pair), got {d_model}")
     n_clocks = d_model // 2
-    omega = base ** (-np.arange(0, d_model, 2) / d_model)  # (n_clocks,)
+    from course_lib.positional import frequencies  # the same omegas as the table under the clocks
+
+    omega = frequencies(d_model, base).numpy()  # (n_clocks,)
     rows = len(positions)
     if fig is None:
         fig = plt.figure(figsize=(min(0.85 * n_clocks + 0.6, 12), 0.9 * rows + 0.5))
