@@ -73,13 +73,14 @@ class SubmissionResult:
 
 
 def exercise_titles(nb: dict) -> dict[int, str]:
-    """For each cell index, the first heading of the nearest markdown cell above it."""
+    """For each cell index, the first heading of the nearest markdown cell above it, without the
+    points ("Exercise 3: Title (★★☆, 3 points)" -> "Exercise 3: Title"): tables give them a column."""
     titles, current = {}, ""
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "markdown":
             for line in source(cell).splitlines():
                 if line.startswith("#"):
-                    current = line.lstrip("#").strip()
+                    current = re.sub(r"\s*\([^()]*\bpoints?\)\s*$", "", line.lstrip("#").strip())
                     break
         titles[i] = current
     return titles
@@ -103,6 +104,18 @@ def answer_owner(nb: dict) -> dict[int, list[int]]:
             owners[i] = pending or (owners[max(owners)] if owners else [])
             pending = []
     return owners
+
+
+def explain(status: str, message: str, answer_runs: list[CellRun]) -> tuple[str, str]:
+    """A failing test's status and message, told through its answer cell when that cell broke:
+    "your answer cell stopped with NameError: ..." explains more than the test's own complaint."""
+    for arun in answer_runs:
+        if not arun.ok and arun.ename != "NotImplementedError":
+            cause = f"your answer cell stopped with {classify(arun)[1]}"
+            if status == "not attempted":  # the answer never got defined: the cause is enough
+                return "error", cause
+            return "error", cause + (f"; then the test said: {message}" if message else "")
+    return status, message
 
 
 def classify(run: CellRun) -> tuple[str, str]:
@@ -220,15 +233,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
             if answers and all(steps[a].grade_id in missing for a in answers):
                 status, message = "not submitted", "the answer cell for this exercise is missing from the submission"
             else:
-                for a in answers:  # a broken answer cell explains a failing test better than the test does
-                    arun = report.results.get(a)
-                    if arun is not None and not arun.ok and arun.ename != "NotImplementedError":
-                        astatus, amessage = classify(arun)
-                        if status == "not attempted":  # the answer never got defined: the cause is enough
-                            status, message = "error", f"your answer cell stopped with {amessage}"
-                        else:
-                            message = f"your answer cell stopped with {amessage}" + (f"; then the test said: {message}" if message else "")
-                        break
+                status, message = explain(status, message, [report.results[a] for a in answers if a in report.results])
         else:  # passed with what the answer cell defined before it stopped: still worth telling
             for a in answers:
                 arun = report.results.get(a)
