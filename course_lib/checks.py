@@ -141,6 +141,15 @@ def check_type(name: str, value: Any, expected: type | tuple[type, ...]) -> None
         raise CheckFailed(name, f"expected a {wanted}, got {type(value).__name__} ({_short(value)}).")
 
 
+def check_tensor(name: str, value: Any, where: str = "", hint: str | None = None) -> None:
+    """Fail unless `value` is a torch.Tensor: the usual slip is a numpy array from .numpy() or np.*."""
+    if not isinstance(value, torch.Tensor):
+        raise CheckFailed(name, f"expected a torch.Tensor, got {type(value).__name__}" + (f" {where}" if where else "") + ".",
+                          hint or "stay in torch from start to end (no .numpy(), no numpy functions): the result feeds "
+                                  "the next torch layer, and gradients only flow through torch operations; "
+                                  "convert a numpy result back with torch.as_tensor(...)")
+
+
 def check_shape(name: str, value: Any, expected_shape: Sequence[int]) -> None:
     """Fail unless `value` (array, tensor or a shape tuple) has `expected_shape`."""
     shape = tuple(value) if isinstance(value, (tuple, list, torch.Size)) else tuple(np.shape(_to_array(value)))
@@ -196,7 +205,7 @@ def check_close(
     e = _to_array(expected)
     try:
         a = _to_array(actual)
-    except (ValueError, TypeError) as err:  # e.g. a ragged list of lists
+    except (ValueError, TypeError):  # e.g. a ragged list of lists
         raise CheckFailed(name, f"expected {'a number' if e.size == 1 else 'numbers'}, got {_short(actual)}, which is not a regular array of numbers.") from None
     if a.dtype.kind not in "biuf":
         raise CheckFailed(name, f"expected {'a number' if e.size == 1 else 'numbers'}, got "
@@ -319,6 +328,12 @@ def _fmt(x: float) -> str:
 # --- Lesson 00: welcome -------------------------------------------------------
 
 
+def _l00_fn_name(name: str) -> str:
+    """The function's own name from a check's label: "receptive_field (more cases)" -> "receptive_field",
+    so that a failing call reads receptive_field(0, 3), not "receptive_field (more cases)(0, 3)"."""
+    return name.split(" (")[0]
+
+
 def _l00_reference_sample(seed: int) -> torch.Tensor:
     from course_lib.device import seed_everything
 
@@ -328,12 +343,13 @@ def _l00_reference_sample(seed: int) -> torch.Tensor:
 
 def check_reproducible_sample(fn: Callable, seeds: Sequence[int] = (0, 7), name: str = "reproducible_sample") -> None:
     """The learner's `reproducible_sample(seed)`: seed everything, then return `torch.randn(5)`."""
+    fn_name = _l00_fn_name(name)
     for seed in seeds:
-        first = call(name, fn, seed)
+        first = call(fn_name, fn, seed)
         torch.randn(100)  # move the global generator on: a function that seeds itself does not care
         np.random.rand(100)
-        second = call(name, fn, seed)
-        shown = f"{name}({seed})"
+        second = call(fn_name, fn, seed)
+        shown = f"{fn_name}({seed})"
         check_type(shown, first, torch.Tensor)
         check_shape(shown, first, (5,))
         check_true(shown, bool(torch.equal(first, second)),
@@ -345,7 +361,7 @@ def check_reproducible_sample(fn: Callable, seeds: Sequence[int] = (0, 7), name:
             mistakes["ignored the `seed` argument (always seeded with 0)"] = _l00_reference_sample(0)
         check_close(shown, first, want, atol=1e-6, rtol=0, mistakes=mistakes, quiet=True,
                     hint="seed with seed_everything(seed), then draw exactly torch.randn(5) and return it.")
-    a, b = call(name, fn, seeds[0]), call(name, fn, seeds[0] + 1)
+    a, b = call(fn_name, fn, seeds[0]), call(fn_name, fn, seeds[0] + 1)
     check_true(name, not torch.equal(a, b), "different seeds gave the same numbers.",
                "pass the `seed` argument on to seed_everything instead of a fixed number.")
     passed(name, f"{len(seeds)} seeds, repeatable")
@@ -376,8 +392,8 @@ def check_receptive_field(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 
                           name: str = "receptive_field") -> None:
     """The learner's `receptive_field(num_layers, kernel_size)` = 1 + L (k - 1)."""
     for layers, k in cases:
-        shown = f"{name}({layers}, {k})"
-        got = call(name, fn, layers, k)
+        shown = f"{_l00_fn_name(name)}({layers}, {k})"
+        got = call(_l00_fn_name(name), fn, layers, k)
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
         check_count(shown, got, _l00_receptive_field(layers, k), {
@@ -397,8 +413,8 @@ def check_layers_needed(fn: Callable, cases: Sequence[tuple[int, int]] = ((2, 3)
                         name: str = "layers_needed") -> None:
     """The learner's `layers_needed(distance, kernel_size)`: fewest layers with 1 + L (k - 1) >= d + 1."""
     for d, k in cases:
-        shown = f"{name}({d}, {k})"
-        got = call(name, fn, d, k)
+        shown = f"{_l00_fn_name(name)}({d}, {k})"
+        got = call(_l00_fn_name(name), fn, d, k)
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
         want = _l00_layers_needed(d, k)
@@ -433,20 +449,28 @@ def _l00_patch_count(height: int, width: int, patch: int) -> int:
     return (height // patch) * (width // patch)
 
 
-def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((224, 224, 16), (32, 32, 8)),
+def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((224, 224, 16), (224, 320, 16), (250, 250, 16), (32, 32, 8)),
                       name: str = "patch_count") -> None:
     """The learner's fixed `patch_count(height, width, patch)` = (H // p) * (W // p)."""
     for h, w, p in cases:
-        shown = f"{name}({h}, {w}, {p})"
-        got = call(name, fn, h, w, p)
+        shown = f"{_l00_fn_name(name)}({h}, {w}, {p})"
+        got = call(_l00_fn_name(name), fn, h, w, p)
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
-        check_count(shown, got, _l00_patch_count(h, w, p), {
+        mistakes = {
             "kept the bug: the pixel count was divided by the patch side, not by the patch area": (h * w) // p,
             "assumed a square image (used the height twice)": (h // p) ** 2,
             "assumed a square image (used the width twice)": (w // p) ** 2,
-            "counted partial patches at the border; patches that do not fit are dropped": -(-h // p) * -(-w // p),
-        }, quiet=True)
+        }
+        rounded, ceiled = round(h / p) * round(w / p), -(-h // p) * -(-w // p)
+        if rounded == ceiled:  # e.g. 250 / 16 = 15.6: round() and ceil both give 16
+            mistakes["counted partial patches at the border (rounded h / p up, with round() or math.ceil); "
+                     "patches that do not fit are dropped, so round down with //"] = ceiled
+        else:
+            mistakes["rounded h / p to the nearest whole number with round(); a partial patch at the border "
+                     "does not fit and is dropped, so round down with //"] = rounded
+            mistakes["counted partial patches at the border; patches that do not fit are dropped"] = ceiled
+        check_count(shown, got, _l00_patch_count(h, w, p), mistakes, quiet=True)
     passed(name, f"{len(cases)} cases")
 
 
@@ -473,12 +497,18 @@ def _l01_one_hot(ids, num_classes: int) -> np.ndarray:
 def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "one_hot") -> None:
     """The learner's `one_hot(ids, num_classes)` for a 1-D batch of 0-based ids -> (N, V) floats."""
     cases = cases or [([1, 2, 0], 3), ([0, 0, 4, 2], 5)]
+    fn_name = _l00_fn_name(name)
     for ids, num_classes in cases:
         ids = np.asarray(ids)
-        got = call(name, fn, ids.copy(), num_classes)
+        shown = f"{fn_name}(np.array({ids.tolist()}), {num_classes})"
+        got = call(fn_name, fn, ids.copy(), num_classes)
         if got is None:
-            raise CheckFailed(name, "got None: did you forget to `return` the result?")
-        shown = f"{name}({ids.tolist()}, {num_classes})"
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        if not isinstance(got, np.ndarray):
+            where = ("this exercise asks for numpy: start from np.zeros((len(ids), num_classes)), not torch"
+                     if isinstance(got, torch.Tensor) else
+                     "start from out = np.zeros((len(ids), num_classes)), a float array, and set one 1 per row")
+            raise CheckFailed(shown, f"expected a float numpy array, got {type(got).__name__} ({_short(got)}).", where + ".")
         want = _l01_one_hot(ids, num_classes)
         arr = _to_array(got)
         if arr.shape == (num_classes,) and len(ids) > 1:
@@ -515,9 +545,27 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
             (np.array([[3.0, 4.0], [1.0, 0.0]]), np.array([[6.0, 8.0], [0.0, 5.0]])),
             (np.array([[1.0, 2.0, 2.0], [2.0, 0.0, 0.0]]), np.array([[2.0, -2.0, 1.0], [4.0, 4.0, 2.0]])),
         ]
+    fn_name = _l00_fn_name(name)
+    axis_hint = ("it looks like you summed over axis 0 (down the columns): each row's dot product and each row's "
+                 "length are sums along that row, axis=1.")
     for a, b in cases:
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        got = call(name, fn, a.copy(), b.copy())
+        shown = f"{fn_name}(a of shape {a.shape}, b of shape {b.shape})"
+        try:
+            got = fn(a.copy(), b.copy())
+        except NotImplementedError:
+            raise NotAttempted(fn_name) from None
+        except CheckFailed:
+            raise
+        except Exception as err:  # name the likely cause instead of showing a traceback
+            hint = axis_hint if "broadcast" in str(err) else None
+            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.", hint) from None
+        if got is None:
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        if not isinstance(got, np.ndarray):
+            raise CheckFailed(shown, f"expected a numpy array of shape ({len(a)},), got {type(got).__name__} ({_short(got)}).",
+                              "work on whole arrays with numpy ((a * b).sum(axis=1), np.linalg.norm(..., axis=1)); "
+                              "if you built a list, return np.array(your_list).")
         dots = (a * b).sum(axis=1)
         na, nb = np.sqrt((a * a).sum(axis=1)), np.sqrt((b * b).sum(axis=1))
         mistakes = {
@@ -525,15 +573,41 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
             "divided by the length of b only (a is never normalised)": dots / nb,
             "returned the plain dot products, without normalising either vector": dots,
             "divided by the squared lengths |a|²|b|² instead of |a||b|": dots / (na**2 * nb**2),
+            "divided by |a|·|b|² (b's length squared) instead of |a|·|b|": dots / (na * nb**2),
+            "divided by |a|²·|b| (a's length squared) instead of |a|·|b|": dots / (na**2 * nb),
+            "divided by the sum |a| + |b| instead of the product |a|·|b|": dots / (na + nb),
             "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's": dots / (np.linalg.norm(a) * np.linalg.norm(b)),
+            "summed over axis 0 (down the columns) instead of along each row (axis=1)":
+                (a * b).sum(axis=0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
+            "took the lengths over axis 0 (down the columns); each row's length is a sum along the row (axis=1)":
+                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1] else np.full(len(a), np.nan),
         }
-        got_arr = _to_array(got) if got is not None else None
-        if got_arr is not None and got_arr.shape == (len(a), len(b)) and len(a) > 1:
-            raise CheckFailed(name, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
+        got_arr = _to_array(got)
+        if got_arr.shape == (len(a), len(b)) and len(a) > 1:
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
                               "you compared every row of a with every row of b (a @ b.T); pair row i of a with row i of b.")
-        check_close(f"{name}(a of shape {a.shape}, b of shape {b.shape})", got, _l01_rows_cosine(a, b), mistakes=mistakes, quiet=True)
+        if got_arr.shape == (a.shape[1],) and a.shape[0] != a.shape[1]:
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", axis_hint)
+        check_close(shown, got, _l01_rows_cosine(a, b), mistakes=mistakes, quiet=True)
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
+
+
+def _l01_embed_error_hint(text: str, ids: torch.Tensor, E: torch.Tensor) -> str | None:
+    """Name the usual cause of an error raised inside the learner's `embed_by_matmul`."""
+    V = E.shape[0]
+    if "shapes cannot be multiplied" in text or "size mismatch" in text:
+        columns = int(ids.max()) + 1 if ids.numel() else 0
+        if columns != V and f"x{columns} and {V}x" in text:
+            return (f"it looks like you called F.one_hot(ids) without num_classes: it then makes only max(ids) + 1 = "
+                    f"{columns} columns, but E has {V} rows. Pass num_classes=V (E.shape[0]).")
+        return f"the one-hot rows need one column per row of E: (..., V) @ (V, D) with V = E.shape[0] = {V}."
+    if "dtype" in text or "scalar type" in text:
+        if "long" in text.lower():
+            return "F.one_hot returns int64; convert with .to(E.dtype) before @."
+        return (f"the one-hot rows and E have different float types (E is {str(E.dtype).replace('torch.', '')} here): "
+                "convert the one-hot rows with .to(E.dtype), not .float().")
+    return None
 
 
 def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "embed_by_matmul") -> None:
@@ -544,12 +618,23 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
         cases = [
             (torch.tensor([1, 2, 0]), torch.arange(12.0).reshape(3, 4)),
             (torch.tensor([[3, 3, 0], [1, 4, 2]]), torch.randn(5, 2, generator=gen)),
+            (torch.tensor([0, 1]), torch.randn(5, 3, generator=gen)),  # the last ids (2, 3, 4) never occur
+            (torch.tensor([2, 0, 2]), torch.randn(3, 2, generator=gen, dtype=torch.float64)),  # E in float64
         ]
+    fn_name = _l00_fn_name(name)
     for ids, E in cases:
         V = E.shape[0]
         E_learner = E.detach().clone().requires_grad_()
-        shown = f"{name}(ids of shape {tuple(ids.shape)}, E of shape {tuple(E.shape)})"
-        got = call(name, fn, ids.clone(), E_learner)
+        shown_ids = f"ids=tensor({ids.tolist()})" if ids.numel() <= 8 else f"ids of shape {tuple(ids.shape)}"
+        shown = f"{fn_name}({shown_ids}, E of shape {tuple(E.shape)}, {str(E.dtype).replace('torch.', '')})"
+        try:
+            got = fn(ids.clone(), E_learner)
+        except NotImplementedError:
+            raise NotAttempted(fn_name) from None
+        except CheckFailed:
+            raise
+        except Exception as err:  # name the likely cause instead of showing a traceback
+            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.", _l01_embed_error_hint(str(err), ids, E)) from None
         check_type(shown, got, torch.Tensor)
         mistakes = {"treated the ids as 1-based (every word got the row before its own)": E[(ids - 1) % V]}
         check_close(shown, got, E[ids], mistakes=mistakes, quiet=True)
@@ -560,6 +645,10 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
         check_true(shown, "Index" not in grad_fn and "Embedding" not in grad_fn,
                    f"the values are right, but they came from indexing E directly ({grad_fn}).",
                    "this exercise asks for the matrix product: build the one-hot rows, then multiply by E.")
+        check_true(shown, got.dtype == E.dtype,
+                   f"the values are right, but the result is {str(got.dtype).replace('torch.', '')} while E is "
+                   f"{str(E.dtype).replace('torch.', '')}.",
+                   "convert the one-hot rows with .to(E.dtype) (not .float()) and leave E as it is.")
         upstream = torch.linspace(-1.0, 1.0, got.numel()).reshape(got.shape)
         (got * upstream).sum().backward()
         emb = torch.nn.Embedding(V, E.shape[1])
@@ -572,8 +661,6 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
 
 
 # --- Lesson 02: Markov models -------------------------------------------------
-
-from collections import Counter  # noqa: E402  (kept inside the lesson 02 section)
 
 _L02_END = "<end>"
 
@@ -624,6 +711,13 @@ def check_transition_matrix(name: str, fn: Callable, cases: Sequence[tuple]) -> 
                 "returned the counts without normalising them": counts,
                 "divided rows with no successors by zero (0/0 = NaN): leave those rows at zero":
                     counts / counts.sum(axis=1, keepdims=True),
+                # counts[index[b], index[a]]: each row then holds the words that came BEFORE it
+                "counted the pairs the wrong way round (counts[next, current]): your rows look like the NEXT word. "
+                "Row = current word, column = next word: counts[index[a], index[b]] for a followed by b":
+                    _l02_rows(counts.T),
+                "counted the pairs the wrong way round (counts[next, current]), and left 0/0 = NaN in unused rows. "
+                "Row = current word, column = next word: counts[index[a], index[b]] for a followed by b":
+                    counts.T / counts.T.sum(axis=1, keepdims=True),
             }
         shown = f"{name}({len(sentences)} sentences, vocab of {len(vocab)})"
         check_close(shown, got, l02_transition_matrix(sentences, vocab), mistakes=mistakes, quiet=True,
@@ -639,6 +733,36 @@ def l02_add_k(counts, context, word, k, vocab_size) -> float:
 
 def check_add_k(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
     """Check a learner's add-k probability function on (counts, context, word, k, vocab_size) cases."""
+    def right_on(case) -> bool:
+        try:
+            return abs(float(call(name, fn, *case)) - l02_add_k(*case)) < 1e-9
+        except (CheckFailed, TypeError, ValueError):
+            return False
+
+    seen = [c for c in cases if c[0].get(c[1]) and c[3] > 0]
+    for counts, context, word, k, V in cases:
+        if counts.get(context) or k <= 0:
+            continue
+        # A context never seen: forgetting the smoothing altogether also gives 0 here, so name the
+        # special-cased empty row only when the smoothing is right for the contexts that were seen.
+        if seen and not all(right_on(c) for c in seen):
+            break
+        try:
+            got = call(name, fn, counts, context, word, k, V)
+        except CheckFailed as err:
+            if "KeyError" not in err.problem:
+                raise
+            raise CheckFailed(err.name, err.problem, "a context never seen in training is not a key of `counts`: "
+                              "use counts.get(context, {}), an empty row, and the same formula.") from None
+        shown = f"{name}(..., {context!r}, {word!r}, k={k:g}, V={V})"
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            continue  # check_function below says what is wrong with the type
+        if value == 0.0:
+            raise CheckFailed(shown, f"for the context {context!r}, never seen in training, you returned 0.",
+                              "for a context never seen, every word should get k / (k·V) = 1/V; don't special-case "
+                              "empty rows: the same formula (count + k) / (total + k·V) covers them, with count = total = 0.")
     check_function(
         name, fn, cases, reference=l02_add_k,
         mistakes={
@@ -663,18 +787,22 @@ def check_table_entries(name: str, fn: Callable, cases: Sequence[tuple[int, int]
         shown = f"{name}({V}, {order})"
         if isinstance(got, bool) or not isinstance(got, (int, np.integer, float, np.floating)):
             raise CheckFailed(shown, f"expected a whole number, got {_short(got)}.")
-        if isinstance(got, (float, np.floating)) and got != want:
-            raise CheckFailed(shown, f"expected exactly {want}, got the float {got!r}.",
-                              "floats hold only about 16 digits: compute with ints (V ** order * V).")
-        if got != want:
+        is_float = isinstance(got, (float, np.floating))
+        same = (lambda a, b: math.isclose(a, b, rel_tol=1e-12)) if is_float else (lambda a, b: a == b)
+        if not same(got, want):
             wrong = {
                 "counted only the rows (V ** order contexts), not the V columns of each row": V**order,
                 "used the order as a multiplier instead of an exponent": V * order * V,
                 "used one power too many (V ** (order + 2))": V ** (order + 2),
                 "counted the rows as V ** (order - 1)": V ** (order - 1) * V,
             }
-            hint = next((f"it looks like you {d}." for d, w in wrong.items() if got == w), "a table of order n has V ** n rows of V columns.")
+            hint = next((f"it looks like you {d}." for d, w in wrong.items() if same(got, w)), "a table of order n has V ** n rows of V columns.")
             raise CheckFailed(shown, f"expected {want}, got {got}.", hint)
+        if is_float:
+            # even when this float happens to be exact, a bigger table would not be: ask for an int every time
+            raise CheckFailed(shown, f"the size is right, but it is the float {got!r}, not an exact int.",
+                              "floats hold only about 16 digits, so 50,000⁸ · 50,000 would come out rounded: "
+                              "compute with ints (V ** order * V, without float(), math.pow or /).")
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
 
@@ -750,7 +878,8 @@ def _l03_as_vote_dict(name: str, value: Any) -> dict[str, float]:
     return out
 
 
-def _l03_compare_votes(name: str, got: dict, want: dict, mistakes: Mapping[str, dict], hint: str | None) -> None:
+def _l03_compare_votes(name: str, got: dict, want: dict, mistakes: Mapping[str, dict], hint: str | None,
+                       reveal: bool = True) -> None:
     keys = sorted(set(got) | set(want) | {k for m in mistakes.values() for k in m})
     vec = lambda d: np.array([d.get(k, 0.0) for k in keys])  # noqa: E731  (missing word = 0 votes)
     a = vec(got)
@@ -759,6 +888,8 @@ def _l03_compare_votes(name: str, got: dict, want: dict, mistakes: Mapping[str, 
     for description, wrong in mistakes.items():
         if wrong != want and _close(a, vec(wrong), 1e-6, 1e-6):
             raise CheckFailed(name, f"got {_round_dict(got)}, which is not right.", f"it looks like you {description}.")
+    if not reveal:  # worked out by hand: say it is wrong without printing the answer
+        raise CheckFailed(name, f"got {_round_dict(got)}, which is not right.", hint)
     raise CheckFailed(name, f"expected {_round_dict(want)}, got {_round_dict(got)}.", hint)
 
 
@@ -776,19 +907,27 @@ _L03_VOTE_MISTAKES = {
 
 
 def check_votes(name: str, value: Any, pair_counts: Mapping, context: Sequence[str],
-                mistakes: Mapping[str, dict] | None = None, quiet: bool = False) -> None:
+                mistakes: Mapping[str, dict] | None = None, quiet: bool = False, reveal: bool = True) -> None:
     """Check a total-votes dict {next word: votes} for `context` against `l03_votes`, naming the usual
     slips (repeated words voting twice, raw counts, the latest word paired with itself) and any
-    extra `mistakes` {description: wrong dict}."""
+    extra `mistakes` {description: wrong dict}. `reveal=False` is for votes counted by hand: a wrong
+    answer is called wrong without printing the expected totals."""
     got = _l03_as_vote_dict(name, value)
     want = l03_votes(pair_counts, context)
     wrong = {d: l03_votes(pair_counts, context, **flags) for d, flags in _L03_VOTE_MISTAKES.items()}
     wrong.update(mistakes or {})
     _l03_compare_votes(name, got, want, wrong,
                        "each distinct earlier word forms one pair with the latest word; each pair seen in training "
-                       "has one vote, split over the next words in proportion to its counts.")
+                       "has one vote, split over the next words in proportion to its counts.", reveal=reveal)
     if not quiet:
         passed(name)
+
+
+def _is_nonzero(v: Any) -> bool:
+    try:
+        return float(v) != 0.0
+    except (TypeError, ValueError):
+        return True
 
 
 def check_vote_counter(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
@@ -796,6 +935,15 @@ def check_vote_counter(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
     for pair_counts, context in cases:
         got = call(name, fn, pair_counts, list(context))
         check_votes(f"{name}(..., {' '.join(context)!r})", got, pair_counts, context, quiet=True)
+    # With no pair counts at all there is nothing to vote: a function that still finds votes ignores its argument.
+    try:
+        empty = fn({}, list(cases[0][1])) if cases else None
+    except Exception:  # crashing on an empty table is not what this probe is about
+        empty = None
+    if isinstance(empty, Mapping) and any(_is_nonzero(v) for v in empty.values()):
+        raise CheckFailed(name, f"with an empty pair_counts it still returned {_short(dict(empty))}.",
+                          "it looks like you ignored the pair_counts argument (calling the model's methods?): "
+                          "count the votes from pair_counts only.")
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
 
@@ -888,6 +1036,31 @@ def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None
         x = np.asarray(x, dtype=float)
         return np.maximum(np.concatenate([np.ones(x.shape[:-1] + (1,)), x], axis=-1) @ W, 0.0)
 
+    # A function that works for one vector (V,) but crashes on a stack (N, V): usually np.append(x, 1.0),
+    # the lesson's one-vector code, which flattens the stack into one long vector of N * V + 1 numbers.
+    for x, W in cases:
+        x = np.asarray(x, dtype=float)
+        if x.ndim < 2:
+            continue
+        try:
+            call(name, fn, x.copy(), np.asarray(W).copy())
+        except CheckFailed as err:
+            if isinstance(err, NotAttempted):
+                raise
+            try:
+                call(name, fn, x[0].copy(), np.asarray(W).copy())
+            except CheckFailed:
+                raise err from None  # it fails on one vector too: the general message says how
+            n = x.size + 1  # what np.append makes of a stack: (N * V + 1,)
+            flattened = any(s in err.problem for s in (f"different from {n})", f"size {n} ", f"({n},)"))
+            raise CheckFailed(
+                f"{name}(x of shape {x.shape}, W of shape {np.shape(W)})",
+                f"it works for one vector (V,) but not for a stack (N, V): {err.problem}",
+                ("it looks like you used np.append(x, 1.0): np.append flattens a stack into one long vector. "
+                 if flattened else "")
+                + "Add a column of ones along the last axis instead: np.concatenate with np.ones(x.shape[:-1] + (1,)), axis=-1.",
+            ) from None
+
     check_function(name, fn, cases, reference=l03_feature_layer, mistakes={
         "forgot the ReLU: negative sums must become 0": lambda x, W: np.concatenate(
             [np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W,
@@ -899,9 +1072,12 @@ def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None
     }, hint="append a 1 to x, multiply by W, then take max(., 0) element by element.")
 
 
-def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str]) -> None:
+def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str],
+                   word_weight: float | None = 1.0) -> None:
     """Check hand-made weights W (V + 1, 1) whose feature relu([x, 1] @ W) is 1 exactly when every word of
-    `group` is present in the multi-hot x (other words may be present too) and 0 otherwise."""
+    `group` is present in the multi-hot x (other words may be present too) and 0 otherwise. With
+    `word_weight` (the exercise asks for +1), each group word must have that weight; None accepts any
+    working gate."""
     from itertools import combinations
 
     tokens = list(tokens)
@@ -918,6 +1094,12 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
         raise CheckFailed(name, f"expected shape ({V + 1}, 1), got {a.shape}.",
                           "it looks like you left out the bias row: W needs one row per token AND a last row for the input 1.")
     check_shape(name, a, (V + 1, 1))
+    if word_weight is not None:
+        weights = [float(a[tokens.index(w), 0]) for w in group]
+        if any(abs(w - word_weight) > 1e-9 for w in weights):
+            raise CheckFailed(name, f"the weights of {', '.join(group)} are {', '.join(f'{w:g}' for w in weights)}.",
+                              f"the exercise asks for a weight of {word_weight:+g} for each word of the group; with those "
+                              "weights, work out the bias that makes the feature exactly 1 when all of them are present.")
     others = [t for t in tokens if t not in group]
     rng = np.random.default_rng(3)
     wrong_counts: dict[int, int] = {}
@@ -934,14 +1116,15 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
                     bias = a[-1, 0]
                     k = len(group)
                     if r == len(group):
-                        hint = ("with +1 per word, all k words give k; the bias must bring that down to exactly 1: "
-                                f"bias = -(k - 1) = {-(k - 1)}.")
+                        hint = (f"with +1 per word, all {k} words sum to {k}; the bias must bring that down to exactly 1 "
+                                "(the lesson's rule for k words: bias -(k - 1)).")
                         if bias < -(k - 1) and out == 0:
                             hint = (f"it looks like the bias is too negative ({bias:g}): the feature never fires. "
                                     "W" + hint[1:])
                     elif bias > -(k - 1):
                         hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when only "
-                                f"{r} of the {k} words are present. Use bias -(k - 1) = {-(k - 1)}.")
+                                f"{r} of the {k} words are present. Any {k - 1} of them sum to {k - 1}, and that must not "
+                                f"be enough to fire; all {k} must give exactly 1.")
                     else:
                         hint = "the weights of words outside the group must be 0, each group word +1."
                     raise CheckFailed(name, f"for the input words {shown} the feature gives {out:g}, expected {want:g}.", hint)
@@ -992,8 +1175,44 @@ def check_softmax(fn: Callable, name: str = "stable_softmax", *, hidden: bool = 
             (torch.tensor([[-1000.0, 0.0, 1000.0], [5.0, 5.0, 5.0]]),),
             (torch.randn(2, 3, 5, generator=_l06_generator(1)) * 10,),
         ]
-    check_function(name, fn, cases, reference=lambda x: torch.softmax(x, dim=-1), mistakes=_l06_softmax_mistakes(),
-                   hint="subtract each row's maximum, exponentiate, divide by the row's sum (all along dim=-1)")
+    if not callable(fn):
+        raise CheckFailed(name, f"expected a function, got {type(fn).__name__}.")
+    try:
+        check_function(name, _l06_returns_tensor(name, fn), cases, reference=lambda x: torch.softmax(x, dim=-1),
+                       mistakes=_l06_softmax_mistakes(),
+                       hint="subtract each row's maximum, exponentiate, divide by the row's sum (all along dim=-1)")
+    except NotAttempted:
+        raise
+    except CheckFailed as err:
+        hint = _l06_softmax_crash_hint(err.problem)
+        if hint is None:
+            raise
+        raise CheckFailed(err.name, err.problem, hint) from None
+
+
+def _l06_returns_tensor(name: str, fn: Callable) -> Callable:
+    """`fn`, failing clearly when it returns something other than a torch.Tensor (e.g. a numpy array)."""
+    def wrapped(*args):
+        out = fn(*args)
+        if out is not None:  # None is reported by check_close
+            check_tensor(name, out, f"(for input {_short(args[0])})",
+                         "build the result with torch operations (torch.exp, .sum, ...); "
+                         "if you used numpy, convert back with torch.as_tensor")
+        return out
+
+    return wrapped
+
+
+def _l06_softmax_crash_hint(problem: str) -> str | None:
+    """Name the two usual crashes of a hand-written softmax, from the error text that `call` reports."""
+    if "return_types" in problem:
+        return ("it looks like you subtracted the result of x.max(dim=...) itself: with a dim it returns a pair "
+                "(values, indices); use x.max(dim=-1, keepdim=True).values, or x.amax(dim=-1, keepdim=True)")
+    if "must match the size of tensor" in problem:
+        return ("it looks like a max or sum over dim=-1 dropped that axis, so it no longer lines up with x: keep it with "
+                "keepdim=True, i.e. x.max(dim=-1, keepdim=True).values (or x.amax(dim=-1, keepdim=True)) and "
+                "e.sum(dim=-1, keepdim=True)")
+    return None
 
 
 def check_causal_mask(fn: Callable, name: str = "causal_mask", sizes: Sequence[int] = (4, 1)) -> None:
@@ -1003,8 +1222,7 @@ def check_causal_mask(fn: Callable, name: str = "causal_mask", sizes: Sequence[i
     """
     for T in sizes:
         got = call(name, fn, T)
-        if not isinstance(got, torch.Tensor):
-            raise CheckFailed(name, f"expected a torch.Tensor, got {type(got).__name__} for T={T}.")
+        check_tensor(name, got, f"for T={T}")
         check_shape(f"{name}({T})", got, (T, T))
         ones = torch.ones(T, T)
         mistakes = {
@@ -1027,11 +1245,11 @@ def _l06_attention_cases(hidden: bool) -> list[tuple[str, torch.Tensor, torch.Te
     qb, kb, vb = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 2, generator=g)
     cases.append(("a batch of 2, T_q = 3, T_k = 5, d_v = 2, no mask", 2 * qb, 2 * kb, vb, None))
     cases.append(("4 words with a causal mask", 2 * q, 2 * k, v, torch.ones(4, 4, dtype=torch.bool).tril()))
+    pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]  # (2, 1, 5)
+    cases.append(("a batch of 2 with a padding mask of shape (2, 1, 5), broadcast over the 3 queries", 2 * qb, 2 * kb, vb, pad))
     if hidden:
         qh, kh, vh = (torch.randn(2, 3, 5, 8, generator=g) for _ in range(3))
         cases.append(("batch 2 x 3 heads, 5 words, d_k = 8, causal mask", 3 * qh, 3 * kh, vh, torch.ones(5, 5, dtype=torch.bool).tril()))
-        pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]  # (2, 1, 5)
-        cases.append(("a padding mask of shape (2, 1, 5)", 2 * qb, 2 * kb, vb, pad))
         q64, k64, v64 = torch.randn(6, 64, generator=g), torch.randn(6, 64, generator=g), torch.randn(6, 3, generator=g)
         cases.append(("6 words with d_k = 64", q64, k64, v64, None))
     return cases
@@ -1080,6 +1298,19 @@ def _l06_attention_mistakes(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torc
     return results
 
 
+def _l06_attention_crash_hint(problem: str, q: torch.Tensor, mask: torch.Tensor | None) -> str | None:
+    """Name the usual reason an attention function crashes, from the error text that `call` reports."""
+    if mask is not None and ("shape of the mask" in problem or "IndexError" in problem):
+        return ("it looks like you masked by boolean indexing (scores[~mask] = ...), which needs a mask of exactly the "
+                "scores' shape; the mask must broadcast: use masked_fill (or torch.where), not boolean indexing")
+    if mask is not None and "bool tensor is not supported" in problem:
+        return "invert a boolean mask with ~mask (or mask == False); 1 - mask and -mask do not work on booleans"
+    if q.dim() > 2 and ("t() expects" in problem or "must match the size of tensor" in problem):
+        return ("it looks like you transposed k with k.T or k.t(), which reverses every axis of a batched tensor (or "
+                "refuses one); swap only the last two axes: k.transpose(-2, -1)")
+    return None
+
+
 def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = False, masked_only: bool = False) -> None:
     """The learner's `fn(q, k, v, mask=None) -> (output, weights)` against the library, naming the usual mistakes."""
     from course_lib.attention import scaled_dot_product_attention as reference
@@ -1094,12 +1325,16 @@ def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = Fal
             raise
         except CheckFailed as err:
             raise CheckFailed(name, f"{err.problem} (case: {description})",
-                              "to transpose k, swap only its last two axes: k.transpose(-2, -1) (k.T reverses every axis "
-                              "of a batched tensor); and compare with mask == False or ~mask for a boolean mask") from None
+                              _l06_attention_crash_hint(err.problem, q, mask)) from None
         if not (isinstance(got, tuple) and len(got) == 2):
             raise CheckFailed(name, f"expected a tuple (output, weights), got {_short(got)}.",
                               "end the function with `return weights @ v, weights`")
         out, weights = got
+        for part, value in (("output", out), ("weights", weights)):
+            if value is not None:  # None is reported by check_close
+                check_tensor(name, value, f"for the {part} (case: {description})",
+                             "compute with torch operations (@, torch.softmax, masked_fill, ...); "
+                             "if you used numpy, convert back with torch.as_tensor")
         want_out, want_w = reference(q, k, v, mask)
         wrong = _l06_attention_mistakes(q, k, v, mask)
         label = f"{name} ({description})"
@@ -1111,23 +1346,39 @@ def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = Fal
     passed(name, f"{n} case{'s' if n != 1 else ''}")
 
 
-def check_flying_arrows(scores: Any, weights: Any, output: Any) -> None:
-    """The two-word example: flying = [0,1,1,1,0,0], arrows = [1,1,0,-1,-1,1]; q/k/v = dims 1-2 / 3-4 / 5-6."""
+def check_flying_arrows(scores: Any, weights: Any, output: Any, output_arrows: Any = None) -> None:
+    """The two-word example: flying = [0,1,1,1,0,0], arrows = [1,1,0,-1,-1,1]; q/k/v = dims 1-2 / 3-4 / 5-6.
+
+    Worked out by hand, so a wrong answer is not shown the expected numbers (reveal=False).
+    """
     raw = torch.tensor([1.0, -1.0])  # q_flying · k_flying, q_flying · k_arrows
     scaled = raw / math.sqrt(2)
     w = torch.softmax(scaled, dim=0)
     v = torch.tensor([[0.0, 0.0], [-1.0, 1.0]])
-    check_close("scores_flying", scores, scaled, atol=1e-3, rtol=0,
+    check_close("scores_flying", scores, scaled, atol=1e-3, rtol=0, reveal=False,
                 mistakes={"forgot to divide by sqrt(d_k) = sqrt(2)": raw, "divided by d_k = 2 instead of sqrt(2)": raw / 2,
-                          "computed the scores of arrows' query (the second word) instead of flying's": torch.tensor([2.0, -1.0]) / math.sqrt(2)})
+                          "computed the scores of arrows' query (the second word) instead of flying's": torch.tensor([2.0, -1.0]) / math.sqrt(2)},
+                hint="q_flying = dims 1-2 of flying; dot it with each word's key (dims 3-4), then divide by sqrt(d_k)")
     unscaled_w = torch.softmax(raw, dim=0)
-    check_close("weights_flying", weights, w, atol=5e-3, rtol=0,
+    check_close("weights_flying", weights, w, atol=5e-3, rtol=0, reveal=False,
                 mistakes={"forgot to divide the scores by sqrt(2) before the softmax": unscaled_w,
-                          "did not normalise (these are exp(scores), not weights)": scaled.exp()})
-    check_close("output_flying", output, w @ v, atol=5e-3, rtol=0,
+                          "did not normalise (these are exp(scores), not weights)": scaled.exp(),
+                          "put the weights in the wrong order: the first is flying's own (the larger score)": w.flip(0)},
+                hint="weights = exp(score_j) / (exp(score_0) + exp(score_1)); they are positive and add up to 1")
+    check_close("output_flying", output, w @ v, atol=5e-3, rtol=0, reveal=False,
                 mistakes={"used flying's own value v_flying = [0, 0]; the output is Σ_j α_j v_j": v[0],
                           "used the unscaled weights": unscaled_w @ v,
-                          "weighted the values in the wrong order (0.20 on flying, 0.80 on arrows)": w.flip(0) @ v})
+                          "weighted the values in the wrong order (0.20 on flying, 0.80 on arrows)": w.flip(0) @ v},
+                hint="output = weight_flying * v_flying + weight_arrows * v_arrows, with the values from dims 5-6")
+    if output_arrows is None:
+        return
+    q_arrows_scores = torch.tensor([2.0, -1.0])  # q_arrows = [1, 1] against k_flying = [1, 1], k_arrows = [0, -1]
+    w_arrows = torch.softmax(q_arrows_scores / math.sqrt(2), dim=0)
+    check_close("output_arrows", output_arrows, w_arrows @ v, atol=5e-3, rtol=0, reveal=False, mistakes={
+        "used the unscaled scores [2, -1]": torch.softmax(q_arrows_scores, dim=0) @ v,
+        "used flying's weights [0.80, 0.20]": w @ v,
+        "put the large weight on arrows' own value (arrows' query matches flying's key better)": w_arrows.flip(0) @ v,
+    }, hint="arrows asks with q = [1, 1] (its dims 1-2): score it against both keys, scale, softmax, then average the values")
 
 
 def check_choice(name: str, value: Any, expected: Any, explanations: Mapping[Any, str] | None = None) -> None:
@@ -1180,26 +1431,84 @@ def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, b
     right, other = (math.sin, math.cos) if column % 2 == 0 else (math.cos, math.sin)
     angle = pos / base ** (2 * i / d_model)
     check_type(name, value, (int, float, np.integer, np.floating, torch.Tensor, np.ndarray))
+    # Most specific first: the column number used as i also makes the angle tiny, like degrees do.
     mistakes = {
+        f"used the column number as i: i counts (sin, cos) pairs, so column {column} is pair "
+        f"i = {column} // 2 = {i} and the exponent is 2·{i}/{d_model}": right(pos / base ** (2 * column / d_model)),
         f"used the exponent i/d instead of 2i/d (i counts pairs, so column {column} has i = {i} and the "
         f"exponent is 2·{i}/{d_model})": right(pos / base ** (i / d_model)),
-        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
-            right(math.radians(angle)),
-        f"put the column number into the exponent: i counts (sin, cos) pairs, so column {column} has i = {i}":
-            right(pos / base ** (2 * column / d_model)),
         f"used the exponent column/d = {column}/{d_model}: the exponent is 2i/d with i = column // 2 = {i}":
             right(pos / base ** (column / d_model)),
+        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
+            right(math.radians(angle)),
         "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine":
             other(angle),
     }
-    check_close(name, value, right(angle), atol=atol, rtol=0, mistakes=mistakes,
+    right_value = right(angle)
+    try:
+        got = float(_to_array(value).reshape(-1)[0]) if _to_array(value).size == 1 else None
+    except (TypeError, ValueError):
+        got = None
+    if got is not None and not abs(got - right_value) <= atol:
+        # Several slips can give (almost) the same number, e.g. cos of a tiny angle is 1 either way: name them all.
+        matching = [d for d, wrong in mistakes.items() if abs(got - wrong) <= atol]
+        if len(matching) > 1:
+            raise CheckFailed(name, f"{_fmt(got)} is not right.",
+                              f"it looks like you {matching[0]}. (Or else you {'; or you '.join(matching[1:])}.)")
+    check_close(name, value, right_value, atol=atol, rtol=0, mistakes=mistakes, reveal=False,
                 hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))")
 
 
-def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = ((4, 6), (50, 16)),
-                              name: str = "sinusoidal_encoding") -> None:
-    """The learner's `sinusoidal_encoding(n_positions, d_model)` against course_lib.positional."""
+def _l07_function(name: str, fn: Callable, cases: Sequence[tuple], reference: Callable, *, label: str = "",
+                  mistakes: Mapping[str, Callable] | None = None, hint: str | Callable[..., str] | None = None,
+                  crash_hint: Callable[..., str | None] | None = None, dtype: torch.dtype | None = None,
+                  atol: float = 1e-5) -> None:
+    """Call the learner's `fn` on each args tuple in `cases` and compare with `reference`.
+
+    The result must be a float torch tensor (of `dtype`, if given: checked after the values, so a
+    wrong value is named first). `hint(*args)` may depend on the case; `crash_hint(problem, *args)`
+    explains a crash (None: nothing to add). `label` only says which set of cases passed ("odd d_model").
+    """
+    for args in cases:
+        shown = ", ".join(_short(a, 30) for a in args)
+        try:
+            got = call(name, fn, *args)
+        except NotAttempted:
+            raise
+        except CheckFailed as err:
+            extra = crash_hint(err.problem, *args) if crash_hint is not None else None
+            if extra is None:
+                raise
+            raise CheckFailed(name, err.problem, extra) from None
+        check_tensor(name, got, f"when called as {name}({shown})",
+                     "build the result with torch functions (torch.sin, torch.zeros, torch.tensor(..., "
+                     "dtype=torch.float64)), or convert it at the end with torch.as_tensor(...)")
+        if not got.is_floating_point():
+            raise CheckFailed(name, f"expected a float tensor, got dtype {got.dtype} when called as {name}({shown}).",
+                              "integer tensors cannot hold sines and cosines: create it with a float dtype")
+        wrong = {d: w for d, m in (mistakes or {}).items() if (w := m(*args)) is not None}  # None: not for these args
+        check_close(f"{name}({shown})", got, reference(*args), atol=atol, mistakes=wrong, quiet=True,
+                    hint=hint(*args) if callable(hint) else hint)
+        if dtype is not None and got.dtype != dtype:
+            raise CheckFailed(name, f"the values are right, but the dtype is {got.dtype}, not {dtype} "
+                              f"(when called as {name}({shown})).",
+                              f"create the tensor with dtype={dtype}: torch.tensor and torch.zeros give float32 "
+                              "unless told otherwise")
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}" + (f", {label}" if label else ""))
+
+
+def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = ((4, 6), (50, 16), (7, 5)),
+                              name: str = "sinusoidal_encoding", label: str = "") -> None:
+    """The learner's `sinusoidal_encoding(n_positions, d_model)` against course_lib.positional.
+
+    Put even sizes first: the usual mistakes are named there, before an odd d_model can crash.
+    """
     from course_lib import positional
+
+    def last_column_zero(n, d):
+        pe = _l07_table(n, d)
+        pe[:, -1] = 0.0
+        return pe
 
     mistakes = {
         "used the exponent i/d instead of 2i/d (i counts the pairs: columns 2i and 2i+1 share one frequency)":
@@ -1213,10 +1522,18 @@ def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = (
         "put all sines in the first half and all cosines in the second: the sines and cosines must "
         "alternate (column 2i sin, column 2i+1 cos)": lambda n, d: _l07_table(n, d, halves=True),
     }
-    check_function(name, fn, list(cases), reference=lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
-                   mistakes=mistakes,
-                   hint="PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same angle), "
-                        "for i = 0 ... d/2 - 1 (an odd d keeps one last sine column)")
+    odd = ("for odd d the last column is a sine with no cosine partner: an odd d_model has (d + 1) // 2 sine "
+           "columns and d // 2 cosine columns, so the cosines take only the first d // 2 angles "
+           "(e.g. pe[:, 1::2] = torch.cos(angle[:, : d_model // 2]))")
+    odd_mistakes = {
+        "left the last column at 0: " + odd: lambda n, d: last_column_zero(n, d) if d % 2 else None,
+    }
+    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same angle), "
+               "for i = 0 ... d/2 - 1")
+    _l07_function(name, fn, list(cases), lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
+                  label=label, mistakes={**mistakes, **odd_mistakes},
+                  hint=lambda n, d: formula + ("; " + odd if d % 2 else ""),
+                  crash_hint=lambda problem, n, d: ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None)
 
 
 def check_position_params(learned: Any, sinusoidal: Any, rope: Any, max_len: int = 1024, d_model: int = 768) -> None:
@@ -1242,7 +1559,7 @@ def check_position_params(learned: Any, sinusoidal: Any, rope: Any, max_len: int
        }, hint=hint)
 
 
-def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation") -> None:
+def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation", label: str = "") -> None:
     """The learner's 2×2 rotation matrix for an angle in radians (turning column vectors anticlockwise)."""
     from course_lib import positional
 
@@ -1257,11 +1574,12 @@ def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: st
         "treated the angle as degrees: torch.cos and math.cos take radians":
             lambda a: positional.rotation_2d(math.radians(a)),
     }
-    check_function(name, fn, [(float(a),) for a in angles], reference=lambda a: positional.rotation_2d(a),
-                   mistakes=mistakes, hint="rotation(a) = [[cos a, -sin a], [sin a, cos a]]")
+    _l07_function(name, fn, [(float(a),) for a in angles], lambda a: positional.rotation_2d(a), label=label,
+                  mistakes=mistakes, dtype=torch.float64, hint="rotation(a) = [[cos a, -sin a], [sin a, cos a]]")
 
 
-def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (5, 16)), name: str = "offset_map") -> None:
+def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (5, 16)), name: str = "offset_map",
+                     label: str = "") -> None:
     """The learner's M_k with PE[pos + k] = PE[pos] @ M_k, against positional.rotation_for_offset."""
     from course_lib import positional
 
@@ -1276,8 +1594,15 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
             lambda k, d: blocks(k, d, lambda i, d: 1.0),
         "used ω_i = 10000^(-i/d): the exponent is 2i/d": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-i / d)),
     }
-    check_function(name, fn, list(cases), reference=lambda k, d: positional.rotation_for_offset(k, d, dtype=torch.float64),
-                   mistakes=mistakes, hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere")
+    def crash_hint(problem, k, d):
+        if "numpy" in problem or "ndarray" in problem:
+            return ("torch.block_diag takes torch tensors, not numpy arrays: make rotation return a torch tensor "
+                    "(exercise 4 checks that), or build each block with torch.tensor(..., dtype=torch.float64)")
+        return None
+
+    _l07_function(name, fn, list(cases), lambda k, d: positional.rotation_for_offset(k, d, dtype=torch.float64),
+                  label=label, mistakes=mistakes, dtype=torch.float64, crash_hint=crash_hint,
+                  hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere")
     # The property itself, on the learner's matrix: one map moves every position by k.
     for k, d in cases:
         M = torch.as_tensor(_to_array(call(name, fn, k, d)), dtype=torch.float64)
@@ -1288,17 +1613,20 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
                    f"PE[pos] @ M is not PE[pos + {k}] for d = {d}.")
 
 
-def _l07_rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: str = "qk") -> torch.Tensor:
+def _l07_rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: str = "qk",
+                        scale: str = "sqrt") -> torch.Tensor:
     from course_lib.positional import apply_rotary
 
     q = apply_rotary(q) if "q" in rotate else q
     k = apply_rotary(k) if "k" in rotate else k
     v = apply_rotary(v) if "v" in rotate else v
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (T, T)
+    d = q.shape[-1]
+    divide = {"sqrt": math.sqrt(d), "none": 1.0, "d": float(d)}[scale]
+    weights = torch.softmax(q @ k.transpose(-2, -1) / divide, dim=-1)  # (T, T)
     return weights @ v  # (T, d)
 
 
-def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rope_attention") -> None:
+def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rope_attention", label: str = "") -> None:
     """The learner's fixed RoPE self-attention, naming which of q, k, v were (not) rotated."""
     g = torch.Generator().manual_seed(70)
     sizes = [(5, 4), (8, 16)] + ([(1, 2), (12, 32), (6, 64)] if hidden else [])
@@ -1311,12 +1639,19 @@ def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rop
         "so that q_m · k_n depends on n - m; the values must not be rotated": lambda q, k, v: _l07_rope_attention(q, k, v, "qv"),
         "rotated only the queries: the keys must be rotated too, or the score depends on the query's "
         "absolute position": lambda q, k, v: _l07_rope_attention(q, k, v, "q"),
+        "rotated only the keys: the queries must be rotated too, or the score depends on the key's "
+        "absolute position; RoPE turns both, so that only the offset n - m remains":
+            lambda q, k, v: _l07_rope_attention(q, k, v, "k"),
         "rotated the values as well: only the queries and keys are rotated": lambda q, k, v: _l07_rope_attention(q, k, v, "qkv"),
         "left the rotation out: the queries and keys must be rotated": lambda q, k, v: _l07_rope_attention(q, k, v, ""),
         "rotated the keys and the values, not the queries and keys": lambda q, k, v: _l07_rope_attention(q, k, v, "kv"),
+        "rotated the right tensors but left out the division by sqrt(d): the scores are q_m · k_n / sqrt(d), "
+        "as in the given code": lambda q, k, v: _l07_rope_attention(q, k, v, "qk", scale="none"),
+        "divided the scores by d instead of sqrt(d)": lambda q, k, v: _l07_rope_attention(q, k, v, "qk", scale="d"),
     }
-    check_function(name, fn, cases, reference=_l07_rope_attention, mistakes=mistakes, atol=1e-5,
-                   hint="rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention with the untouched v")
+    _l07_function(name, fn, cases, _l07_rope_attention, label=label, mistakes=mistakes,
+                  hint="rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention "
+                       "(divide by sqrt(d)) with the untouched v")
 
 
 def _l07_shuffle_example() -> tuple[torch.Tensor, torch.Tensor, list[int]]:
@@ -1390,6 +1725,7 @@ def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] =
     for i, (B, T, C, h) in enumerate(cases):
         x = _l08_randn(B, T, C, seed=seed + i)
         got = call("split_heads", fn, x.clone(), h)
+        check_tensor("split_heads", got, f"when called with x of shape {(B, T, C)}, n_heads={h}")
         if isinstance(got, torch.Tensor) and T != h and tuple(got.shape) == (B, T, h, C // h):
             raise CheckFailed(
                 "split_heads", f"got shape (B, T, n_heads, d_k) = {tuple(got.shape)}, expected (B, n_heads, T, d_k) = {(B, h, T, C // h)}.",
@@ -1409,6 +1745,7 @@ def check_merge_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] =
     for i, (B, h, T, d_k) in enumerate(cases):
         x = _l08_randn(B, h, T, d_k, seed=seed + 100 + i)
         got = call("merge_heads", fn, x.clone())
+        check_tensor("merge_heads", got, f"when called with x of shape {(B, h, T, d_k)}")
         wrong = {d: m(x) for d, m in _MERGE_MISTAKES.items()}
         check_close(f"merge_heads(x of shape {(B, h, T, d_k)})", got, _l08_merge(x), mistakes=wrong, quiet=True)
         if split_fn is not None:
@@ -1431,6 +1768,11 @@ def check_mha_param_count(name: str, value: Any, d_model: int, n_heads: int, bia
         "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, "
         "so the heads together use d_model × d_model": h * (3 * d * d + 3 * d * b) + d * d + d * b,
         "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k": 3 * h * d_k * d_k + d * d + (4 * d) * b,
+        f"multiplied the count by the number of heads ({h}): the head count does not change the parameter count. "
+        f"The {h} heads share out each d_model × d_model matrix, d_model × d_k each, and {h} × d_k = d_model":
+            h * (4 * d * d + 4 * d * b),
+        f"multiplied the weights by the number of heads ({h}): the head count does not change the parameter count; "
+        f"the {h} heads share out each d_model × d_model matrix": h * 4 * d * d + 4 * d * b,
     }
     if bias:
         mistakes["left out the biases (one per output feature of each of the four layers: 4 · d_model)"] = 4 * d * d
@@ -1469,7 +1811,20 @@ def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int,
         heads = _l08_randn(B, h, T, d_k, seed=seed + 300 + i)
         w_o = _l08_randn(d, d, seed=seed + 400 + i, scale=d ** -0.5)
         b_o = _l08_randn(d, seed=seed + 500 + i) if with_bias else None
-        got = call("combine_by_sum", fn, heads.clone(), w_o.clone(), None if b_o is None else b_o.clone())
+        shown = f"heads of shape {(B, h, T, d_k)}, w_o of shape {(d, d)}, b_o {'of shape ' + str((d,)) if with_bias else 'None'}"
+        try:
+            got = call("combine_by_sum", fn, heads.clone(), w_o.clone(), None if b_o is None else b_o.clone())
+        except NotAttempted:
+            raise
+        except CheckFailed as err:
+            if not any(word in err.problem for word in ("shape", "size", "multiplied", "dimension")):
+                raise
+            raise CheckFailed("combine_by_sum", err.problem,
+                              f"mind the shapes: heads[:, i] is (B, T, d_k) = {(B, T, d_k)}, and head i's block of w_o is "
+                              f"the columns w_o[:, i*d_k:(i+1)*d_k], shape (d_model, d_k) = {(d, d_k)}. nn.Linear computes "
+                              "x @ W.T, so multiply heads[:, i] @ block.T to get (B, T, d_model); without the .T the "
+                              "shapes do not fit") from None
+        check_tensor("combine_by_sum", got, f"when called with {shown}")
         want = torch.nn.functional.linear(_l08_merge(heads), w_o, b_o)  # concatenate, then W_O
         check_close(f"combine_by_sum(heads of shape {(B, h, T, d_k)}, bias={'yes' if with_bias else 'None'})",
                     got, want, mistakes=_l08_combine_mistakes(heads, w_o, b_o), quiet=True)
@@ -1540,6 +1895,9 @@ _MHA_MISTAKES = {
     "reshaped to (B, n_heads, T, d_k) without the transpose, so heads mix features of different tokens":
         dict(split="no_transpose"),
     "forgot the output projection W_O after concatenating the heads": dict(project_out=False),
+    "split the heads correctly but merged them by reshaping (B, n_heads, T, d_k) straight to (B, T, d_model): "
+    "that glues together rows of different tokens. Transpose back first: out.transpose(1, 2).reshape(B, T, d_model)":
+        dict(merge="no_transpose"),
     "used the mask the wrong way round (True means 'may attend')": dict(mask_mode="inverted"),
     "applied the mask after the softmax: masked scores must be set to -inf before it, so that the "
     "remaining weights still sum to 1": dict(mask_mode="after_softmax"),
@@ -1558,15 +1916,16 @@ def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, st
         mask = torch.ones(T, T, dtype=torch.bool).tril() if mask_kind == "causal" else None
         args = (x.clone(), {k: (None if t is None else t.clone()) for k, t in p.items()}, h)
         got = call("mha_forward", fn, *args, **({"mask": mask.clone()} if mask is not None else {}))
+        shown = f"x of shape {(B, T, d)}, n_heads={h}" + (", causal mask" if mask is not None else "")
+        check_tensor("mha_forward", got, f"when called with {shown}")
         want = _l08_reference_mha(x, p, h, mask)
         wrong = {}
         for description, kw in _MHA_MISTAKES.items():
             if "mask_mode" in kw and mask is None:
                 continue
-            if kw.get("split") == "no_transpose" and h == 1:
+            if "no_transpose" in (kw.get("split"), kw.get("merge")) and h == 1:
                 continue  # with one head the transpose changes nothing
             wrong[description] = _l08_mha(x, p, h, mask, **kw)
-        shown = f"x of shape {(B, T, d)}, n_heads={h}" + (", causal mask" if mask is not None else "")
         check_close(f"mha_forward({shown})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True)
     passed("mha_forward", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")
 
@@ -1584,6 +1943,7 @@ def check_fused_mha(fn: Callable, buggy: Callable | None = None,
         w_qkv = torch.cat([p["w_q"], p["w_k"], p["w_v"]])  # (3d, d)
         b_qkv = torch.cat([p["b_q"], p["b_k"], p["b_v"]])  # (3d,)
         got = call("fused_mha", fn, x.clone(), w_qkv.clone(), b_qkv.clone(), p["w_o"].clone(), p["b_o"].clone(), h)
+        check_tensor("fused_mha", got, f"when called with x of shape {(B, T, d)}, n_heads={h}")
         want = _l08_reference_mha(x, p, h)
         wrong = {}
         if buggy is not None:

@@ -384,3 +384,64 @@ def test_attention_figures_and_widgets():
     with pytest.raises(ValueError, match="N=2 words"):
         widgets.attention_explorer(["x", "y"], torch.randn(3, 2), torch.randn(3, 2), torch.randn(3, 4))
     plt.close("all")
+
+
+def _boolean_index_attention(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s[~mask] = float("-inf")  # works only when the mask has the scores' exact shape
+    w = torch.softmax(s, dim=-1)
+    return w @ v, w
+
+
+def _k_dot_T_attention(q, k, v, mask=None):
+    s = q @ k.T / math.sqrt(q.shape[-1])  # reverses every axis of a batched k
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    w = torch.softmax(s, dim=-1)
+    return w @ v, w
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
+def test_check_attention_names_crashes_without_unrelated_advice():
+    with pytest.raises(checks.CheckFailed, match="the mask must broadcast: use masked_fill") as err:
+        checks.check_attention(_boolean_index_attention)  # caught by a visible case, not only a hidden one
+    assert "transpose" not in str(err.value)
+    with pytest.raises(checks.CheckFailed, match=re.escape("k.transpose(-2, -1)")) as err:
+        checks.check_attention(_k_dot_T_attention)
+    assert "~mask" not in str(err.value) and "mask == False" not in str(err.value)
+    with pytest.raises(checks.CheckFailed, match="the mask must broadcast"):
+        checks.check_attention(_boolean_index_attention, masked_only=True)
+
+
+def test_check_attention_and_softmax_reject_numpy_results():
+    with pytest.raises(checks.CheckFailed, match="expected a torch.Tensor, got ndarray for the output"):
+        checks.check_attention(lambda q, k, v, mask=None: tuple(t.numpy() for t in _reference_attention(q, k, v, mask)))
+    with pytest.raises(checks.CheckFailed, match="expected a torch.Tensor, got ndarray"):
+        checks.check_softmax(lambda x: torch.softmax(x, dim=-1).numpy())
+
+
+def test_check_softmax_names_max_without_keepdim_or_values():
+    def no_keepdim(x):
+        e = (x - x.max(dim=-1).values).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    def no_values(x):
+        e = (x - x.max(dim=-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    with pytest.raises(checks.CheckFailed, match=re.escape("keepdim=True")):
+        checks.check_softmax(no_keepdim)
+    with pytest.raises(checks.CheckFailed, match=re.escape("x.max(dim=-1, keepdim=True).values")):
+        checks.check_softmax(no_values)
+
+
+def test_check_flying_arrows_output_arrows_and_no_reveal():
+    w = torch.softmax(torch.tensor([1.0, -1.0]) / math.sqrt(2), dim=0)
+    out = [-w[1].item(), w[1].item()]
+    checks.check_flying_arrows([0.7071, -0.7071], w, out, [-0.1069, 0.1069])
+    with pytest.raises(checks.CheckFailed, match="flying's weights") as err:
+        checks.check_flying_arrows([0.7071, -0.7071], w, out, out)
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.check_flying_arrows([0.7071, -0.7071], w, out, [-0.3, 0.3])
+    assert "0.10" not in str(err.value) and "expected" not in str(err.value)

@@ -167,6 +167,22 @@ def test_exercises_folder_is_what_course_build_writes():
     assert proc.returncode == 0, f"exercises/ is out of date; run `course build`.\n{proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_exercise_has_visible_and_hidden_tests_and_enough_exercises(path):
+    """DESIGN: at least five auto-graded exercises per set, each with visible and hidden tests."""
+    nb = read_notebook(path)
+    tests = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
+             and not c["metadata"]["nbgrader"].get("solution")]
+    assert len(tests) >= 5, f"{path.name}: {len(tests)} graded test cells, expected at least five exercises"
+    for cell in tests:
+        gid = cell["metadata"]["nbgrader"]["grade_id"]
+        text = source(cell)
+        visible, _, rest = text.partition("### BEGIN HIDDEN TESTS")
+        hidden = rest.partition("### END HIDDEN TESTS")[0]
+        assert "checks." in visible, f"{path.name} {gid}: no visible check a learner can run"
+        assert hidden.strip(), f"{path.name} {gid}: no hidden tests"
+
+
 def test_course_build_matches_nbgrader_generate_assignment(tmp_path):
     """nbgrader's own generate_assignment gives the same student version as `course build`."""
     pytest.importorskip("nbgrader")

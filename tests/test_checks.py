@@ -156,3 +156,23 @@ def test_attention_steps(value, match):
         checks.check_attention_steps("a", value, n_words=20)
     else:
         fails_with(checks.check_attention_steps, "a", value, n_words=20, match=match)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda h, w, p: (h // p) * (w // p), None),
+    (lambda h, w, p: round(h / p) * round(w / p), "round() or math.ceil"),  # 250 / 16 rounds to 16, not 15
+    (lambda h, w, p: (h // p) ** 2, "used the height twice"),  # 224 x 320 is among the default cases
+    (lambda h, w, p: 0 if h == 30 else (h // p) * (w // p), None),  # the default (visible) cases leave 30 x 45 to the hidden ones
+])
+def test_patch_count_default_cases_catch_rounding_and_square_images(fn, match):
+    if match is None:
+        checks.check_patch_count(fn)
+    else:
+        fails_with(checks.check_patch_count, fn, match=match)
+
+
+def test_counts_accept_whole_floats_and_labels_stay_out_of_the_call():
+    checks.check_patches("n_patches", 196.0)
+    text = fails_with(checks.check_receptive_field, lambda L, k: 1 / 0, cases=[(0, 3)], name="receptive_field (more cases)",
+                      match="when called as receptive_field(0, 3)")
+    assert "cases)(" not in text, text

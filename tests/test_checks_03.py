@@ -188,3 +188,34 @@ def test_check_and_gate_names_a_wrong_bias(model):
     extra = W.copy()
     extra[model.index("please"), 0] = 1.0  # another word must not switch the feature on
     fails_with(checks.check_and_gate, "w", extra, model.tokens, group, match="outside the group")
+
+
+# --- messages a learner walkthrough asked for ---------------------------------------------------
+
+
+def test_hand_counted_votes_do_not_reveal_the_answer(model):
+    pc = model.pair_counts()
+    text = fails_with(checks.check_votes, "v", {"down": 3.0, "please": 6.0}, pc, PROGRAM, reveal=False, match="not right")
+    assert "4.0" not in text and "5.0" not in text, text
+
+
+def test_vote_counter_that_ignores_pair_counts_is_named(model):
+    pc = model.pair_counts()
+    fails_with(checks.check_vote_counter, "cv", lambda p, c: model.votes_by_word(c), [(pc, PROGRAM)],
+               match="ignored the pair_counts argument")
+
+
+def test_feature_layer_with_np_append_is_named(model):
+    W1 = markov.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
+    x = np.zeros((4, len(model.tokens)))
+    x[0, [model.index("battery"), model.index("ran")]] = 1.0
+    fails_with(checks.check_feature_layer, "f", lambda x, W: np.maximum(np.append(x, 1.0) @ W, 0), [(x[0], W1), (x, W1)],
+               match="np.append flattens")
+
+
+def test_and_gate_asks_for_unit_weights_unless_told_otherwise(model):
+    group = ["battery", "log", "ran"]
+    W = markov.conjunction_weights(model.tokens, [group]) * 2
+    W[-1, 0] = -5.0  # 2 + 2 + 2 - 5 = 1: a working gate, but not with the +1 weights the exercise asks for
+    fails_with(checks.check_and_gate, "w", W, model.tokens, group, match="weight of +1")
+    checks.check_and_gate("w", W, model.tokens, group, word_weight=None)

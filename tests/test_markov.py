@@ -349,3 +349,36 @@ def test_exercise_checks_pass_the_reference_and_name_mistakes():
         checks.check_sampler("s", lambda d, rng: list(d)[np.random.choice(len(d), p=list(d.values()))])
     with pytest.raises(checks.NotAttempted):
         checks.check_sampler("s", lambda d, rng: (_ for _ in ()).throw(NotImplementedError()))
+
+
+def test_exercise_checks_name_the_walkthrough_mistakes():
+    from course_lib import checks
+
+    vocab = [END] + sorted({w for s in COMMANDS for w in s}) + ["unused"]  # "unused" never occurs
+    counts = checks._l02_counts(COMMANDS, vocab)
+    with np.errstate(invalid="ignore"):
+        plain = counts / counts.sum(axis=1, keepdims=True)  # NaN in the row of "unused"
+        transposed = counts.T / counts.T.sum(axis=1, keepdims=True)
+    with pytest.raises(checks.CheckFailed, match="0/0 = NaN"):
+        checks.check_transition_matrix("tm", lambda s, v: plain, [(COMMANDS, vocab)])
+    with pytest.raises(checks.CheckFailed, match="wrong way round"):
+        checks.check_transition_matrix("tm", lambda s, v: transposed, [(COMMANDS, vocab)])
+
+    c = {("my",): {"directories": 2, "files": 3, "photos": 5}}
+    cases = [(c, ("my",), "files", 1.0, 15), (c, ("ran",), "down", 0.5, 15)]
+
+    def special_cased(counts, context, word, k, V):
+        row = counts.get(context, {})
+        return 0.0 if not row else (row.get(word, 0) + k) / (sum(row.values()) + k * V)
+
+    with pytest.raises(checks.CheckFailed, match="1/V") as info:
+        checks.check_add_k("ak", special_cased, cases)
+    assert "forgot the smoothing" not in str(info.value), info.value
+    with pytest.raises(checks.CheckFailed, match="forgot the smoothing"):  # no smoothing at all is still named as such
+        checks.check_add_k("ak", lambda c, x, w, k, V: c.get(x, {}).get(w, 0) / max(sum(c.get(x, {}).values()), 1e-300), cases)
+    with pytest.raises(checks.CheckFailed, match="counts.get"):
+        checks.check_add_k("ak", lambda c, x, w, k, V: (c[x].get(w, 0) + k) / (sum(c[x].values()) + k * V), cases)
+
+    # a float is refused even where it happens to be exact
+    with pytest.raises(checks.CheckFailed, match="not an exact int"):
+        checks.check_table_entries("n", lambda V, n: float(V) ** n * V, [(50_000, 2)])

@@ -313,3 +313,55 @@ def test_head_grid_rejects_mismatched_words():
         head_grid(torch.full((2, 4, 4), 0.25), ["a", "b", "c"])
     with pytest.raises(ValueError, match=r"\(n_heads, T, T_ctx\)"):
         head_grid(torch.full((4, 4), 0.25), ["a", "b", "c", "d"])
+
+
+# --- the exercise checks of lesson 08 name the usual mistakes --------------------------------------
+
+
+def _check_message(check, *args, **kwargs) -> str:
+    from course_lib import checks
+
+    with pytest.raises(checks.CheckFailed) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+def _mha_forward(x, p, n_heads, mask=None, *, merge_transpose=True, as_numpy=False):
+    B, T, d = x.shape
+    q, k, v = (F.linear(x, p[f"w_{n}"], p[f"b_{n}"]).view(B, T, n_heads, d // n_heads).transpose(1, 2) for n in "qkv")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)  # (B, h, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    out = torch.softmax(scores, dim=-1) @ v  # (B, h, T, d_k)
+    out = out.transpose(1, 2).reshape(B, T, d) if merge_transpose else out.reshape(B, T, d)
+    out = F.linear(out, p["w_o"], p["b_o"])
+    return out.numpy() if as_numpy else out
+
+
+def test_mha_forward_check_names_a_merge_without_transpose_and_wants_a_tensor():
+    from course_lib import checks
+
+    checks.check_mha_forward(_mha_forward)
+    message = _check_message(checks.check_mha_forward, lambda *a, **k: _mha_forward(*a, merge_transpose=False, **k))
+    assert "merged them by reshaping" in message, message
+    message = _check_message(checks.check_mha_forward, lambda *a, **k: _mha_forward(*a, as_numpy=True, **k))
+    assert "expected a torch.Tensor, got ndarray" in message, message
+
+
+def test_combine_check_explains_a_missing_transpose():
+    from course_lib import checks
+
+    def no_transpose(heads, w_o, b_o):
+        d_k = heads.shape[-1]
+        out = sum(heads[:, i] @ w_o[:, i * d_k:(i + 1) * d_k] for i in range(heads.shape[1]))
+        return out if b_o is None else out + b_o
+
+    message = _check_message(checks.check_combine_by_sum, no_transpose)
+    assert "block.T" in message, message
+
+
+def test_param_count_check_names_multiplying_by_the_heads():
+    from course_lib import checks
+
+    message = _check_message(checks.check_mha_param_count, "n", 16 * 4 * 256**2, d_model=256, n_heads=16, bias=False)
+    assert "the head count does not change the parameter count" in message, message

@@ -285,3 +285,66 @@ def test_clock_hands_explorer_builds_without_display(capsys):
     assert len(values) == 8 and all(len(v.split(".")[1]) <= 3 for v in values), f"PE[7] should print rounded: {line}"
     with pytest.raises(ValueError, match="even d_model"):
         widgets.clock_hands_explorer(d_model=3)
+
+
+# --- the exercise checks of lesson 07 name the usual mistakes --------------------------------------
+
+
+def _check_message(check, *args, **kwargs) -> str:
+    from course_lib import checks
+
+    with pytest.raises(checks.CheckFailed) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+def _even_only_table(n, d):
+    """The usual even-d code: crashes for an odd d (one more sine column than cosine columns)."""
+    angle = torch.arange(n, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe
+
+
+def test_sinusoidal_check_tries_an_odd_d_model_and_says_why_it_crashed():
+    from course_lib import checks
+
+    message = _check_message(checks.check_sinusoidal_encoding, _even_only_table)
+    assert "odd d_model = 5" in message and "no cosine partner" in message, message
+    assert "sinusoidal_encoding(7, 5)" in message, message
+    checks.check_sinusoidal_encoding(lambda n, d: P.sinusoidal_encoding(n, d), cases=[(3, 1)], label="odd d_model")
+
+
+def test_position_checks_require_torch_tensors_of_the_asked_dtype():
+    from course_lib import checks
+
+    message = _check_message(checks.check_sinusoidal_encoding, lambda n, d: P.sinusoidal_encoding(n, d).numpy())
+    assert "expected a torch.Tensor, got ndarray" in message, message
+    message = _check_message(checks.check_rotation, lambda a: P.rotation_2d(a).numpy())
+    assert "expected a torch.Tensor, got ndarray" in message, message
+    message = _check_message(checks.check_rotation, lambda a: P.rotation_2d(a, dtype=torch.float32))
+    assert "dtype is torch.float32" in message, message
+
+
+def test_pe_entry_check_names_the_column_used_as_i_and_hides_the_answer():
+    from course_lib import checks
+
+    message = _check_message(checks.check_pe_entry, "pe_50_3", math.cos(50 / 10000 ** (2 * 3 / 4)), pos=50, column=3, d_model=4)
+    assert "column 3 is pair i = 3 // 2 = 1" in message, message
+    message = _check_message(checks.check_pe_entry, "pe_50_3", 0.3, pos=50, column=3, d_model=4)
+    assert "0.877" not in message and "0.878" not in message, message
+
+
+def test_rope_check_names_keys_only_and_a_missing_scale():
+    from course_lib import checks
+
+    def keys_only(q, k, v):
+        k = P.apply_rotary(k)
+        return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+    def unscaled(q, k, v):
+        return torch.softmax(P.apply_rotary(q) @ P.apply_rotary(k).T, dim=-1) @ v
+
+    assert "rotated only the keys" in _check_message(checks.check_rope_attention, keys_only)
+    assert "division by sqrt(d)" in _check_message(checks.check_rope_attention, unscaled)
