@@ -269,6 +269,8 @@ def check_count(name: str, value: Any, expected: int, mistakes: Mapping[str, int
                 hint: str | None = None, quiet: bool = False, detail: str = "") -> None:
     """A whole-number answer (steps, layers, patches, parameters): say when it is not a number,
     not whole, or equal to a count that a known mistake gives (`mistakes`: description -> count)."""
+    if value is None:
+        raise CheckFailed(name, "got None: did you forget to `return` the result (or to assign the variable)?")
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
     if not float(value).is_integer():
@@ -388,21 +390,25 @@ def _l00_receptive_field(num_layers: int, kernel_size: int) -> int:
     return 1 + num_layers * (kernel_size - 1)
 
 
+def _l00_counting_function(name: str, fn: Callable, cases: Sequence[tuple[int, ...]], reference: Callable,
+                           mistakes: Callable[..., dict], hint: Callable[..., str] | None = None) -> None:
+    """Call the learner's counting function on each case; name the mistake a wrong count matches."""
+    for args in cases:
+        shown = f"{_l00_fn_name(name)}({', '.join(str(a) for a in args)})"
+        got = call(_l00_fn_name(name), fn, *args)
+        check_count(shown, got, reference(*args), mistakes(*args), hint=hint(*args) if hint else None, quiet=True)
+    passed(name, f"{len(cases)} cases")
+
+
 def check_receptive_field(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 3), (2, 3), (4, 5)),
                           name: str = "receptive_field") -> None:
     """The learner's `receptive_field(num_layers, kernel_size)` = 1 + L (k - 1)."""
-    for layers, k in cases:
-        shown = f"{_l00_fn_name(name)}({layers}, {k})"
-        got = call(_l00_fn_name(name), fn, layers, k)
-        if got is None:
-            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
-        check_count(shown, got, _l00_receptive_field(layers, k), {
-            "forgot the +1 for the centre position (each layer adds k - 1 positions to ONE starting position)": layers * (k - 1),
-            "multiplied the layers by the kernel size (neighbouring windows overlap: each layer adds only k - 1)": layers * k,
-            "made it grow exponentially; stacked ordinary convolutions grow linearly (exponential growth needs dilation)": k**layers,
-            "added k - 1 once too often (a single layer sees exactly k positions)": 1 + (layers + 1) * (k - 1),
-        }, quiet=True)
-    passed(name, f"{len(cases)} cases")
+    _l00_counting_function(name, fn, cases, _l00_receptive_field, lambda layers, k: {
+        "forgot the +1 for the centre position (each layer adds k - 1 positions to ONE starting position)": layers * (k - 1),
+        "multiplied the layers by the kernel size (neighbouring windows overlap: each layer adds only k - 1)": layers * k,
+        "made it grow exponentially; stacked ordinary convolutions grow linearly (exponential growth needs dilation)": k**layers,
+        "added k - 1 once too often (a single layer sees exactly k positions)": 1 + (layers + 1) * (k - 1),
+    })
 
 
 def _l00_layers_needed(distance: int, kernel_size: int) -> int:
@@ -412,19 +418,12 @@ def _l00_layers_needed(distance: int, kernel_size: int) -> int:
 def check_layers_needed(fn: Callable, cases: Sequence[tuple[int, int]] = ((2, 3), (10, 3), (9, 5)),
                         name: str = "layers_needed") -> None:
     """The learner's `layers_needed(distance, kernel_size)`: fewest layers with 1 + L (k - 1) >= d + 1."""
-    for d, k in cases:
-        shown = f"{_l00_fn_name(name)}({d}, {k})"
-        got = call(_l00_fn_name(name), fn, d, k)
-        if got is None:
-            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
-        want = _l00_layers_needed(d, k)
-        check_count(shown, got, want, {
-            "rounded down: with that many layers the two words are still just out of each other's reach": d // (k - 1),
-            "required the receptive field to span d positions instead of d + 1 (both words must be inside it)": -(-(d - 1) // (k - 1)),
-            "divided by the kernel size k instead of the k - 1 new positions each layer adds": -(-d // k),
-            "added one layer too many": want + 1,
-        }, hint=f"find the smallest L with 1 + L * ({k} - 1) >= {d} + 1.", quiet=True)
-    passed(name, f"{len(cases)} cases")
+    _l00_counting_function(name, fn, cases, _l00_layers_needed, lambda d, k: {
+        "rounded down: with that many layers the two words are still just out of each other's reach": d // (k - 1),
+        "required the receptive field to span d positions instead of d + 1 (both words must be inside it)": -(-(d - 1) // (k - 1)),
+        "divided by the kernel size k instead of the k - 1 new positions each layer adds": -(-d // k),
+        "added one layer too many": _l00_layers_needed(d, k) + 1,
+    }, hint=lambda d, k: f"find the smallest L with 1 + L * ({k} - 1) >= {d} + 1.")
 
 
 def check_patches(name: str, value: Any, image_size: int = 224, patch_size: int = 16, class_token: bool = False) -> None:
@@ -449,29 +448,27 @@ def _l00_patch_count(height: int, width: int, patch: int) -> int:
     return (height // patch) * (width // patch)
 
 
+def _l00_patch_count_mistakes(h: int, w: int, p: int) -> dict[str, int]:
+    mistakes = {
+        "kept the bug: the pixel count was divided by the patch side, not by the patch area": (h * w) // p,
+        "assumed a square image (used the height twice)": (h // p) ** 2,
+        "assumed a square image (used the width twice)": (w // p) ** 2,
+    }
+    rounded, ceiled = round(h / p) * round(w / p), -(-h // p) * -(-w // p)
+    if rounded == ceiled:  # e.g. 250 / 16 = 15.6: round() and ceil both give 16
+        mistakes["counted partial patches at the border (rounded h / p up, with round() or math.ceil); "
+                 "patches that do not fit are dropped, so round down with //"] = ceiled
+    else:
+        mistakes["rounded h / p to the nearest whole number with round(); a partial patch at the border "
+                 "does not fit and is dropped, so round down with //"] = rounded
+        mistakes["counted partial patches at the border; patches that do not fit are dropped"] = ceiled
+    return mistakes
+
+
 def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((224, 224, 16), (224, 320, 16), (250, 250, 16), (32, 32, 8)),
                       name: str = "patch_count") -> None:
     """The learner's fixed `patch_count(height, width, patch)` = (H // p) * (W // p)."""
-    for h, w, p in cases:
-        shown = f"{_l00_fn_name(name)}({h}, {w}, {p})"
-        got = call(_l00_fn_name(name), fn, h, w, p)
-        if got is None:
-            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
-        mistakes = {
-            "kept the bug: the pixel count was divided by the patch side, not by the patch area": (h * w) // p,
-            "assumed a square image (used the height twice)": (h // p) ** 2,
-            "assumed a square image (used the width twice)": (w // p) ** 2,
-        }
-        rounded, ceiled = round(h / p) * round(w / p), -(-h // p) * -(-w // p)
-        if rounded == ceiled:  # e.g. 250 / 16 = 15.6: round() and ceil both give 16
-            mistakes["counted partial patches at the border (rounded h / p up, with round() or math.ceil); "
-                     "patches that do not fit are dropped, so round down with //"] = ceiled
-        else:
-            mistakes["rounded h / p to the nearest whole number with round(); a partial patch at the border "
-                     "does not fit and is dropped, so round down with //"] = rounded
-            mistakes["counted partial patches at the border; patches that do not fit are dropped"] = ceiled
-        check_count(shown, got, _l00_patch_count(h, w, p), mistakes, quiet=True)
-    passed(name, f"{len(cases)} cases")
+    _l00_counting_function(name, fn, cases, _l00_patch_count, _l00_patch_count_mistakes)
 
 
 def check_attention_steps(name: str, value: Any, n_words: int) -> None:
