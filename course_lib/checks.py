@@ -18,6 +18,7 @@ the checks that know that lesson's likely mistakes.
 """
 from __future__ import annotations
 
+import difflib
 import math
 import sys
 from collections import Counter, OrderedDict, defaultdict
@@ -47,12 +48,11 @@ class CheckFailed(AssertionError):
 class NotAttempted(CheckFailed):
     """The exercise still holds its `raise NotImplementedError()`."""
 
-    def __init__(self, name: str):
-        super().__init__(
-            name,
-            "not attempted yet.",
-            "replace `raise NotImplementedError()` in the answer cell with your code, run that cell, then this one.",
-        )
+    def __init__(self, name: str, near: str | None = None):
+        hint = "replace `raise NotImplementedError()` in the answer cell with your code, run that cell, then this one."
+        if near is not None:  # the cell ran, but under another name: the likeliest reason it looks unanswered
+            hint = f"nothing called `{name}` is defined yet; `{near}` is: if you meant this name, check the spelling."
+        super().__init__(name, "not attempted yet.", hint)
 
 
 def passed(name: str, detail: str = "") -> None:
@@ -73,7 +73,9 @@ def answer(variable: str) -> Any:
         main = sys.modules.get("__main__")
         value = getattr(main, variable, _MISSING)
     if value is _MISSING or value is Ellipsis:
-        raise NotAttempted(variable)
+        names = [n for n in {**frame.f_globals, **frame.f_locals} if not n.startswith("_")]
+        near = difflib.get_close_matches(variable, names, n=1, cutoff=0.8) if value is _MISSING else []
+        raise NotAttempted(variable, near[0] if near else None)
     return value
 
 

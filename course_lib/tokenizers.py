@@ -1,8 +1,7 @@
 """From text to token ids and back.
 
-- `Vocabulary` (lesson 01): a fixed table of word- or character-level tokens, with an optional
-  unknown token for anything the table has never seen.
-- Byte-pair encoding (lesson 05) follows in its own section below.
+`Vocabulary` (lesson 01): a fixed table of word- or character-level tokens, with an optional
+unknown token for anything the table has never seen.
 
 Ids are 0-based: in a vocabulary of V tokens they run from 0 to V - 1.
 """
@@ -211,5 +210,3 @@ def _split(text: str, level: str) -> list[str]:
     """Word level: whitespace-separated words; character level: every character."""
     return text.split() if level == "word" else list(text)
 
-
-# --- Byte-pair encoding (lesson 05) ---------------------------------------------------------------

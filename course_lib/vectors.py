@@ -75,8 +75,8 @@ def one_hot(ids: ArrayLike, num_classes: int, dtype=None) -> np.ndarray | torch.
     if ids_np.size == 0:
         ids_np = ids_np.astype(np.int64)  # an empty list reads as float; it holds no ids either way
     out = np.zeros(ids_np.shape + (num_classes,), dtype=dtype or np.float64)  # (..., V)
-    # the identity matrix's rows are exactly the one-hot vectors: pick row ids[k] for each k
-    out[...] = np.eye(num_classes, dtype=out.dtype)[ids_np]
+    # a 1 at column ids[k] of row k (np.eye(V)[ids] would too, but builds a V x V matrix first)
+    np.put_along_axis(out, ids_np.astype(np.int64)[..., None], 1, axis=-1)
     return out
 
 

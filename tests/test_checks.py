@@ -176,3 +176,13 @@ def test_counts_accept_whole_floats_and_labels_stay_out_of_the_call():
     text = fails_with(checks.check_receptive_field, lambda L, k: 1 / 0, cases=[(0, 3)], name="receptive_field (more cases)",
                       match="when called as receptive_field(0, 3)")
     assert "cases)(" not in text, text
+
+
+def test_a_misspelled_answer_is_pointed_out():
+    transition_matrx = object()  # noqa: F841 - the learner's cell ran, under another name
+    with pytest.raises(checks.NotAttempted) as info:
+        checks.answer("transition_matrix")
+    assert "`transition_matrx` is: if you meant this name, check the spelling" in str(info.value), str(info.value)
+    with pytest.raises(checks.NotAttempted) as info:
+        checks.answer("nothing_like_it")
+    assert "replace `raise NotImplementedError()`" in str(info.value)

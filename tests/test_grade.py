@@ -418,3 +418,11 @@ def test_a_broken_solution_notebook_stops_before_anyone_is_graded(tmp_path, caps
     out = capsys.readouterr().out
     assert "00_welcome.ipynb cannot be used for grading" in out and "without a grade_id" in out, out
     assert not (tmp_path / "out").exists()
+
+
+def test_student_ids_that_differ_only_in_odd_characters_get_separate_feedback(tmp_path):
+    from course_lib.grading.grade import _safe
+
+    assert _safe("ada") == "ada"
+    names = {_safe(s) for s in ("a b", "a_b", "a/b", "a\\b")}
+    assert len(names) == 4 and all("/" not in n and "\\" not in n and " " not in n for n in names), names

@@ -15,6 +15,7 @@ and submission files are only ever read.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -249,7 +250,10 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "student"
+    """A file name for a student id; ids that had to be changed get a short hash, so that
+    "a b" and "a_b" never share a feedback file."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "student"
+    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def _grade_job(args: tuple) -> SubmissionResult:

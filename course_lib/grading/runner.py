@@ -76,8 +76,9 @@ def run_steps(steps: list[Step], *, scratch: Path, kernels_root: Path, limits: L
             return report
         try:
             if guard:
-                if _guard_call(sandbox, marker, "arm") is None:
-                    report.notes.append("The grader could not arm its guard in the kernel.")
+                note = "The grader could not arm its guard in the kernel."
+                if _guard_call(sandbox, marker, "arm") is None and note not in report.notes:  # once, not per restart
+                    report.notes.append(note)
                 if last_setup < 0:
                     _guard_call(sandbox, marker, "snapshot")
             for i, step in enumerate(steps):
