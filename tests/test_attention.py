@@ -272,6 +272,7 @@ def test_mha_dropout_only_in_training():
 # --- the lesson 06 exercise checks, figures and widgets ------------------------------------------------
 
 from course_lib import checks  # noqa: E402
+from course_lib.checks import lesson06  # noqa: E402
 
 
 def _reference_attention(q, k, v, mask=None):
@@ -297,7 +298,7 @@ def _variant(*, scale=True, transpose=True, dim=-1, mask_mode="fill", output="we
 
 
 def test_check_attention_passes_the_reference(capsys):
-    checks.check_attention(_reference_attention, hidden=True)
+    lesson06.check_attention(_reference_attention, hidden=True)
     assert "✔ attention: passed (6 cases)" in capsys.readouterr().out
 
 
@@ -315,7 +316,7 @@ def test_check_attention_passes_the_reference(capsys):
 )
 def test_check_attention_names_each_mistake(wrong, named):
     with pytest.raises(checks.CheckFailed, match=re.escape(named)):
-        checks.check_attention(wrong)
+        lesson06.check_attention(wrong)
 
 
 def test_check_attention_not_attempted_and_wrong_return():
@@ -323,19 +324,19 @@ def test_check_attention_not_attempted_and_wrong_return():
         raise NotImplementedError()
 
     with pytest.raises(checks.NotAttempted):
-        checks.check_attention(blank)
+        lesson06.check_attention(blank)
     with pytest.raises(checks.CheckFailed, match=r"expected a tuple \(output, weights\)"):
-        checks.check_attention(lambda q, k, v, mask=None: _reference_attention(q, k, v, mask)[0])
+        lesson06.check_attention(lambda q, k, v, mask=None: _reference_attention(q, k, v, mask)[0])
 
 
 def test_check_softmax_names_mistakes():
-    checks.check_softmax(lambda x: softmax(x), hidden=True)
+    lesson06.check_softmax(lambda x: softmax(x), hidden=True)
     with pytest.raises(checks.CheckFailed, match="forgot to subtract the maximum"):
-        checks.check_softmax(lambda x: x.exp() / x.exp().sum(-1, keepdim=True))
+        lesson06.check_softmax(lambda x: x.exp() / x.exp().sum(-1, keepdim=True))
     with pytest.raises(checks.CheckFailed, match="wrong axis"):
-        checks.check_softmax(lambda x: softmax(x, dim=0))
+        lesson06.check_softmax(lambda x: softmax(x, dim=0))
     with pytest.raises(checks.CheckFailed, match="whole tensor instead of each row"):
-        checks.check_softmax(lambda x: (x - x.max()).exp() / (x - x.max()).exp().sum(-1, keepdim=True), hidden=True)
+        lesson06.check_softmax(lambda x: (x - x.max()).exp() / (x - x.max()).exp().sum(-1, keepdim=True), hidden=True)
 
 
 @pytest.mark.parametrize(
@@ -348,18 +349,18 @@ def test_check_softmax_names_mistakes():
     ],
 )
 def test_check_causal_mask_names_mistakes(wrong, named):
-    checks.check_causal_mask(causal_mask)
+    lesson06.check_causal_mask(causal_mask)
     with pytest.raises(checks.CheckFailed, match=named):
-        checks.check_causal_mask(wrong)
+        lesson06.check_causal_mask(wrong)
 
 
 def test_check_flying_arrows():
     w = torch.softmax(torch.tensor([1.0, -1.0]) / math.sqrt(2), dim=0)
-    checks.check_flying_arrows([0.7071, -0.7071], w, [-w[1].item(), w[1].item()])
+    lesson06.check_flying_arrows([0.7071, -0.7071], w, [-w[1].item(), w[1].item()])
     with pytest.raises(checks.CheckFailed, match=r"forgot to divide by sqrt\(d_k\)"):
-        checks.check_flying_arrows([1.0, -1.0], w, [-0.2, 0.2])
+        lesson06.check_flying_arrows([1.0, -1.0], w, [-0.2, 0.2])
     with pytest.raises(checks.CheckFailed, match="own value"):
-        checks.check_flying_arrows([0.7071, -0.7071], w, [0.0, 0.0])
+        lesson06.check_flying_arrows([0.7071, -0.7071], w, [0.0, 0.0])
 
 
 def test_attention_figures_and_widgets():
@@ -405,20 +406,20 @@ def _k_dot_T_attention(q, k, v, mask=None):
 @pytest.mark.filterwarnings("ignore:The use of `x.T`")
 def test_check_attention_names_crashes_without_unrelated_advice():
     with pytest.raises(checks.CheckFailed, match="the mask must broadcast: use masked_fill") as err:
-        checks.check_attention(_boolean_index_attention)  # caught by a visible case, not only a hidden one
+        lesson06.check_attention(_boolean_index_attention)  # caught by a visible case, not only a hidden one
     assert "transpose" not in str(err.value)
     with pytest.raises(checks.CheckFailed, match=re.escape("k.transpose(-2, -1)")) as err:
-        checks.check_attention(_k_dot_T_attention)
+        lesson06.check_attention(_k_dot_T_attention)
     assert "~mask" not in str(err.value) and "mask == False" not in str(err.value)
     with pytest.raises(checks.CheckFailed, match="the mask must broadcast"):
-        checks.check_attention(_boolean_index_attention, masked_only=True)
+        lesson06.check_attention(_boolean_index_attention, masked_only=True)
 
 
 def test_check_attention_and_softmax_reject_numpy_results():
     with pytest.raises(checks.CheckFailed, match="expected a torch.Tensor, got ndarray for the output"):
-        checks.check_attention(lambda q, k, v, mask=None: tuple(t.numpy() for t in _reference_attention(q, k, v, mask)))
+        lesson06.check_attention(lambda q, k, v, mask=None: tuple(t.numpy() for t in _reference_attention(q, k, v, mask)))
     with pytest.raises(checks.CheckFailed, match="expected a torch.Tensor, got ndarray"):
-        checks.check_softmax(lambda x: torch.softmax(x, dim=-1).numpy())
+        lesson06.check_softmax(lambda x: torch.softmax(x, dim=-1).numpy())
 
 
 def test_check_softmax_names_max_without_keepdim_or_values():
@@ -431,17 +432,17 @@ def test_check_softmax_names_max_without_keepdim_or_values():
         return e / e.sum(-1, keepdim=True)
 
     with pytest.raises(checks.CheckFailed, match=re.escape("keepdim=True")):
-        checks.check_softmax(no_keepdim)
+        lesson06.check_softmax(no_keepdim)
     with pytest.raises(checks.CheckFailed, match=re.escape("x.max(dim=-1, keepdim=True).values")):
-        checks.check_softmax(no_values)
+        lesson06.check_softmax(no_values)
 
 
 def test_check_flying_arrows_output_arrows_and_no_reveal():
     w = torch.softmax(torch.tensor([1.0, -1.0]) / math.sqrt(2), dim=0)
     out = [-w[1].item(), w[1].item()]
-    checks.check_flying_arrows([0.7071, -0.7071], w, out, [-0.1069, 0.1069])
+    lesson06.check_flying_arrows([0.7071, -0.7071], w, out, [-0.1069, 0.1069])
     with pytest.raises(checks.CheckFailed, match="flying's weights") as err:
-        checks.check_flying_arrows([0.7071, -0.7071], w, out, out)
+        lesson06.check_flying_arrows([0.7071, -0.7071], w, out, out)
     with pytest.raises(checks.CheckFailed) as err:
-        checks.check_flying_arrows([0.7071, -0.7071], w, out, [-0.3, 0.3])
+        lesson06.check_flying_arrows([0.7071, -0.7071], w, out, [-0.3, 0.3])
     assert "0.10" not in str(err.value) and "expected" not in str(err.value)

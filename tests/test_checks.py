@@ -7,6 +7,7 @@ import torch
 from nbclient import NotebookClient
 
 from course_lib import checks
+from course_lib.checks import lesson00
 from course_lib.device import seed_everything
 from grading_helpers import fails_with
 
@@ -64,26 +65,26 @@ def good_sample(seed):
 
 
 def test_reproducible_sample_passes_and_names_mistakes(capsys):
-    checks.check_reproducible_sample(good_sample)
+    lesson00.check_reproducible_sample(good_sample)
     assert "✔ reproducible_sample: passed" in capsys.readouterr().out
 
     def seeded_outside(seed):
         return torch.randn(5)
 
-    fails_with(checks.check_reproducible_sample, seeded_outside, match="INSIDE the function")
+    fails_with(lesson00.check_reproducible_sample, seeded_outside, match="INSIDE the function")
 
     def uniform(seed):
         seed_everything(seed)
         return torch.rand(5)
 
-    fails_with(checks.check_reproducible_sample, uniform, match="torch.rand (uniform")
+    fails_with(lesson00.check_reproducible_sample, uniform, match="torch.rand (uniform")
 
     def ignores_seed(seed):
         return good_sample(0)
 
-    fails_with(checks.check_reproducible_sample, ignores_seed, match="ignored the `seed` argument")
-    fails_with(checks.check_reproducible_sample, lambda s: good_sample(s).numpy(), match="expected a Tensor")
-    fails_with(checks.check_reproducible_sample, lambda s: good_sample(s)[:3], match="expected shape (5,)")
+    fails_with(lesson00.check_reproducible_sample, ignores_seed, match="ignored the `seed` argument")
+    fails_with(lesson00.check_reproducible_sample, lambda s: good_sample(s).numpy(), match="expected a Tensor")
+    fails_with(lesson00.check_reproducible_sample, lambda s: good_sample(s)[:3], match="expected shape (5,)")
 
 
 @pytest.mark.parametrize("value, match", [
@@ -92,9 +93,9 @@ def test_reproducible_sample_passes_and_names_mistakes(capsys):
 ])
 def test_rnn_steps(value, match):
     if match is None:
-        checks.check_rnn_steps("steps", value, first=2, last=19)
+        lesson00.check_rnn_steps("steps", value, first=2, last=19)
     else:
-        fails_with(checks.check_rnn_steps, "steps", value, first=2, last=19, match=match)
+        fails_with(lesson00.check_rnn_steps, "steps", value, first=2, last=19, match=match)
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -107,9 +108,9 @@ def test_rnn_steps(value, match):
 ])
 def test_receptive_field(fn, match):
     if match is None:
-        checks.check_receptive_field(fn)
+        lesson00.check_receptive_field(fn)
     else:
-        fails_with(checks.check_receptive_field, fn, match=match)
+        fails_with(lesson00.check_receptive_field, fn, match=match)
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -120,9 +121,9 @@ def test_receptive_field(fn, match):
 ])
 def test_layers_needed(fn, match):
     if match is None:
-        checks.check_layers_needed(fn, cases=[(2, 3), (10, 3), (9, 5), (17, 3), (1, 3)])
+        lesson00.check_layers_needed(fn, cases=[(2, 3), (10, 3), (9, 5), (17, 3), (1, 3)])
     else:
-        fails_with(checks.check_layers_needed, fn, match=match)
+        fails_with(lesson00.check_layers_needed, fn, match=match)
 
 
 @pytest.mark.parametrize("value, class_token, match", [
@@ -131,9 +132,9 @@ def test_layers_needed(fn, match):
 ])
 def test_patches(value, class_token, match):
     if match is None:
-        checks.check_patches("n", value, class_token=class_token)
+        lesson00.check_patches("n", value, class_token=class_token)
     else:
-        fails_with(checks.check_patches, "n", value, class_token=class_token, match=match)
+        fails_with(lesson00.check_patches, "n", value, class_token=class_token, match=match)
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -145,17 +146,17 @@ def test_patches(value, class_token, match):
 def test_patch_count(fn, match):
     cases = [(224, 224, 16), (224, 320, 16), (230, 230, 16)]
     if match is None:
-        checks.check_patch_count(fn, cases=cases)
+        lesson00.check_patch_count(fn, cases=cases)
     else:
-        fails_with(checks.check_patch_count, fn, cases=cases, match=match)
+        fails_with(lesson00.check_patch_count, fn, cases=cases, match=match)
 
 
 @pytest.mark.parametrize("value, match", [(1, None), (19, "RNN's count"), (20, "counted the words"), (0, "answered 0")])
 def test_attention_steps(value, match):
     if match is None:
-        checks.check_attention_steps("a", value, n_words=20)
+        lesson00.check_attention_steps("a", value, n_words=20)
     else:
-        fails_with(checks.check_attention_steps, "a", value, n_words=20, match=match)
+        fails_with(lesson00.check_attention_steps, "a", value, n_words=20, match=match)
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -166,14 +167,14 @@ def test_attention_steps(value, match):
 ])
 def test_patch_count_default_cases_catch_rounding_and_square_images(fn, match):
     if match is None:
-        checks.check_patch_count(fn)
+        lesson00.check_patch_count(fn)
     else:
-        fails_with(checks.check_patch_count, fn, match=match)
+        fails_with(lesson00.check_patch_count, fn, match=match)
 
 
 def test_counts_accept_whole_floats_and_labels_stay_out_of_the_call():
-    checks.check_patches("n_patches", 196.0)
-    text = fails_with(checks.check_receptive_field, lambda L, k: 1 / 0, cases=[(0, 3)], name="receptive_field (more cases)",
+    lesson00.check_patches("n_patches", 196.0)
+    text = fails_with(lesson00.check_receptive_field, lambda L, k: 1 / 0, cases=[(0, 3)], name="receptive_field (more cases)",
                       match="when called as receptive_field(0, 3)")
     assert "cases)(" not in text, text
 

@@ -8,6 +8,7 @@ import pytest
 from course_lib import checks, markov
 from course_lib.data import load_sentences
 from grading_helpers import fails_with
+from course_lib.checks import lesson03
 
 PROGRAM = "check the program log and find out whether it ran".split()
 BATTERY = "check the battery log and find out whether it ran".split()
@@ -26,24 +27,24 @@ def model():
 @pytest.mark.parametrize("context", [PROGRAM, BATTERY, REPEATED, ["check", "the", "check", "the"]])
 def test_reference_votes_match_the_library(model, context):
     want = model.votes_by_word(context)
-    got = checks.l03_votes(model.pair_counts(), context)
+    got = lesson03.reference_votes(model.pair_counts(), context)
     assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-12 for k in want), (got, want)
 
 
 def test_reference_votes_match_the_library_on_a_toy_corpus():
     toy = markov.SkipPairVotes().fit(TOY)
     for context in (["a", "b", "a", "c"], ["c", "a", "b"], ["b", "a", "b", "b"]):
-        want, got = toy.votes_by_word(context), checks.l03_votes(toy.pair_counts(), context)
+        want, got = toy.votes_by_word(context), lesson03.reference_votes(toy.pair_counts(), context)
         assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-12 for k in want), (context, got, want)
 
 
 def test_reference_select_mask_and_feature_layer_match_the_library(model):
     M = markov.confident_pair_mask(model)
     for word in ("ran", "it", "check"):
-        np.testing.assert_array_equal(checks.l03_select_mask(word, M, model.tokens), markov.mask_lookup(model.index(word), M))
+        np.testing.assert_array_equal(lesson03.reference_select_mask(word, M, model.tokens), markov.mask_lookup(model.index(word), M))
     W1 = markov.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
     x = (np.random.default_rng(0).random((4, len(model.tokens))) < 0.5).astype(float)
-    np.testing.assert_array_equal(checks.l03_feature_layer(x, W1), markov.feature_layer(x, W1))
+    np.testing.assert_array_equal(lesson03.reference_feature_layer(x, W1), markov.feature_layer(x, W1))
 
 
 # --- exercise 1 and 6: votes --------------------------------------------------------------------
@@ -51,14 +52,14 @@ def test_reference_select_mask_and_feature_layer_match_the_library(model):
 
 def test_check_votes_names_the_counting_slips(model):
     pc = model.pair_counts()
-    checks.check_votes("v", {"down": 4.0, "please": 5.0}, pc, PROGRAM)
-    checks.check_votes("v", {"down": 4, "please": 5, "and": 0}, pc, PROGRAM)  # zero entries are fine
-    fails_with(checks.check_votes, "v", {"down": 40.0, "please": 45.0}, pc, PROGRAM, match="without normalising")
-    fails_with(checks.check_votes, "v", {"down": 8.0, "please": 6.0}, pc, REPEATED, match="vote twice")
-    fails_with(checks.check_votes, "v", {"down": 5.0, "please": 4.0}, pc, PROGRAM, mistakes={"swapped them": {"down": 5.0, "please": 4.0}},
+    lesson03.check_votes("v", {"down": 4.0, "please": 5.0}, pc, PROGRAM)
+    lesson03.check_votes("v", {"down": 4, "please": 5, "and": 0}, pc, PROGRAM)  # zero entries are fine
+    fails_with(lesson03.check_votes, "v", {"down": 40.0, "please": 45.0}, pc, PROGRAM, match="without normalising")
+    fails_with(lesson03.check_votes, "v", {"down": 8.0, "please": 6.0}, pc, REPEATED, match="vote twice")
+    fails_with(lesson03.check_votes, "v", {"down": 5.0, "please": 4.0}, pc, PROGRAM, mistakes={"swapped them": {"down": 5.0, "please": 4.0}},
                match="swapped them")
-    fails_with(checks.check_votes, "v", [4.0, 5.0], pc, PROGRAM, match="expected a dict")
-    fails_with(checks.check_votes, "v", {"down": 3.0, "please": 6.0}, pc, PROGRAM, match="expected {'down': 4.0, 'please': 5.0}")
+    fails_with(lesson03.check_votes, "v", [4.0, 5.0], pc, PROGRAM, match="expected a dict")
+    fails_with(lesson03.check_votes, "v", {"down": 3.0, "please": 6.0}, pc, PROGRAM, match="expected {'down': 4.0, 'please': 5.0}")
 
 
 def buggy_count_votes(pair_counts, context):  # the function printed in exercise 6
@@ -75,20 +76,20 @@ def buggy_count_votes(pair_counts, context):  # the function printed in exercise
 def test_check_vote_counter_names_the_bug_and_other_slips(model):
     pc = model.pair_counts()
     cases = [(pc, PROGRAM), (pc, REPEATED)]
-    checks.check_vote_counter("cv", checks.l03_votes, cases)
-    fails_with(checks.check_vote_counter, "cv", buggy_count_votes, cases, match="vote twice")
-    fails_with(checks.check_vote_counter, "cv", lambda p, c: checks.l03_votes(p, c, normalise=False), cases,
+    lesson03.check_vote_counter("cv", lesson03.reference_votes, cases)
+    fails_with(lesson03.check_vote_counter, "cv", buggy_count_votes, cases, match="vote twice")
+    fails_with(lesson03.check_vote_counter, "cv", lambda p, c: lesson03.reference_votes(p, c, normalise=False), cases,
                match="without normalising")
     toy = markov.SkipPairVotes().fit(TOY).pair_counts()
-    fails_with(checks.check_vote_counter, "cv", lambda p, c: checks.l03_votes(p, c, include_latest=True), [(toy, ["c", "a", "b"])],
+    fails_with(lesson03.check_vote_counter, "cv", lambda p, c: lesson03.reference_votes(p, c, include_latest=True), [(toy, ["c", "a", "b"])],
                match="paired the latest word with itself")
-    fails_with(checks.check_vote_counter, "cv", lambda p, c: None, cases, match="forget to `return`")
+    fails_with(lesson03.check_vote_counter, "cv", lambda p, c: None, cases, match="forget to `return`")
 
     def blank(p, c):
         raise NotImplementedError()
 
     with pytest.raises(checks.NotAttempted):
-        checks.check_vote_counter("cv", blank, cases)
+        lesson03.check_vote_counter("cv", blank, cases)
 
 
 # --- exercise 2: the mask after "ran" -----------------------------------------------------------
@@ -102,19 +103,19 @@ def test_check_mask_ran_names_the_wrong_masks(model):
         m[[model.index(w) for w in words]] = 1.0
         return m
 
-    checks.check_mask_ran("m", ones("battery", "program"), model.tokens, PROGRAM)
-    checks.check_mask_ran("m", ones("battery", "program").astype(int).tolist(), model.tokens, PROGRAM)
-    fails_with(checks.check_mask_ran, "m", np.ones(V), model.tokens, PROGRAM, match="kept every pair")
-    fails_with(checks.check_mask_ran, "m", model.presence(PROGRAM), model.tokens, PROGRAM, match="present in the command")
-    fails_with(checks.check_mask_ran, "m", ones("battery", "program", "ran"), model.tokens, PROGRAM, match="kept 'ran' itself")
-    fails_with(checks.check_mask_ran, "m", ones("program"), model.tokens, PROGRAM, match="kept only 'program'")
-    fails_with(checks.check_mask_ran, "m", ones("battery"), model.tokens, PROGRAM, match="kept only 'battery'")
-    fails_with(checks.check_mask_ran, "m", 1 - ones("battery", "program"), model.tokens, PROGRAM, match="inverted")
+    lesson03.check_mask_ran("m", ones("battery", "program"), model.tokens, PROGRAM)
+    lesson03.check_mask_ran("m", ones("battery", "program").astype(int).tolist(), model.tokens, PROGRAM)
+    fails_with(lesson03.check_mask_ran, "m", np.ones(V), model.tokens, PROGRAM, match="kept every pair")
+    fails_with(lesson03.check_mask_ran, "m", model.presence(PROGRAM), model.tokens, PROGRAM, match="present in the command")
+    fails_with(lesson03.check_mask_ran, "m", ones("battery", "program", "ran"), model.tokens, PROGRAM, match="kept 'ran' itself")
+    fails_with(lesson03.check_mask_ran, "m", ones("program"), model.tokens, PROGRAM, match="kept only 'program'")
+    fails_with(lesson03.check_mask_ran, "m", ones("battery"), model.tokens, PROGRAM, match="kept only 'battery'")
+    fails_with(lesson03.check_mask_ran, "m", 1 - ones("battery", "program"), model.tokens, PROGRAM, match="inverted")
     at_position = np.zeros(V)
     at_position[2] = 1.0
-    fails_with(checks.check_mask_ran, "m", at_position, model.tokens, PROGRAM, match="positions in the sentence")
-    fails_with(checks.check_mask_ran, "m", np.zeros(len(PROGRAM)), model.tokens, PROGRAM, match="one entry per vocabulary token")
-    fails_with(checks.check_mask_ran, "m", ["battery", "program"], model.tokens, PROGRAM, match="list of words")
+    fails_with(lesson03.check_mask_ran, "m", at_position, model.tokens, PROGRAM, match="positions in the sentence")
+    fails_with(lesson03.check_mask_ran, "m", np.zeros(len(PROGRAM)), model.tokens, PROGRAM, match="one entry per vocabulary token")
+    fails_with(lesson03.check_mask_ran, "m", ["battery", "program"], model.tokens, PROGRAM, match="list of words")
 
 
 # --- exercise 3: select_mask --------------------------------------------------------------------
@@ -124,17 +125,17 @@ def test_check_select_mask_names_a_column_and_a_shifted_index(model):
     M = markov.confident_pair_mask(model)
     M_random = (np.random.default_rng(0).random((5, 5)) < 0.5).astype(float)
     cases = [("ran", M, model.tokens), ("b", M_random, ["a", "b", "c", "d", "e"])]
-    checks.check_select_mask("s", checks.l03_select_mask, cases)
+    lesson03.check_select_mask("s", lesson03.reference_select_mask, cases)
 
     def one_hot(word, tokens):
         q = np.zeros(len(tokens))
         q[list(tokens).index(word)] = 1.0
         return q
 
-    fails_with(checks.check_select_mask, "s", lambda w, M, t: np.asarray(M) @ one_hot(w, t), cases, match="picked a column")
-    fails_with(checks.check_select_mask, "s", lambda w, M, t: np.asarray(M)[list(t).index(w) + 1], cases,
+    fails_with(lesson03.check_select_mask, "s", lambda w, M, t: np.asarray(M) @ one_hot(w, t), cases, match="picked a column")
+    fails_with(lesson03.check_select_mask, "s", lambda w, M, t: np.asarray(M)[list(t).index(w) + 1], cases,
                match="one below the word's index")
-    fails_with(checks.check_select_mask, "s", lambda w, M, t: np.asarray(M)[list(t).index(w) - 1], cases,
+    fails_with(lesson03.check_select_mask, "s", lambda w, M, t: np.asarray(M)[list(t).index(w) - 1], cases,
                match="one above the word's index")
 
 
@@ -161,15 +162,15 @@ def test_check_feature_layer_names_a_missing_relu_or_bias(model):
     x[0, [model.index("battery"), model.index("ran")]] = 1.0
     x[1, model.index("battery")] = 1.0  # a single word: the sum is 0, or -1 with nothing present
     cases = [(x, W1), (x[0], W1)]
-    checks.check_feature_layer("f", checks.l03_feature_layer, cases)
-    checks.check_feature_layer("f", markov.feature_layer, cases)
+    lesson03.check_feature_layer("f", lesson03.reference_feature_layer, cases)
+    lesson03.check_feature_layer("f", markov.feature_layer, cases)
     with_bias = lambda x: np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)  # noqa: E731
-    fails_with(checks.check_feature_layer, "f", lambda x, W: with_bias(x) @ W, cases, match="forgot the ReLU")
-    fails_with(checks.check_feature_layer, "f", lambda x, W: np.maximum(x @ W[:-1], 0), cases, match="forgot the bias")
-    fails_with(checks.check_feature_layer, "f",
+    fails_with(lesson03.check_feature_layer, "f", lambda x, W: with_bias(x) @ W, cases, match="forgot the ReLU")
+    fails_with(lesson03.check_feature_layer, "f", lambda x, W: np.maximum(x @ W[:-1], 0), cases, match="forgot the bias")
+    fails_with(lesson03.check_feature_layer, "f",
                lambda x, W: np.maximum(np.concatenate([np.ones(x.shape[:-1] + (1,)), x], axis=-1) @ W, 0), cases,
                match="put the bias input first")
-    fails_with(checks.check_feature_layer, "f", lambda x, W: np.maximum(x @ W[:-1] - W[-1], 0), cases,
+    fails_with(lesson03.check_feature_layer, "f", lambda x, W: np.maximum(x @ W[:-1] - W[-1], 0), cases,
                match="subtracted the bias row")
 
 
@@ -179,15 +180,15 @@ def test_check_feature_layer_names_a_missing_relu_or_bias(model):
 def test_check_and_gate_names_a_wrong_bias(model):
     group = ["battery", "log", "ran"]
     W = markov.conjunction_weights(model.tokens, [group])
-    checks.check_and_gate("w", W, model.tokens, group)
+    lesson03.check_and_gate("w", W, model.tokens, group)
     for bias, phrase in [(-1.0, "not negative enough"), (0.0, "not negative enough"), (-3.0, "never fires")]:
         wrong = W.copy()
         wrong[-1, 0] = bias
-        fails_with(checks.check_and_gate, "w", wrong, model.tokens, group, match=phrase)
-    fails_with(checks.check_and_gate, "w", W[:-1], model.tokens, group, match="left out the bias row")
+        fails_with(lesson03.check_and_gate, "w", wrong, model.tokens, group, match=phrase)
+    fails_with(lesson03.check_and_gate, "w", W[:-1], model.tokens, group, match="left out the bias row")
     extra = W.copy()
     extra[model.index("please"), 0] = 1.0  # another word must not switch the feature on
-    fails_with(checks.check_and_gate, "w", extra, model.tokens, group, match="outside the group")
+    fails_with(lesson03.check_and_gate, "w", extra, model.tokens, group, match="outside the group")
 
 
 # --- messages a learner walkthrough asked for ---------------------------------------------------
@@ -195,13 +196,13 @@ def test_check_and_gate_names_a_wrong_bias(model):
 
 def test_hand_counted_votes_do_not_reveal_the_answer(model):
     pc = model.pair_counts()
-    text = fails_with(checks.check_votes, "v", {"down": 3.0, "please": 6.0}, pc, PROGRAM, reveal=False, match="not right")
+    text = fails_with(lesson03.check_votes, "v", {"down": 3.0, "please": 6.0}, pc, PROGRAM, reveal=False, match="not right")
     assert "4.0" not in text and "5.0" not in text, text
 
 
 def test_vote_counter_that_ignores_pair_counts_is_named(model):
     pc = model.pair_counts()
-    fails_with(checks.check_vote_counter, "cv", lambda p, c: model.votes_by_word(c), [(pc, PROGRAM)],
+    fails_with(lesson03.check_vote_counter, "cv", lambda p, c: model.votes_by_word(c), [(pc, PROGRAM)],
                match="ignored the pair_counts argument")
 
 
@@ -209,7 +210,7 @@ def test_feature_layer_with_np_append_is_named(model):
     W1 = markov.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
     x = np.zeros((4, len(model.tokens)))
     x[0, [model.index("battery"), model.index("ran")]] = 1.0
-    fails_with(checks.check_feature_layer, "f", lambda x, W: np.maximum(np.append(x, 1.0) @ W, 0), [(x[0], W1), (x, W1)],
+    fails_with(lesson03.check_feature_layer, "f", lambda x, W: np.maximum(np.append(x, 1.0) @ W, 0), [(x[0], W1), (x, W1)],
                match="np.append flattens")
 
 
@@ -217,5 +218,5 @@ def test_and_gate_asks_for_unit_weights_unless_told_otherwise(model):
     group = ["battery", "log", "ran"]
     W = markov.conjunction_weights(model.tokens, [group]) * 2
     W[-1, 0] = -5.0  # 2 + 2 + 2 - 5 = 1: a working gate, but not with the +1 weights the exercise asks for
-    fails_with(checks.check_and_gate, "w", W, model.tokens, group, match="weight of +1")
-    checks.check_and_gate("w", W, model.tokens, group, word_weight=None)
+    fails_with(lesson03.check_and_gate, "w", W, model.tokens, group, match="weight of +1")
+    lesson03.check_and_gate("w", W, model.tokens, group, word_weight=None)

@@ -33,6 +33,7 @@ from course_lib.grading.grade import SubmissionResult, grade_all, write_results
 from course_lib.grading.grade import TestResult as Row
 from course_lib.grading.notebook import read_notebook
 from course_lib.grading.sandbox import Limits
+from course_lib.checks import lesson00
 
 WRONG_RF = "def receptive_field(num_layers, kernel_size):\n    return num_layers * (kernel_size - 1)\n"
 
@@ -98,9 +99,9 @@ def crafted(tmp: Path) -> dict:
                           "np.allclose = lambda *a, **k: True\ndef reproducible_sample(seed):\n    return torch.zeros(5)\n",
             "ex2_answer": "import course_lib.checks as c\nc.check_count = lambda *a, **k: None\n"
                           "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
-            "ex3_answer": "checks.check_receptive_field = lambda *a, **k: None\n"
+            "ex3_answer": "lesson00.check_receptive_field = lambda *a, **k: None\n"
                           "def receptive_field(num_layers, kernel_size):\n    return 0\n",
-            "ex4_answer": "checks.check_layers_needed.__code__ = (lambda *a, **k: None).__code__\n"
+            "ex4_answer": "lesson00.check_layers_needed.__code__ = (lambda *a, **k: None).__code__\n"
                           "def layers_needed(distance, kernel_size):\n    return 0\n",
             "ex5_answer": "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None\n"
                           "import builtins\nbuiltins.isinstance = lambda obj, kind, _real=isinstance: True if kind is int else _real(obj, kind)\n"
@@ -115,24 +116,24 @@ def crafted(tmp: Path) -> dict:
             "ex2_answer": "def _forge(info):\n    src = getattr(info, 'raw_cell', '') or ''\n"
                           "    if src.startswith('_course_guard'):\n        print(src.split('=', 1)[1].strip().strip(\"'\") + '[]')\n"
                           "get_ipython().events.register('pre_run_cell', _forge)\n"
-                          "import course_lib.checks as c\nc.check_count = lambda *a, **k: None\n"
+                          "import course_lib.checks.lesson00 as c\nc.check_count = lambda *a, **k: None\n"
                           "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
             "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import sys\n"
-                          "    sys.modules['course_lib.checks'].check_count = lambda *a, **k: None\n    return 0\n",
+                          "    sys.modules['course_lib.checks.lesson00'].check_count = lambda *a, **k: None\n    return 0\n",
             # a thread that would undo the patch before the grader looks
-            "ex4_answer": "def layers_needed(distance, kernel_size):\n    import threading, time, course_lib.checks as c\n"
+            "ex4_answer": "def layers_needed(distance, kernel_size):\n    import threading, time, course_lib.checks.lesson00 as c\n"
                           "    real = c.check_count\n    c.check_count = lambda *a, **k: None\n"
                           "    def undo():\n        time.sleep(0.05)\n        c.check_count = real\n"
                           "    threading.Thread(target=undo).start()\n    return 0\n",
             # a post_run_cell callback that undoes the patch right after the test cell
-            "ex6_answer": "def patch_count(height, width, patch):\n    import course_lib.checks as c\n"
+            "ex6_answer": "def patch_count(height, width, patch):\n    import course_lib.checks.lesson00 as c\n"
                           "    real = c.check_count\n    c.check_count = lambda *a, **k: None\n"
                           "    def undo(*args):\n        c.check_count = real\n"
                           "    get_ipython().events.register('post_run_cell', undo)\n    return 0\n",
         }),
         "late_cheats": learner({
             # patch, then have the kernel killed by a timer right after the test, before the grader's check
-            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import signal, course_lib.checks as c\n"
+            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import signal, course_lib.checks.lesson00 as c\n"
                           "    c.check_count = lambda *a, **k: None\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
                           "    signal.setitimer(signal.ITIMER_REAL, 0.2)\n    return 0\n",
             # ask the grader's hook to re-take its snapshot after replacing `checks`

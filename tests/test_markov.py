@@ -316,53 +316,54 @@ def test_graph_figures_label_nodes_and_arrows():
 
 def test_exercise_checks_pass_the_reference_and_name_mistakes():
     from course_lib import checks
+    from course_lib.checks import lesson02
 
     vocab = [END] + sorted({w for s in COMMANDS for w in s})
-    checks.check_transition_matrix("tm", checks.l02_transition_matrix, [(COMMANDS, vocab)])
-    counts = checks._l02_counts(COMMANDS, vocab)
+    lesson02.check_transition_matrix("tm", lesson02.reference_transition_matrix, [(COMMANDS, vocab)])
+    counts = lesson02._counts(COMMANDS, vocab)
     wrong = {
         "normalised the columns": lambda s, v: counts / counts.sum(axis=0, keepdims=True).clip(min=1),
-        "forgot to append the end token": lambda s, v: checks._l02_rows(checks._l02_counts(s, v, append=False)),
+        "forgot to append the end token": lambda s, v: lesson02._rows(lesson02._counts(s, v, append=False)),
         "divided by the total count": lambda s, v: counts / counts.sum(),
     }
     for phrase, fn in wrong.items():
         with pytest.raises(checks.CheckFailed, match=phrase):
-            checks.check_transition_matrix("tm", fn, [(COMMANDS, vocab)])
+            lesson02.check_transition_matrix("tm", fn, [(COMMANDS, vocab)])
 
     c = {("my",): {"directories": 2, "files": 3, "photos": 5}}
     cases = [(c, ("my",), "files", 1.0, 15), (c, ("ran",), "down", 0.5, 15)]
-    checks.check_add_k("ak", checks.l02_add_k, cases)
+    lesson02.check_add_k("ak", lesson02.reference_add_k, cases)
     with pytest.raises(checks.CheckFailed, match="instead of k \\* V"):
-        checks.check_add_k("ak", lambda c, x, w, k, V: (c.get(x, {}).get(w, 0) + k) / (sum(c.get(x, {}).values()) + k), cases)
+        lesson02.check_add_k("ak", lambda c, x, w, k, V: (c.get(x, {}).get(w, 0) + k) / (sum(c.get(x, {}).values()) + k), cases)
 
-    checks.check_table_entries("n", table_entries, [(50_000, 2), (50_000, 8)])
+    lesson02.check_table_entries("n", table_entries, [(50_000, 2), (50_000, 8)])
     with pytest.raises(checks.CheckFailed, match="only the rows"):
-        checks.check_table_entries("n", lambda V, n: V**n, [(50_000, 2)])
+        lesson02.check_table_entries("n", lambda V, n: V**n, [(50_000, 2)])
 
     def good(dist, rng):
         return list(dist)[rng.choice(len(dist), p=list(dist.values()))]
 
-    checks.check_sampler("s", good)
+    lesson02.check_sampler("s", good)
     with pytest.raises(checks.CheckFailed, match="argmax"):
-        checks.check_sampler("s", lambda d, rng: max(d, key=d.get))
+        lesson02.check_sampler("s", lambda d, rng: max(d, key=d.get))
     with pytest.raises(checks.CheckFailed, match="same seed"):
-        checks.check_sampler("s", lambda d, rng: list(d)[np.random.choice(len(d), p=list(d.values()))])
+        lesson02.check_sampler("s", lambda d, rng: list(d)[np.random.choice(len(d), p=list(d.values()))])
     with pytest.raises(checks.NotAttempted):
-        checks.check_sampler("s", lambda d, rng: (_ for _ in ()).throw(NotImplementedError()))
+        lesson02.check_sampler("s", lambda d, rng: (_ for _ in ()).throw(NotImplementedError()))
 
 
 def test_exercise_checks_name_the_walkthrough_mistakes():
     from course_lib import checks
 
     vocab = [END] + sorted({w for s in COMMANDS for w in s}) + ["unused"]  # "unused" never occurs
-    counts = checks._l02_counts(COMMANDS, vocab)
+    counts = lesson02._counts(COMMANDS, vocab)
     with np.errstate(invalid="ignore"):
         plain = counts / counts.sum(axis=1, keepdims=True)  # NaN in the row of "unused"
         transposed = counts.T / counts.T.sum(axis=1, keepdims=True)
     with pytest.raises(checks.CheckFailed, match="0/0 = NaN"):
-        checks.check_transition_matrix("tm", lambda s, v: plain, [(COMMANDS, vocab)])
+        lesson02.check_transition_matrix("tm", lambda s, v: plain, [(COMMANDS, vocab)])
     with pytest.raises(checks.CheckFailed, match="wrong way round"):
-        checks.check_transition_matrix("tm", lambda s, v: transposed, [(COMMANDS, vocab)])
+        lesson02.check_transition_matrix("tm", lambda s, v: transposed, [(COMMANDS, vocab)])
 
     c = {("my",): {"directories": 2, "files": 3, "photos": 5}}
     cases = [(c, ("my",), "files", 1.0, 15), (c, ("ran",), "down", 0.5, 15)]
@@ -372,13 +373,13 @@ def test_exercise_checks_name_the_walkthrough_mistakes():
         return 0.0 if not row else (row.get(word, 0) + k) / (sum(row.values()) + k * V)
 
     with pytest.raises(checks.CheckFailed, match="1/V") as info:
-        checks.check_add_k("ak", special_cased, cases)
+        lesson02.check_add_k("ak", special_cased, cases)
     assert "forgot the smoothing" not in str(info.value), info.value
     with pytest.raises(checks.CheckFailed, match="forgot the smoothing"):  # no smoothing at all is still named as such
-        checks.check_add_k("ak", lambda c, x, w, k, V: c.get(x, {}).get(w, 0) / max(sum(c.get(x, {}).values()), 1e-300), cases)
+        lesson02.check_add_k("ak", lambda c, x, w, k, V: c.get(x, {}).get(w, 0) / max(sum(c.get(x, {}).values()), 1e-300), cases)
     with pytest.raises(checks.CheckFailed, match="counts.get"):
-        checks.check_add_k("ak", lambda c, x, w, k, V: (c[x].get(w, 0) + k) / (sum(c[x].values()) + k * V), cases)
+        lesson02.check_add_k("ak", lambda c, x, w, k, V: (c[x].get(w, 0) + k) / (sum(c[x].values()) + k * V), cases)
 
     # a float is refused even where it happens to be exact
     with pytest.raises(checks.CheckFailed, match="not an exact int"):
-        checks.check_table_entries("n", lambda V, n: float(V) ** n * V, [(50_000, 2)])
+        lesson02.check_table_entries("n", lambda V, n: float(V) ** n * V, [(50_000, 2)])

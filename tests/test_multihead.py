@@ -320,6 +320,7 @@ def test_head_grid_rejects_mismatched_words():
 
 def _check_message(check, *args, **kwargs) -> str:
     from course_lib import checks
+    from course_lib.checks import lesson08
 
     with pytest.raises(checks.CheckFailed) as info:
         check(*args, **kwargs)
@@ -341,10 +342,10 @@ def _mha_forward(x, p, n_heads, mask=None, *, merge_transpose=True, as_numpy=Fal
 def test_mha_forward_check_names_a_merge_without_transpose_and_wants_a_tensor():
     from course_lib import checks
 
-    checks.check_mha_forward(_mha_forward)
-    message = _check_message(checks.check_mha_forward, lambda *a, **k: _mha_forward(*a, merge_transpose=False, **k))
+    lesson08.check_mha_forward(_mha_forward)
+    message = _check_message(lesson08.check_mha_forward, lambda *a, **k: _mha_forward(*a, merge_transpose=False, **k))
     assert "merged them by reshaping" in message, message
-    message = _check_message(checks.check_mha_forward, lambda *a, **k: _mha_forward(*a, as_numpy=True, **k))
+    message = _check_message(lesson08.check_mha_forward, lambda *a, **k: _mha_forward(*a, as_numpy=True, **k))
     assert "expected a torch.Tensor, got ndarray" in message, message
 
 
@@ -356,12 +357,12 @@ def test_combine_check_explains_a_missing_transpose():
         out = sum(heads[:, i] @ w_o[:, i * d_k:(i + 1) * d_k] for i in range(heads.shape[1]))
         return out if b_o is None else out + b_o
 
-    message = _check_message(checks.check_combine_by_sum, no_transpose)
+    message = _check_message(lesson08.check_combine_by_sum, no_transpose)
     assert "block.T" in message, message
 
 
 def test_param_count_check_names_multiplying_by_the_heads():
     from course_lib import checks
 
-    message = _check_message(checks.check_mha_param_count, "n", 16 * 4 * 256**2, d_model=256, n_heads=16, bias=False)
+    message = _check_message(lesson08.check_mha_param_count, "n", 16 * 4 * 256**2, d_model=256, n_heads=16, bias=False)
     assert "the head count does not change the parameter count" in message, message

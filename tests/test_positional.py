@@ -292,6 +292,7 @@ def test_clock_hands_explorer_builds_without_display(capsys):
 
 def _check_message(check, *args, **kwargs) -> str:
     from course_lib import checks
+    from course_lib.checks import lesson07
 
     with pytest.raises(checks.CheckFailed) as info:
         check(*args, **kwargs)
@@ -310,29 +311,29 @@ def _even_only_table(n, d):
 def test_sinusoidal_check_tries_an_odd_d_model_and_says_why_it_crashed():
     from course_lib import checks
 
-    message = _check_message(checks.check_sinusoidal_encoding, _even_only_table)
+    message = _check_message(lesson07.check_sinusoidal_encoding, _even_only_table)
     assert "odd d_model = 5" in message and "no cosine partner" in message, message
     assert "sinusoidal_encoding(7, 5)" in message, message
-    checks.check_sinusoidal_encoding(lambda n, d: P.sinusoidal_encoding(n, d), cases=[(3, 1)], label="odd d_model")
+    lesson07.check_sinusoidal_encoding(lambda n, d: P.sinusoidal_encoding(n, d), cases=[(3, 1)], label="odd d_model")
 
 
 def test_position_checks_require_torch_tensors_of_the_asked_dtype():
     from course_lib import checks
 
-    message = _check_message(checks.check_sinusoidal_encoding, lambda n, d: P.sinusoidal_encoding(n, d).numpy())
+    message = _check_message(lesson07.check_sinusoidal_encoding, lambda n, d: P.sinusoidal_encoding(n, d).numpy())
     assert "expected a torch.Tensor, got ndarray" in message, message
-    message = _check_message(checks.check_rotation, lambda a: P.rotation_2d(a).numpy())
+    message = _check_message(lesson07.check_rotation, lambda a: P.rotation_2d(a).numpy())
     assert "expected a torch.Tensor, got ndarray" in message, message
-    message = _check_message(checks.check_rotation, lambda a: P.rotation_2d(a, dtype=torch.float32))
+    message = _check_message(lesson07.check_rotation, lambda a: P.rotation_2d(a, dtype=torch.float32))
     assert "dtype is torch.float32" in message, message
 
 
 def test_pe_entry_check_names_the_column_used_as_i_and_hides_the_answer():
     from course_lib import checks
 
-    message = _check_message(checks.check_pe_entry, "pe_50_3", math.cos(50 / 10000 ** (2 * 3 / 4)), pos=50, column=3, d_model=4)
+    message = _check_message(lesson07.check_pe_entry, "pe_50_3", math.cos(50 / 10000 ** (2 * 3 / 4)), pos=50, column=3, d_model=4)
     assert "column 3 is pair i = 3 // 2 = 1" in message, message
-    message = _check_message(checks.check_pe_entry, "pe_50_3", 0.3, pos=50, column=3, d_model=4)
+    message = _check_message(lesson07.check_pe_entry, "pe_50_3", 0.3, pos=50, column=3, d_model=4)
     assert "0.877" not in message and "0.878" not in message, message
 
 
@@ -346,5 +347,5 @@ def test_rope_check_names_keys_only_and_a_missing_scale():
     def unscaled(q, k, v):
         return torch.softmax(P.apply_rotary(q) @ P.apply_rotary(k).T, dim=-1) @ v
 
-    assert "rotated only the keys" in _check_message(checks.check_rope_attention, keys_only)
-    assert "division by sqrt(d)" in _check_message(checks.check_rope_attention, unscaled)
+    assert "rotated only the keys" in _check_message(lesson07.check_rope_attention, keys_only)
+    assert "division by sqrt(d)" in _check_message(lesson07.check_rope_attention, unscaled)

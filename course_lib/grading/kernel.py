@@ -395,12 +395,14 @@ def preload() -> None:
     import torch.testing  # noqa: F401
 
     import course_lib
+    import course_lib.checks
 
-    for info in pkgutil.iter_modules(course_lib.__path__):
-        if info.name in ("grading", "cli", "viz", "widgets"):  # not checking tools; slow to import
-            continue
+    names = [f"course_lib.{info.name}" for info in pkgutil.iter_modules(course_lib.__path__)
+             if info.name not in ("grading", "cli", "viz", "widgets")]  # not checking tools; slow to import
+    names += [f"course_lib.checks.{info.name}" for info in pkgutil.iter_modules(course_lib.checks.__path__)]
+    for name in names:
         try:
-            importlib.import_module(f"course_lib.{info.name}")
+            importlib.import_module(name)
         except Exception:  # a module being written may not import; tests will say so themselves
             pass
 

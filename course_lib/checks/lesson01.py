@@ -1,0 +1,183 @@
+"""Checks for the lesson 01 exercises (one-hot vectors and dot products): reference functions, mistake tables and one
+check per exercise."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_close, check_true, check_type, function_name, passed)
+
+
+def _one_hot(ids, num_classes: int) -> np.ndarray:
+    """Reference one-hot rows, (N, V) float, written independently of course_lib.vectors."""
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.zeros((ids.size, num_classes))
+    out[np.arange(ids.size), ids] = 1.0
+    return out
+
+
+def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "one_hot") -> None:
+    """The learner's `one_hot(ids, num_classes)` for a 1-D batch of 0-based ids -> (N, V) floats."""
+    cases = cases or [([1, 2, 0], 3), ([0, 0, 4, 2], 5)]
+    fn_name = function_name(name)
+    for ids, num_classes in cases:
+        ids = np.asarray(ids)
+        shown = f"{fn_name}(np.array({ids.tolist()}), {num_classes})"
+        got = call(fn_name, fn, ids.copy(), num_classes)
+        if got is None:
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        if not isinstance(got, np.ndarray):
+            where = ("this exercise asks for numpy: start from np.zeros((len(ids), num_classes)), not torch"
+                     if isinstance(got, torch.Tensor) else
+                     "start from out = np.zeros((len(ids), num_classes)), a float array, and set one 1 per row")
+            raise CheckFailed(shown, f"expected a float numpy array, got {type(got).__name__} ({_short(got)}).", where + ".")
+        want = _one_hot(ids, num_classes)
+        arr = _to_array(got)
+        if arr.shape == (num_classes,) and len(ids) > 1:
+            raise CheckFailed(shown, f"expected shape {want.shape} (one row per id), got {arr.shape}.",
+                              "it looks like you added all the rows together into one vector; keep one row per id.")
+        if arr.shape == want.T.shape and _close(arr, want.T, 1e-6, 0) and not _close(arr, want, 1e-6, 0):
+            raise CheckFailed(shown, "the values are not right.",
+                              "your result is the transpose of the expected one: one row per id, one column per vocabulary entry.")
+        mistakes = {
+            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)": _one_hot((ids - 1) % num_classes, num_classes),
+            "put the 1 one column too far to the right (at id + 1)": _one_hot((ids + 1) % num_classes, num_classes),
+            "made a matrix of ones with a 0 at each id (the complement)": 1.0 - want,
+        }
+        check_close(shown, got, want, mistakes=mistakes, quiet=True)
+        kind = np.asarray(arr).dtype
+        check_true(
+            shown,
+            np.issubdtype(kind, np.floating),
+            f"the values are right but the dtype is {kind}.",
+            "use a float array (np.zeros(..., dtype=float)): one-hot rows get multiplied by real-valued weights.",
+        )
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def _rows_cosine(a, b) -> np.ndarray:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return (a * b).sum(axis=1) / (np.sqrt((a * a).sum(axis=1)) * np.sqrt((b * b).sum(axis=1)))
+
+
+def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "cosine_rows") -> None:
+    """The learner's row-wise cosine similarity: (N, D), (N, D) -> (N,)."""
+    if cases is None:
+        cases = [
+            (np.array([[3.0, 4.0], [1.0, 0.0]]), np.array([[6.0, 8.0], [0.0, 5.0]])),
+            (np.array([[1.0, 2.0, 2.0], [2.0, 0.0, 0.0]]), np.array([[2.0, -2.0, 1.0], [4.0, 4.0, 2.0]])),
+        ]
+    fn_name = function_name(name)
+    axis_hint = ("it looks like you summed over axis 0 (down the columns): each row's dot product and each row's "
+                 "length are sums along that row, axis=1.")
+    for a, b in cases:
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        shown = f"{fn_name}(a of shape {a.shape}, b of shape {b.shape})"
+        try:
+            got = fn(a.copy(), b.copy())
+        except NotImplementedError:
+            raise NotAttempted(fn_name) from None
+        except CheckFailed:
+            raise
+        except Exception as err:  # name the likely cause instead of showing a traceback
+            hint = axis_hint if "broadcast" in str(err) else None
+            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.", hint) from None
+        if got is None:
+            raise CheckFailed(shown, "got None: did you forget to `return` the result?")
+        if not isinstance(got, np.ndarray):
+            raise CheckFailed(shown, f"expected a numpy array of shape ({len(a)},), got {type(got).__name__} ({_short(got)}).",
+                              "work on whole arrays with numpy ((a * b).sum(axis=1), np.linalg.norm(..., axis=1)); "
+                              "if you built a list, return np.array(your_list).")
+        dots = (a * b).sum(axis=1)
+        na, nb = np.sqrt((a * a).sum(axis=1)), np.sqrt((b * b).sum(axis=1))
+        mistakes = {
+            "divided by the length of a only (b is never normalised)": dots / na,
+            "divided by the length of b only (a is never normalised)": dots / nb,
+            "returned the plain dot products, without normalising either vector": dots,
+            "divided by the squared lengths |a|²|b|² instead of |a||b|": dots / (na**2 * nb**2),
+            "divided by |a|·|b|² (b's length squared) instead of |a|·|b|": dots / (na * nb**2),
+            "divided by |a|²·|b| (a's length squared) instead of |a|·|b|": dots / (na**2 * nb),
+            "divided by the sum |a| + |b| instead of the product |a|·|b|": dots / (na + nb),
+            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's": dots / (np.linalg.norm(a) * np.linalg.norm(b)),
+            "summed over axis 0 (down the columns) instead of along each row (axis=1)":
+                (a * b).sum(axis=0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
+            "took the lengths over axis 0 (down the columns); each row's length is a sum along the row (axis=1)":
+                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1] else np.full(len(a), np.nan),
+        }
+        got_arr = _to_array(got)
+        if got_arr.shape == (len(a), len(b)) and len(a) > 1:
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
+                              "you compared every row of a with every row of b (a @ b.T); pair row i of a with row i of b.")
+        if got_arr.shape == (a.shape[1],) and a.shape[0] != a.shape[1]:
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", axis_hint)
+        check_close(shown, got, _rows_cosine(a, b), mistakes=mistakes, quiet=True)
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def _embed_error_hint(text: str, ids: torch.Tensor, E: torch.Tensor) -> str | None:
+    """Name the usual cause of an error raised inside the learner's `embed_by_matmul`."""
+    V = E.shape[0]
+    if "shapes cannot be multiplied" in text or "size mismatch" in text:
+        columns = int(ids.max()) + 1 if ids.numel() else 0
+        if columns != V and f"x{columns} and {V}x" in text:
+            return (f"it looks like you called F.one_hot(ids) without num_classes: it then makes only max(ids) + 1 = "
+                    f"{columns} columns, but E has {V} rows. Pass num_classes=V (E.shape[0]).")
+        return f"the one-hot rows need one column per row of E: (..., V) @ (V, D) with V = E.shape[0] = {V}."
+    if "dtype" in text or "scalar type" in text:
+        if "long" in text.lower():
+            return "F.one_hot returns int64; convert with .to(E.dtype) before @."
+        return (f"the one-hot rows and E have different float types (E is {str(E.dtype).replace('torch.', '')} here): "
+                "convert the one-hot rows with .to(E.dtype), not .float().")
+    return None
+
+
+def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, name: str = "embed_by_matmul") -> None:
+    """The learner's lookup `one_hot(ids) @ E` in torch: forward equal to `E[ids]`, gradients equal to
+    `nn.Embedding`'s, and computed with a matrix product rather than by indexing."""
+    if cases is None:
+        gen = torch.Generator().manual_seed(1)
+        cases = [
+            (torch.tensor([1, 2, 0]), torch.arange(12.0).reshape(3, 4)),
+            (torch.tensor([[3, 3, 0], [1, 4, 2]]), torch.randn(5, 2, generator=gen)),
+            (torch.tensor([0, 1]), torch.randn(5, 3, generator=gen)),  # the last ids (2, 3, 4) never occur
+            (torch.tensor([2, 0, 2]), torch.randn(3, 2, generator=gen, dtype=torch.float64)),  # E in float64
+        ]
+    fn_name = function_name(name)
+    for ids, E in cases:
+        V = E.shape[0]
+        E_learner = E.detach().clone().requires_grad_()
+        shown_ids = f"ids=tensor({ids.tolist()})" if ids.numel() <= 8 else f"ids of shape {tuple(ids.shape)}"
+        shown = f"{fn_name}({shown_ids}, E of shape {tuple(E.shape)}, {str(E.dtype).replace('torch.', '')})"
+        try:
+            got = fn(ids.clone(), E_learner)
+        except NotImplementedError:
+            raise NotAttempted(fn_name) from None
+        except CheckFailed:
+            raise
+        except Exception as err:  # name the likely cause instead of showing a traceback
+            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.", _embed_error_hint(str(err), ids, E)) from None
+        check_type(shown, got, torch.Tensor)
+        mistakes = {"treated the ids as 1-based (every word got the row before its own)": E[(ids - 1) % V]}
+        check_close(shown, got, E[ids], mistakes=mistakes, quiet=True)
+        grad_fn = type(got.grad_fn).__name__ if got.grad_fn is not None else ""
+        check_true(shown, got.grad_fn is not None,
+                   "no gradient can flow from the result back to E.",
+                   "keep everything in torch: no .detach(), .numpy() or torch.tensor(...) around E.")
+        check_true(shown, "Index" not in grad_fn and "Embedding" not in grad_fn,
+                   f"the values are right, but they came from indexing E directly ({grad_fn}).",
+                   "this exercise asks for the matrix product: build the one-hot rows, then multiply by E.")
+        check_true(shown, got.dtype == E.dtype,
+                   f"the values are right, but the result is {str(got.dtype).replace('torch.', '')} while E is "
+                   f"{str(E.dtype).replace('torch.', '')}.",
+                   "convert the one-hot rows with .to(E.dtype) (not .float()) and leave E as it is.")
+        upstream = torch.linspace(-1.0, 1.0, got.numel()).reshape(got.shape)
+        (got * upstream).sum().backward()
+        emb = torch.nn.Embedding(V, E.shape[1])
+        with torch.no_grad():
+            emb.weight.copy_(E)
+        (emb(ids) * upstream).sum().backward()
+        check_close(f"{shown}: gradient of E", E_learner.grad, emb.weight.grad, quiet=True,
+                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' gradients.")
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}, values and gradients")

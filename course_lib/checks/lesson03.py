@@ -1,0 +1,302 @@
+"""Checks for the lesson 03 exercises (from skips to attention): reference functions, mistake tables and one
+check per exercise."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_close, check_function, check_shape, passed)
+
+
+def reference_votes(pair_counts: Mapping, context: Sequence[str], *, distinct: bool = True, normalise: bool = True,
+              include_latest: bool = False) -> dict[str, float]:
+    """Reference vote count of lesson 03 (and its usual slips, switched by the flags).
+
+    Each distinct word before the latest one forms the pair (earlier, latest); each pair seen in
+    training (`pair_counts[(earlier, latest)]` = {next word: count}) spreads one vote over the next
+    words in proportion to its counts. `distinct=False` lets a repeated earlier word vote once per
+    occurrence, `normalise=False` adds raw counts, `include_latest=True` also pairs the latest word
+    with itself (as if the loop ran over the whole context, last word included).
+    """
+    context = list(context)
+    latest = context[-1]
+    earlier = context if include_latest else context[:-1]
+    if distinct:
+        earlier = list(dict.fromkeys(earlier))
+    totals: dict[str, float] = {}
+    for word in earlier:
+        row = pair_counts.get((word, latest), {})
+        n = sum(row.values())
+        for nxt, c in row.items():
+            totals[nxt] = totals.get(nxt, 0.0) + (c / n if normalise else float(c))
+    return totals
+
+
+def _as_vote_dict(name: str, value: Any) -> dict[str, float]:
+    if value is None:
+        raise CheckFailed(name, "got None: did you forget to `return` the totals?")
+    if not isinstance(value, Mapping):
+        raise CheckFailed(name, f"expected a dict {{next word: total votes}}, got {type(value).__name__} ({_short(value)}).")
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise CheckFailed(name, f"the keys must be the next words (str), got the key {_short(k)}.")
+        try:
+            out[k] = float(v)
+        except (TypeError, ValueError):
+            raise CheckFailed(name, f"the value for {k!r} should be a number, got {_short(v)}.") from None
+    return out
+
+
+def _compare_votes(name: str, got: dict, want: dict, mistakes: Mapping[str, dict], hint: str | None,
+                       reveal: bool = True) -> None:
+    keys = sorted(set(got) | set(want) | {k for m in mistakes.values() for k in m})
+    vec = lambda d: np.array([d.get(k, 0.0) for k in keys])  # noqa: E731  (missing word = 0 votes)
+    a = vec(got)
+    if _close(a, vec(want), 1e-6, 1e-6):
+        return
+    for description, wrong in mistakes.items():
+        if wrong != want and _close(a, vec(wrong), 1e-6, 1e-6):
+            raise CheckFailed(name, f"got {_round_dict(got)}, which is not right.", f"it looks like you {description}.")
+    if not reveal:  # worked out by hand: say it is wrong without printing the answer
+        raise CheckFailed(name, f"got {_round_dict(got)}, which is not right.", hint)
+    raise CheckFailed(name, f"expected {_round_dict(want)}, got {_round_dict(got)}.", hint)
+
+
+def _round_dict(d: Mapping) -> dict:
+    return {k: round(float(v), 3) for k, v in sorted(d.items()) if float(v) != 0}
+
+
+_L03_VOTE_MISTAKES = {
+    "let a word that occurs twice before the latest word vote twice (each distinct earlier word is ONE feature)":
+        dict(distinct=False),
+    "added the raw counts without normalising each pair's counts to one vote": dict(normalise=False),
+    "paired the latest word with itself (loop over the words BEFORE the latest one only)": dict(include_latest=True),
+    "let repeated words vote twice and forgot to normalise each pair's counts": dict(distinct=False, normalise=False),
+}
+
+
+def check_votes(name: str, value: Any, pair_counts: Mapping, context: Sequence[str],
+                mistakes: Mapping[str, dict] | None = None, quiet: bool = False, reveal: bool = True) -> None:
+    """Check a total-votes dict {next word: votes} for `context` against `reference_votes`, naming the usual
+    slips (repeated words voting twice, raw counts, the latest word paired with itself) and any
+    extra `mistakes` {description: wrong dict}. `reveal=False` is for votes counted by hand: a wrong
+    answer is called wrong without printing the expected totals."""
+    got = _as_vote_dict(name, value)
+    want = reference_votes(pair_counts, context)
+    wrong = {d: reference_votes(pair_counts, context, **flags) for d, flags in _L03_VOTE_MISTAKES.items()}
+    wrong.update(mistakes or {})
+    _compare_votes(name, got, want, wrong,
+                       "each distinct earlier word forms one pair with the latest word; each pair seen in training "
+                       "has one vote, split over the next words in proportion to its counts.", reveal=reveal)
+    if not quiet:
+        passed(name)
+
+
+def _is_nonzero(v: Any) -> bool:
+    try:
+        return float(v) != 0.0
+    except (TypeError, ValueError):
+        return True
+
+
+def check_vote_counter(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
+    """Check a learner's `count_votes(pair_counts, context)` on (pair_counts, context) cases."""
+    for pair_counts, context in cases:
+        got = call(name, fn, pair_counts, list(context))
+        check_votes(f"{name}(..., {' '.join(context)!r})", got, pair_counts, context, quiet=True)
+    # With no pair counts at all there is nothing to vote: a function that still finds votes ignores its argument.
+    try:
+        empty = fn({}, list(cases[0][1])) if cases else None
+    except Exception:  # crashing on an empty table is not what this probe is about
+        empty = None
+    if isinstance(empty, Mapping) and any(_is_nonzero(v) for v in empty.values()):
+        raise CheckFailed(name, f"with an empty pair_counts it still returned {_short(dict(empty))}.",
+                          "it looks like you ignored the pair_counts argument (calling the model's methods?): "
+                          "count the votes from pair_counts only.")
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+
+def check_mask_ran(name: str, value: Any, tokens: Sequence[str], context: Sequence[str]) -> None:
+    """Check the hand-made mask after "ran": a 0/1 vector over `tokens` with 1 only at battery and program."""
+    tokens, context = list(tokens), list(context)
+    if value is None:
+        raise CheckFailed(name, "got None.")
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        raise CheckFailed(name, f"got a list of words {_short(value)}.",
+                          "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = drop.")
+    a = _to_array(value)
+    if a.dtype == object or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
+        raise CheckFailed(name, f"expected a numeric vector, got {_short(value)}.")
+    a = a.astype(float)
+    if a.shape != (len(tokens),):
+        hint = (f"one entry per vocabulary token (len(model.tokens) = {len(tokens)}), in the order of model.tokens, "
+                "not one per position of the sentence.") if a.ndim == 1 else "a 1-D vector over model.tokens."
+        raise CheckFailed(name, f"expected shape ({len(tokens)},), got {a.shape}.", hint)
+
+    def ones(*words):
+        m = np.zeros(len(tokens))
+        for w in words:
+            if w in tokens:
+                m[tokens.index(w)] = 1.0
+        return m
+
+    present = ones(*dict.fromkeys(context[:-1]))
+    want = ones("battery", "program")
+    positions = np.zeros(len(tokens))
+    for w in ("battery", "program"):
+        if w in context and context.index(w) < len(tokens):
+            positions[context.index(w)] = 1.0  # where the word sits in the sentence, not in model.tokens
+    mistakes = {
+        "kept every pair (a mask of all ones masks nothing)": np.ones(len(tokens)),
+        "kept every pair that is present in the command: the mask should drop the uninformative ones": present,
+        "kept 'ran' itself: the mask is over the EARLIER words paired with 'ran'": ones("battery", "program", "ran"),
+        "kept only 'program': after 'ran' both battery and program are informative (one mask serves both commands)":
+            ones("program"),
+        "kept only 'battery': after 'ran' both battery and program are informative (one mask serves both commands)":
+            ones("battery"),
+        "inverted the mask (1 = keep, 0 = drop)": 1.0 - want,
+        "put the 1s at the positions in the sentence instead of at the words' indices in model.tokens": positions,
+    }
+    check_close(name, a, want, mistakes=mistakes,
+                hint="1 at model.index('battery') and model.index('program'), 0 everywhere else.")
+
+
+def reference_select_mask(word: str, M: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
+    """Reference: one_hot(word) @ M, the row of M that belongs to `word`."""
+    q = np.zeros(len(tokens))
+    q[list(tokens).index(word)] = 1.0
+    return q @ np.asarray(M, dtype=float)  # (V,) @ (V, V) -> (V,)
+
+
+def check_select_mask(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
+    """Check `select_mask(word, M, tokens)` on (word, M, tokens) cases, naming a column picked instead
+    of a row and an index counted from 1."""
+
+    def column(word, M, tokens):
+        return np.asarray(M, dtype=float)[:, list(tokens).index(word)]
+
+    def from_one(word, M, tokens):
+        i = list(tokens).index(word)
+        return np.asarray(M, dtype=float)[(i + 1) % len(tokens)]
+
+    def from_one_back(word, M, tokens):
+        i = list(tokens).index(word)
+        return np.asarray(M, dtype=float)[i - 1]
+
+    check_function(name, fn, cases, reference=reference_select_mask, atol=1e-9, mistakes={
+        "picked a column of M (M @ one_hot, the transposed lookup) instead of the row of the latest word (one_hot @ M)": column,
+        "used the wrong index: the row one below the word's index (counted from 1?)": from_one,
+        "used the wrong index: the row one above the word's index": from_one_back,
+    }, hint="row i of M belongs to tokens[i]; one_hot(i) @ M picks exactly that row.")
+
+
+def reference_feature_layer(x: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Reference: relu([x, 1] @ W) for x of shape (..., V) and W of shape (V + 1, F)."""
+    x = np.asarray(x, dtype=float)
+    with_bias = np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)  # (..., V + 1)
+    return np.maximum(with_bias @ np.asarray(W, dtype=float), 0.0)  # (..., F)
+
+
+def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
+    """Check `feature_layer(x, W)` = relu([x, 1] @ W) on (x, W) cases, naming a forgotten ReLU or bias,
+    a bias put first, and the ReLU applied to the inputs instead of the sums."""
+
+    def bias_first(x, W):
+        x = np.asarray(x, dtype=float)
+        return np.maximum(np.concatenate([np.ones(x.shape[:-1] + (1,)), x], axis=-1) @ W, 0.0)
+
+    # A function that works for one vector (V,) but crashes on a stack (N, V): usually np.append(x, 1.0),
+    # the lesson's one-vector code, which flattens the stack into one long vector of N * V + 1 numbers.
+    for x, W in cases:
+        x = np.asarray(x, dtype=float)
+        if x.ndim < 2:
+            continue
+        try:
+            call(name, fn, x.copy(), np.asarray(W).copy())
+        except CheckFailed as err:
+            if isinstance(err, NotAttempted):
+                raise
+            try:
+                call(name, fn, x[0].copy(), np.asarray(W).copy())
+            except CheckFailed:
+                raise err from None  # it fails on one vector too: the general message says how
+            n = x.size + 1  # what np.append makes of a stack: (N * V + 1,)
+            flattened = any(s in err.problem for s in (f"different from {n})", f"size {n} ", f"({n},)"))
+            raise CheckFailed(
+                f"{name}(x of shape {x.shape}, W of shape {np.shape(W)})",
+                f"it works for one vector (V,) but not for a stack (N, V): {err.problem}",
+                ("it looks like you used np.append(x, 1.0): np.append flattens a stack into one long vector. "
+                 if flattened else "")
+                + "Add a column of ones along the last axis instead: np.concatenate with np.ones(x.shape[:-1] + (1,)), axis=-1.",
+            ) from None
+
+    check_function(name, fn, cases, reference=reference_feature_layer, mistakes={
+        "forgot the ReLU: negative sums must become 0": lambda x, W: np.concatenate(
+            [np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W,
+        "forgot the bias: the last row of W is the weight of an extra input that is always 1":
+            lambda x, W: np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1], 0.0),
+        "put the bias input first: it is the LAST input ([x, 1]), matching the last row of W": bias_first,
+        "subtracted the bias row instead of adding it (its weight already carries the sign)":
+            lambda x, W: np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1] - np.asarray(W)[-1], 0.0),
+    }, hint="append a 1 to x, multiply by W, then take max(., 0) element by element.")
+
+
+def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str],
+                   word_weight: float | None = 1.0) -> None:
+    """Check hand-made weights W (V + 1, 1) whose feature relu([x, 1] @ W) is 1 exactly when every word of
+    `group` is present in the multi-hot x (other words may be present too) and 0 otherwise. With
+    `word_weight` (the exercise asks for +1), each group word must have that weight; None accepts any
+    working gate."""
+    from itertools import combinations
+
+    tokens = list(tokens)
+    V = len(tokens)
+    if W is None:
+        raise CheckFailed(name, "got None.")
+    a = _to_array(W)
+    if a.dtype == object or not np.issubdtype(a.dtype, np.number):
+        raise CheckFailed(name, f"expected a numeric array, got {_short(W)}.")
+    a = a.astype(float)
+    if a.ndim == 1 and a.shape[0] == V + 1:
+        a = a[:, None]
+    if a.shape[0] == V and a.shape[-1:] == (1,) or a.shape == (V,):
+        raise CheckFailed(name, f"expected shape ({V + 1}, 1), got {a.shape}.",
+                          "it looks like you left out the bias row: W needs one row per token AND a last row for the input 1.")
+    check_shape(name, a, (V + 1, 1))
+    if word_weight is not None:
+        weights = [float(a[tokens.index(w), 0]) for w in group]
+        if any(abs(w - word_weight) > 1e-9 for w in weights):
+            raise CheckFailed(name, f"the weights of {', '.join(group)} are {', '.join(f'{w:g}' for w in weights)}.",
+                              f"the exercise asks for a weight of {word_weight:+g} for each word of the group; with those "
+                              "weights, work out the bias that makes the feature exactly 1 when all of them are present.")
+    others = [t for t in tokens if t not in group]
+    rng = np.random.default_rng(3)
+    wrong_counts: dict[int, int] = {}
+    for r in range(len(group) + 1):
+        for subset in combinations(group, r):
+            for extra in ([], [others[i] for i in rng.choice(len(others), size=min(3, len(others)), replace=False)]):
+                x = np.zeros(V)
+                x[[tokens.index(w) for w in list(subset) + extra]] = 1.0
+                out = float(reference_feature_layer(x, a)[0])
+                want = 1.0 if r == len(group) else 0.0
+                if abs(out - want) > 1e-6:
+                    wrong_counts.setdefault(r, 0)
+                    shown = "{" + ", ".join(list(subset) + extra) + "}"
+                    bias = a[-1, 0]
+                    k = len(group)
+                    if r == len(group):
+                        hint = (f"with +1 per word, all {k} words sum to {k}; the bias must bring that down to exactly 1 "
+                                "(the lesson's rule for k words: bias -(k - 1)).")
+                        if bias < -(k - 1) and out == 0:
+                            hint = (f"it looks like the bias is too negative ({bias:g}): the feature never fires. "
+                                    "W" + hint[1:])
+                    elif bias > -(k - 1):
+                        hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when only "
+                                f"{r} of the {k} words are present. Any {k - 1} of them sum to {k - 1}, and that must not "
+                                f"be enough to fire; all {k} must give exactly 1.")
+                    else:
+                        hint = "the weights of words outside the group must be 0, each group word +1."
+                    raise CheckFailed(name, f"for the input words {shown} the feature gives {out:g}, expected {want:g}.", hint)
+    passed(name)

@@ -1,0 +1,290 @@
+"""Checks for the lesson 07 exercises (position): reference functions, mistake tables and one
+check per exercise."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .core import (CheckFailed, NotAttempted, _fmt, _short, _to_array, call, check_close, check_count, check_tensor, check_true, check_type, passed)
+
+
+def _table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False,
+               halves: bool = False) -> np.ndarray:
+    """The sinusoidal table (float64), optionally with one classic mistake switched on.
+
+    exponent: "2i/d" (right, i = column // 2), "i/d" (pair index without the 2), "2c/d" (the column
+    number c in place of i), "c/d" (the column number c over d); swap: cosine in the even columns;
+    halves: all sines in the first half, all cosines in the second.
+    """
+    pos = np.arange(n, dtype=np.float64)
+    pe = np.zeros((n, d))
+    n_sin = (d + 1) // 2
+    for c in range(d):
+        if halves:
+            i, use_sin = (c, True) if c < n_sin else (c - n_sin, False)
+        else:
+            i, use_sin = c // 2, c % 2 == 0
+        e = {"2i/d": 2 * i / d, "i/d": i / d, "2c/d": 2 * c / d, "c/d": c / d}[exponent]
+        angle = pos / base ** e
+        pe[:, c] = np.sin(angle) if use_sin != swap else np.cos(angle)
+    return pe
+
+
+def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, base: float = 10000.0,
+                   atol: float = 1e-3) -> None:
+    """A sinusoidal-table entry PE(pos, column) computed by hand, naming the usual slips."""
+    i = column // 2
+    right, other = (math.sin, math.cos) if column % 2 == 0 else (math.cos, math.sin)
+    angle = pos / base ** (2 * i / d_model)
+    check_type(name, value, (int, float, np.integer, np.floating, torch.Tensor, np.ndarray))
+    # Most specific first: the column number used as i also makes the angle tiny, like degrees do.
+    mistakes = {
+        f"used the column number as i: i counts (sin, cos) pairs, so column {column} is pair "
+        f"i = {column} // 2 = {i} and the exponent is 2·{i}/{d_model}": right(pos / base ** (2 * column / d_model)),
+        f"used the exponent i/d instead of 2i/d (i counts pairs, so column {column} has i = {i} and the "
+        f"exponent is 2·{i}/{d_model})": right(pos / base ** (i / d_model)),
+        f"used the exponent column/d = {column}/{d_model}: the exponent is 2i/d with i = column // 2 = {i}":
+            right(pos / base ** (column / d_model)),
+        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
+            right(math.radians(angle)),
+        "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine":
+            other(angle),
+    }
+    right_value = right(angle)
+    try:
+        got = float(_to_array(value).reshape(-1)[0]) if _to_array(value).size == 1 else None
+    except (TypeError, ValueError):
+        got = None
+    if got is not None and not abs(got - right_value) <= atol:
+        # Several slips can give (almost) the same number, e.g. cos of a tiny angle is 1 either way: name them all.
+        matching = [d for d, wrong in mistakes.items() if abs(got - wrong) <= atol]
+        if len(matching) > 1:
+            raise CheckFailed(name, f"{_fmt(got)} is not right.",
+                              f"it looks like you {matching[0]}. (Or else you {'; or you '.join(matching[1:])}.)")
+    check_close(name, value, right_value, atol=atol, rtol=0, mistakes=mistakes, reveal=False,
+                hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))")
+
+
+def _function(name: str, fn: Callable, cases: Sequence[tuple], reference: Callable, *, label: str = "",
+                  mistakes: Mapping[str, Callable] | None = None, hint: str | Callable[..., str] | None = None,
+                  crash_hint: Callable[..., str | None] | None = None, dtype: torch.dtype | None = None,
+                  atol: float = 1e-5) -> None:
+    """Call the learner's `fn` on each args tuple in `cases` and compare with `reference`.
+
+    The result must be a float torch tensor (of `dtype`, if given: checked after the values, so a
+    wrong value is named first). `hint(*args)` may depend on the case; `crash_hint(problem, *args)`
+    explains a crash (None: nothing to add). `label` only says which set of cases passed ("odd d_model").
+    """
+    for args in cases:
+        shown = ", ".join(_short(a, 30) for a in args)
+        try:
+            got = call(name, fn, *args)
+        except NotAttempted:
+            raise
+        except CheckFailed as err:
+            extra = crash_hint(err.problem, *args) if crash_hint is not None else None
+            if extra is None:
+                raise
+            raise CheckFailed(name, err.problem, extra) from None
+        check_tensor(name, got, f"when called as {name}({shown})",
+                     "build the result with torch functions (torch.sin, torch.zeros, torch.tensor(..., "
+                     "dtype=torch.float64)), or convert it at the end with torch.as_tensor(...)")
+        if not got.is_floating_point():
+            raise CheckFailed(name, f"expected a float tensor, got dtype {got.dtype} when called as {name}({shown}).",
+                              "integer tensors cannot hold sines and cosines: create it with a float dtype")
+        wrong = {d: w for d, m in (mistakes or {}).items() if (w := m(*args)) is not None}  # None: not for these args
+        check_close(f"{name}({shown})", got, reference(*args), atol=atol, mistakes=wrong, quiet=True,
+                    hint=hint(*args) if callable(hint) else hint)
+        if dtype is not None and got.dtype != dtype:
+            raise CheckFailed(name, f"the values are right, but the dtype is {got.dtype}, not {dtype} "
+                              f"(when called as {name}({shown})).",
+                              f"create the tensor with dtype={dtype}: torch.tensor and torch.zeros give float32 "
+                              "unless told otherwise")
+    passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}" + (f", {label}" if label else ""))
+
+
+def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = ((4, 6), (50, 16), (7, 5)),
+                              name: str = "sinusoidal_encoding", label: str = "") -> None:
+    """The learner's `sinusoidal_encoding(n_positions, d_model)` against course_lib.positional.
+
+    Put even sizes first: the usual mistakes are named there, before an odd d_model can crash.
+    """
+    from course_lib import positional
+
+    def last_column_zero(n, d):
+        pe = _table(n, d)
+        pe[:, -1] = 0.0
+        return pe
+
+    mistakes = {
+        "used the exponent i/d instead of 2i/d (i counts the pairs: columns 2i and 2i+1 share one frequency)":
+            lambda n, d: _table(n, d, exponent="i/d"),
+        "let i run over all d columns (0 ... d-1) instead of over the d/2 pairs: columns 2i and 2i+1 share "
+        "the exponent 2i/d": lambda n, d: _table(n, d, exponent="2c/d"),
+        "used the column number c in the exponent c/d, so each cosine column (2i+1) gets its own "
+        "frequency; it must share 2i/d with the sine before it": lambda n, d: _table(n, d, exponent="c/d"),
+        "put the cosine in the even columns and the sine in the odd ones (even columns hold sin)":
+            lambda n, d: _table(n, d, swap=True),
+        "put all sines in the first half and all cosines in the second: the sines and cosines must "
+        "alternate (column 2i sin, column 2i+1 cos)": lambda n, d: _table(n, d, halves=True),
+    }
+    odd = ("for odd d the last column is a sine with no cosine partner: an odd d_model has (d + 1) // 2 sine "
+           "columns and d // 2 cosine columns, so the cosines take only the first d // 2 angles "
+           "(e.g. pe[:, 1::2] = torch.cos(angle[:, : d_model // 2]))")
+    odd_mistakes = {
+        "left the last column at 0: " + odd: lambda n, d: last_column_zero(n, d) if d % 2 else None,
+    }
+    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same angle), "
+               "for i = 0 ... d/2 - 1")
+    _function(name, fn, list(cases), lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
+                  label=label, mistakes={**mistakes, **odd_mistakes},
+                  hint=lambda n, d: formula + ("; " + odd if d % 2 else ""),
+                  crash_hint=lambda problem, n, d: ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None)
+
+
+def check_position_params(learned: Any, sinusoidal: Any, rope: Any, max_len: int = 1024, d_model: int = 768) -> None:
+    """Parameter counts of a learned table (max_len × d_model), sinusoids (0) and RoPE (0)."""
+    table = max_len * d_model
+    hint = "count the numbers that training adjusts, and only those."
+    check_count("learned_table_params", learned, table, {
+        "added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers":
+            max_len + d_model,
+        "counted one position vector: there is one for each of the max_len positions": d_model,
+        "counted one number per position: each position has a whole d_model-vector": max_len,
+        "counted a sine and a cosine table: a learned table is a single max_len × d_model matrix": 2 * table,
+       }, hint=hint)
+    check_count("sinusoidal_params", sinusoidal, 0, {
+        "counted the entries of the table: they come from a formula and are never trained, so 0 parameters": table,
+        "counted the frequencies: they are fixed numbers, not parameters": d_model // 2,
+       }, hint=hint)
+    check_count("rope_params", rope, 0, {
+        "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and "
+        "the formula, nothing is trained": d_model * d_model,
+        "counted a table of angles: the angles come from a formula, nothing is trained": table // 2,
+        "counted a position table: RoPE adds no table, it rotates the queries and keys": table,
+       }, hint=hint)
+
+
+def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation", label: str = "") -> None:
+    """The learner's 2×2 rotation matrix for an angle in radians (turning column vectors anticlockwise)."""
+    from course_lib import positional
+
+    def wrong(make):
+        return lambda a: torch.tensor(make(math.cos(a), math.sin(a)), dtype=torch.float64)
+
+    mistakes = {
+        "put the minus sign on the bottom-left sine: that matrix turns the other way, by -angle; "
+        "R(angle) = [[cos, -sin], [sin, cos]]": wrong(lambda c, s: [[c, s], [-s, c]]),
+        "swapped sin and cos": wrong(lambda c, s: [[s, -c], [c, s]]),
+        "forgot the minus sign: [[cos, sin], [sin, cos]] is not a rotation": wrong(lambda c, s: [[c, s], [s, c]]),
+        "treated the angle as degrees: torch.cos and math.cos take radians":
+            lambda a: positional.rotation_2d(math.radians(a)),
+    }
+    _function(name, fn, [(float(a),) for a in angles], lambda a: positional.rotation_2d(a), label=label,
+                  mistakes=mistakes, dtype=torch.float64, hint="rotation(a) = [[cos a, -sin a], [sin a, cos a]]")
+
+
+def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (5, 16)), name: str = "offset_map",
+                     label: str = "") -> None:
+    """The learner's M_k with PE[pos + k] = PE[pos] @ M_k, against positional.rotation_for_offset."""
+    from course_lib import positional
+
+    def blocks(k, d, speed, transpose=False):
+        mats = [positional.rotation_2d(k * speed(i, d)) for i in range(d // 2)]
+        return torch.block_diag(*[m.T if transpose else m for m in mats])
+
+    mistakes = {
+        "built M_(-k), the map k places back: with rows as vectors (PE[pos] @ M) each block must be "
+        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
+        "turned every pair by the same angle k: pair i turns by k·ω_i with ω_i = 10000^(-2i/d)":
+            lambda k, d: blocks(k, d, lambda i, d: 1.0),
+        "used ω_i = 10000^(-i/d): the exponent is 2i/d": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-i / d)),
+    }
+    def crash_hint(problem, k, d):
+        if "numpy" in problem or "ndarray" in problem:
+            return ("torch.block_diag takes torch tensors, not numpy arrays: make rotation return a torch tensor "
+                    "(exercise 4 checks that), or build each block with torch.tensor(..., dtype=torch.float64)")
+        return None
+
+    _function(name, fn, list(cases), lambda k, d: positional.rotation_for_offset(k, d, dtype=torch.float64),
+                  label=label, mistakes=mistakes, dtype=torch.float64, crash_hint=crash_hint,
+                  hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere")
+    # The property itself, on the learner's matrix: one map moves every position by k.
+    for k, d in cases:
+        M = torch.as_tensor(_to_array(call(name, fn, k, d)), dtype=torch.float64)
+        start = abs(int(k))
+        pe = positional.sinusoidal_encoding(200 + 2 * start + 1, d, dtype=torch.float64)  # room for pos and pos + k
+        moved = pe[start : start + 200] @ M
+        check_true(name, torch.allclose(moved, pe[start + int(k) : start + int(k) + 200], atol=1e-6),
+                   f"PE[pos] @ M is not PE[pos + {k}] for d = {d}.")
+
+
+def _rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: str = "qk",
+                        scale: str = "sqrt") -> torch.Tensor:
+    from course_lib.positional import apply_rotary
+
+    q = apply_rotary(q) if "q" in rotate else q
+    k = apply_rotary(k) if "k" in rotate else k
+    v = apply_rotary(v) if "v" in rotate else v
+    d = q.shape[-1]
+    divide = {"sqrt": math.sqrt(d), "none": 1.0, "d": float(d)}[scale]
+    weights = torch.softmax(q @ k.transpose(-2, -1) / divide, dim=-1)  # (T, T)
+    return weights @ v  # (T, d)
+
+
+def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rope_attention", label: str = "") -> None:
+    """The learner's fixed RoPE self-attention, naming which of q, k, v were (not) rotated."""
+    g = torch.Generator().manual_seed(70)
+    sizes = [(5, 4), (8, 16)] + ([(1, 2), (12, 32), (6, 64)] if hidden else [])
+    cases = []
+    for T, d in sizes:
+        q, k, v = (torch.randn(T, d, generator=g, dtype=torch.float64) * 2 for _ in range(3))
+        cases.append((q, k, v))
+    mistakes = {
+        "rotated the queries and the values (the bug in the given code): RoPE turns the queries and the KEYS, "
+        "so that q_m · k_n depends on n - m; the values must not be rotated": lambda q, k, v: _rope_attention(q, k, v, "qv"),
+        "rotated only the queries: the keys must be rotated too, or the score depends on the query's "
+        "absolute position": lambda q, k, v: _rope_attention(q, k, v, "q"),
+        "rotated only the keys: the queries must be rotated too, or the score depends on the key's "
+        "absolute position; RoPE turns both, so that only the offset n - m remains":
+            lambda q, k, v: _rope_attention(q, k, v, "k"),
+        "rotated the values as well: only the queries and keys are rotated": lambda q, k, v: _rope_attention(q, k, v, "qkv"),
+        "left the rotation out: the queries and keys must be rotated": lambda q, k, v: _rope_attention(q, k, v, ""),
+        "rotated the keys and the values, not the queries and keys": lambda q, k, v: _rope_attention(q, k, v, "kv"),
+        "rotated the right tensors but left out the division by sqrt(d): the scores are q_m · k_n / sqrt(d), "
+        "as in the given code": lambda q, k, v: _rope_attention(q, k, v, "qk", scale="none"),
+        "divided the scores by d instead of sqrt(d)": lambda q, k, v: _rope_attention(q, k, v, "qk", scale="d"),
+    }
+    _function(name, fn, cases, _rope_attention, label=label, mistakes=mistakes,
+                  hint="rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention "
+                       "(divide by sqrt(d)) with the untouched v")
+
+
+def _shuffle_example() -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """The exercise's five word vectors, their self-attention outputs and the permutation."""
+    from course_lib.attention import scaled_dot_product_attention
+
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(5, 4, generator=g)  # (5, 4)
+    W_q, W_k, W_v = (torch.randn(4, 4, generator=g) / 2 for _ in range(3))
+    perm = [3, 0, 4, 1, 2]
+
+    def attend(x):
+        return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)[0]  # (5, 4)
+
+    return attend(X), attend(X[perm]), perm
+
+
+def check_shuffled_output(value: Any, name: str = "Y_shuffled") -> None:
+    """The predicted output of unmasked self-attention on shuffled words: the outputs shuffled the same way."""
+    Y, expected, perm = _shuffle_example()
+    inverse = [perm.index(j) for j in range(len(perm))]
+    check_close(name, value, expected, atol=1e-4, mistakes={
+        "kept the original order: self-attention without a mask is permutation-EQUIVARIANT, not invariant; "
+        "every output row moves with its word": Y,
+        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]": Y[inverse],
+        "reversed the rows": Y.flip(0),
+    }, hint="the new input is X[perm]; each word keeps its own output vector")
