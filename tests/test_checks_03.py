@@ -1,14 +1,14 @@
-"""The lesson 03 exercise checks: the references agree with course_lib.markov, the right answers pass,
+"""The lesson 03 exercise checks: the references agree with course_lib.skips, the right answers pass,
 and each typical wrong answer is named in the hint."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from course_lib import checks, markov
+from course_lib import checks, skips
+from course_lib.checks import lesson03
 from course_lib.data import load_sentences
 from grading_helpers import fails_with
-from course_lib.checks import lesson03
 
 PROGRAM = "check the program log and find out whether it ran".split()
 BATTERY = "check the battery log and find out whether it ran".split()
@@ -18,7 +18,7 @@ TOY = [s.split() for s in ["a b a c d", "b b c e", "a c b b d", "c a b e"]]
 
 @pytest.fixture(scope="module")
 def model():
-    return markov.SkipPairVotes().fit(load_sentences("commands_long"))
+    return skips.SkipPairVotes().fit(load_sentences("commands_long"))
 
 
 # --- references ---------------------------------------------------------------------------------
@@ -32,19 +32,19 @@ def test_reference_votes_match_the_library(model, context):
 
 
 def test_reference_votes_match_the_library_on_a_toy_corpus():
-    toy = markov.SkipPairVotes().fit(TOY)
+    toy = skips.SkipPairVotes().fit(TOY)
     for context in (["a", "b", "a", "c"], ["c", "a", "b"], ["b", "a", "b", "b"]):
         want, got = toy.votes_by_word(context), lesson03.reference_votes(toy.pair_counts(), context)
         assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-12 for k in want), (context, got, want)
 
 
 def test_reference_select_mask_and_feature_layer_match_the_library(model):
-    M = markov.confident_pair_mask(model)
+    M = skips.confident_pair_mask(model)
     for word in ("ran", "it", "check"):
-        np.testing.assert_array_equal(lesson03.reference_select_mask(word, M, model.tokens), markov.mask_lookup(model.index(word), M))
-    W1 = markov.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
+        np.testing.assert_array_equal(lesson03.reference_select_mask(word, M, model.tokens), skips.mask_lookup(model.index(word), M))
+    W1 = skips.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
     x = (np.random.default_rng(0).random((4, len(model.tokens))) < 0.5).astype(float)
-    np.testing.assert_array_equal(lesson03.reference_feature_layer(x, W1), markov.feature_layer(x, W1))
+    np.testing.assert_array_equal(lesson03.reference_feature_layer(x, W1), skips.feature_layer(x, W1))
 
 
 # --- exercise 1 and 6: votes --------------------------------------------------------------------
@@ -80,7 +80,7 @@ def test_check_vote_counter_names_the_bug_and_other_slips(model):
     fails_with(lesson03.check_vote_counter, "cv", buggy_count_votes, cases, match="vote twice")
     fails_with(lesson03.check_vote_counter, "cv", lambda p, c: lesson03.reference_votes(p, c, normalise=False), cases,
                match="without normalising")
-    toy = markov.SkipPairVotes().fit(TOY).pair_counts()
+    toy = skips.SkipPairVotes().fit(TOY).pair_counts()
     fails_with(lesson03.check_vote_counter, "cv", lambda p, c: lesson03.reference_votes(p, c, include_latest=True), [(toy, ["c", "a", "b"])],
                match="paired the latest word with itself")
     fails_with(lesson03.check_vote_counter, "cv", lambda p, c: None, cases, match="forget to `return`")
@@ -122,7 +122,7 @@ def test_check_mask_ran_names_the_wrong_masks(model):
 
 
 def test_check_select_mask_names_a_column_and_a_shifted_index(model):
-    M = markov.confident_pair_mask(model)
+    M = skips.confident_pair_mask(model)
     M_random = (np.random.default_rng(0).random((5, 5)) < 0.5).astype(float)
     cases = [("ran", M, model.tokens), ("b", M_random, ["a", "b", "c", "d", "e"])]
     lesson03.check_select_mask("s", lesson03.reference_select_mask, cases)
@@ -157,13 +157,13 @@ def test_check_shape_answer_names_known_shapes():
 
 
 def test_check_feature_layer_names_a_missing_relu_or_bias(model):
-    W1 = markov.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
+    W1 = skips.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
     x = np.zeros((3, len(model.tokens)))
     x[0, [model.index("battery"), model.index("ran")]] = 1.0
     x[1, model.index("battery")] = 1.0  # a single word: the sum is 0, or -1 with nothing present
     cases = [(x, W1), (x[0], W1)]
     lesson03.check_feature_layer("f", lesson03.reference_feature_layer, cases)
-    lesson03.check_feature_layer("f", markov.feature_layer, cases)
+    lesson03.check_feature_layer("f", skips.feature_layer, cases)
     with_bias = lambda x: np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)  # noqa: E731
     fails_with(lesson03.check_feature_layer, "f", lambda x, W: with_bias(x) @ W, cases, match="forgot the ReLU")
     fails_with(lesson03.check_feature_layer, "f", lambda x, W: np.maximum(x @ W[:-1], 0), cases, match="forgot the bias")
@@ -179,7 +179,7 @@ def test_check_feature_layer_names_a_missing_relu_or_bias(model):
 
 def test_check_and_gate_names_a_wrong_bias(model):
     group = ["battery", "log", "ran"]
-    W = markov.conjunction_weights(model.tokens, [group])
+    W = skips.conjunction_weights(model.tokens, [group])
     lesson03.check_and_gate("w", W, model.tokens, group)
     for bias, phrase in [(-1.0, "not negative enough"), (0.0, "not negative enough"), (-3.0, "never fires")]:
         wrong = W.copy()
@@ -207,7 +207,7 @@ def test_vote_counter_that_ignores_pair_counts_is_named(model):
 
 
 def test_feature_layer_with_np_append_is_named(model):
-    W1 = markov.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
+    W1 = skips.conjunction_weights(model.tokens, [("battery", "ran"), ("program", "ran")])
     x = np.zeros((4, len(model.tokens)))
     x[0, [model.index("battery"), model.index("ran")]] = 1.0
     fails_with(lesson03.check_feature_layer, "f", lambda x, W: np.maximum(np.append(x, 1.0) @ W, 0), [(x[0], W1), (x, W1)],
@@ -216,7 +216,7 @@ def test_feature_layer_with_np_append_is_named(model):
 
 def test_and_gate_asks_for_unit_weights_unless_told_otherwise(model):
     group = ["battery", "log", "ran"]
-    W = markov.conjunction_weights(model.tokens, [group]) * 2
+    W = skips.conjunction_weights(model.tokens, [group]) * 2
     W[-1, 0] = -5.0  # 2 + 2 + 2 - 5 = 1: a working gate, but not with the +1 weights the exercise asks for
     fails_with(lesson03.check_and_gate, "w", W, model.tokens, group, match="weight of +1")
     lesson03.check_and_gate("w", W, model.tokens, group, word_weight=None)

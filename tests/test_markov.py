@@ -354,6 +354,7 @@ def test_exercise_checks_pass_the_reference_and_name_mistakes():
 
 def test_exercise_checks_name_the_walkthrough_mistakes():
     from course_lib import checks
+    from course_lib.checks import lesson02
 
     vocab = [END] + sorted({w for s in COMMANDS for w in s}) + ["unused"]  # "unused" never occurs
     counts = lesson02._counts(COMMANDS, vocab)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_lib import markov
+from course_lib import skips
 from course_lib.data import load_sentences
 
 PROGRAM = "check the program log and find out whether it ran please".split()
@@ -39,10 +39,10 @@ def corpus():
 
 
 def test_curriculum_numbers(corpus):
-    model = markov.SkipPairVotes().fit(corpus)
+    model = skips.SkipPairVotes().fit(corpus)
     assert model.votes_by_word(PROGRAM[:10]) == {"down": 4.0, "please": 5.0}, model.votes_by_word(PROGRAM[:10])
     assert model.votes_by_word(BATTERY[:10]) == {"down": 5.0, "please": 4.0}, model.votes_by_word(BATTERY[:10])
-    mask = markov.mask_lookup(model.index("ran"), markov.confident_pair_mask(model))
+    mask = skips.mask_lookup(model.index("ran"), skips.confident_pair_mask(model))
     kept = [model.tokens[i] for i in np.flatnonzero(mask)]
     assert kept == ["battery", "program"], f"the mask for 'ran' keeps {kept}, expected ['battery', 'program']"
     assert model.votes_by_word(PROGRAM[:10], mask) == {"please": 1.0}
@@ -54,7 +54,7 @@ def test_counts_match_brute_force_on_random_corpora():
     words = list("abcdefg")
     for _ in range(5):
         sequences = [[rng.choice(words) for _ in range(rng.randint(1, 9))] for _ in range(12)]
-        model = markov.SkipPairVotes().fit(sequences)
+        model = skips.SkipPairVotes().fit(sequences)
         _, pair_next = brute_force_votes(sequences, ["a"])
         got = model.pair_counts()
         want = {k: v for k, v in pair_next.items() if v}
@@ -70,7 +70,7 @@ def test_counts_match_brute_force_on_random_corpora():
 
 
 def test_each_seen_pair_has_one_vote(corpus):
-    model = markov.SkipPairVotes().fit(corpus)
+    model = skips.SkipPairVotes().fit(corpus)
     sums = model.transition.sum(axis=-1)
     seen = model.counts.sum(axis=-1) > 0
     np.testing.assert_allclose(sums[seen], 1.0, err_msg="rows of seen pairs must sum to 1")
@@ -78,14 +78,14 @@ def test_each_seen_pair_has_one_vote(corpus):
 
 
 def test_repeated_earlier_word_is_one_feature():
-    model = markov.SkipPairVotes().fit([["a", "a", "x", "b"]])
+    model = skips.SkipPairVotes().fit([["a", "a", "x", "b"]])
     assert model.presence(["a", "a", "x"]).sum() == 1.0, "a word seen twice before is one feature"
     assert model.votes_by_word(["a", "a", "x"]) == {"b": 1.0}
-    assert markov.skip_pairs(["it", "ran", "it", "ran"]) == [("it", "ran"), ("ran", "ran")]
+    assert skips.skip_pairs(["it", "ran", "it", "ran"]) == [("it", "ran"), ("ran", "ran")]
 
 
 def test_vote_table_rows_add_up_to_votes(corpus):
-    model = markov.SkipPairVotes().fit(corpus)
+    model = skips.SkipPairVotes().fit(corpus)
     table = model.vote_table(BATTERY[:10])
     np.testing.assert_allclose(table.sum(axis=0), model.votes(BATTERY[:10]))
     assert (table.sum(axis=1) > 0).sum() == 9, "nine distinct earlier words should vote"
@@ -93,45 +93,45 @@ def test_vote_table_rows_add_up_to_votes(corpus):
 
 def test_mask_lookup_is_one_hot_times_matrix():
     M = np.arange(16.0).reshape(4, 4)
-    np.testing.assert_array_equal(markov.mask_lookup(2, M), M[2])
+    np.testing.assert_array_equal(skips.mask_lookup(2, M), M[2])
     rows = np.eye(4)[[3, 0]]
-    np.testing.assert_array_equal(markov.mask_lookup(rows, M), M[[3, 0]])
+    np.testing.assert_array_equal(skips.mask_lookup(rows, M), M[[3, 0]])
     # the same numbers through torch, as the future attention code will compute them
     torch.testing.assert_close(torch.nn.functional.one_hot(torch.tensor([3, 0]), 4).double() @ torch.from_numpy(M),
-                               torch.from_numpy(markov.mask_lookup(rows, M)))
+                               torch.from_numpy(skips.mask_lookup(rows, M)))
 
 
 def test_apply_mask_and_errors():
-    np.testing.assert_array_equal(markov.apply_mask([1, 1, 0, 1], [0, 1, 1, 0.5]), [0, 1, 0, 0.5])
+    np.testing.assert_array_equal(skips.apply_mask([1, 1, 0, 1], [0, 1, 1, 0.5]), [0, 1, 0, 0.5])
     with pytest.raises(ValueError, match=r"same shape as the features, got mask \(3,\) for features \(4,\)"):
-        markov.apply_mask(np.ones(4), np.ones(3))
+        skips.apply_mask(np.ones(4), np.ones(3))
     with pytest.raises(ValueError, match=r"latest must be in 0\.\.3, got 4"):
-        markov.mask_lookup(4, np.eye(4))
+        skips.mask_lookup(4, np.eye(4))
     with pytest.raises(ValueError, match=r"length 3 cannot select rows of a mask matrix with 4 rows"):
-        markov.mask_lookup(np.ones(3), np.eye(4))
-    model = markov.SkipPairVotes()
+        skips.mask_lookup(np.ones(3), np.eye(4))
+    model = skips.SkipPairVotes()
     with pytest.raises(RuntimeError, match="not fitted yet"):
         model.votes(["a", "b"])
     model.fit([PROGRAM])
     with pytest.raises(KeyError, match="'battery' was not seen in training"):
         model.votes(["battery", "ran"])
     with pytest.raises(TypeError, match="item 0 is the string"):
-        markov.SkipPairVotes().fit(["check the log"])
+        skips.SkipPairVotes().fit(["check the log"])
     with pytest.raises(ValueError, match="at least one token"):
-        markov.skip_pairs([])
+        skips.skip_pairs([])
 
 
 def test_conjunction_features_fire_only_for_complete_groups():
     tokens = ["battery", "log", "program", "ran"]
     groups = [("battery", "ran"), ("program", "ran"), ("battery", "log", "ran")]
-    W = markov.conjunction_weights(tokens, groups)
+    W = skips.conjunction_weights(tokens, groups)
     assert W.shape == (5, 3), f"W shape {W.shape}, expected (V + 1, F) = (5, 3)"
     assert W[-1].tolist() == [-1.0, -1.0, -2.0], f"bias weights {W[-1].tolist()}, expected [-1, -1, -2]"
     for r in range(len(tokens) + 1):
         for present in itertools.combinations(range(len(tokens)), r):
             x = np.zeros(len(tokens))
             x[list(present)] = 1.0
-            got = markov.feature_layer(x, W)
+            got = skips.feature_layer(x, W)
             words = {tokens[i] for i in present}
             want = [float(set(g) <= words) for g in groups]
             assert got.tolist() == want, f"present {sorted(words)}: features {got.tolist()}, expected {want}"
@@ -142,10 +142,10 @@ def test_feature_layer_matches_torch_linear_relu():
     x = torch.randn(6, 4, dtype=torch.float64)
     linear = torch.nn.Linear(4, 3).double()
     W = torch.cat([linear.weight.T, linear.bias[None, :]]).detach().numpy()  # (V + 1, F): bias as the last row
-    np.testing.assert_allclose(markov.feature_layer(x.numpy(), W), torch.relu(linear(x)).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(skips.feature_layer(x.numpy(), W), torch.relu(linear(x)).detach().numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match=r"W must have shape \(V \+ 1, F\) = \(5, F\)"):
-        markov.feature_layer(x.numpy(), W[:-1])
+        skips.feature_layer(x.numpy(), W[:-1])
     with pytest.raises(ValueError, match="distinct words"):
-        markov.conjunction_weights(["a"], [("a", "a")])
+        skips.conjunction_weights(["a"], [("a", "a")])
     with pytest.raises(KeyError, match="'z' of group 0"):
-        markov.conjunction_weights(["a"], [("a", "z")])
+        skips.conjunction_weights(["a"], [("a", "z")])
