@@ -8,6 +8,7 @@ from .core import (
     answer,
     call,
     check_choice,
+    check_sealed,
     check_close,
     check_count,
     check_equal,
@@ -18,10 +19,11 @@ from .core import (
     check_true,
     check_type,
     passed,
+    seal,
 )
 
 __all__ = [
-    "FAIL_MARK", "PASS_MARK", "CheckFailed", "NotAttempted", "answer", "call", "check_choice", "check_close",
+    "FAIL_MARK", "PASS_MARK", "CheckFailed", "NotAttempted", "answer", "call", "check_choice", "check_close", "check_sealed", "seal",
     "check_count", "check_equal", "check_function", "check_shape", "check_shape_answer", "check_tensor",
     "check_true", "check_type", "passed",
 ]

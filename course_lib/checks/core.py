@@ -19,6 +19,7 @@ a test cell imports the general helpers from here and its own lesson's checks fr
 from __future__ import annotations
 
 import difflib
+import hashlib
 import math
 import sys
 from collections import Counter, OrderedDict, defaultdict
@@ -344,3 +345,107 @@ def check_choice(name: str, value: Any, expected: Any, explanations: Mapping[Any
             problem += f" Expected a {type(expected).__name__}, got a {type(value).__name__}."
         raise CheckFailed(name, problem, why)
     passed(name)
+
+
+# --- answers worked out by hand stay sealed ---------------------------------------------------------
+# A visible test cell must not show the answer a learner is asked to work out, and neither should the
+# check module they might open next. Such answers (and the values of the mistakes a hint names) are
+# stored as seals: a salted SHA-256 of the value rounded to the precision the prompt asks for. A
+# reader cannot copy a seal into an answer; `check_sealed` rounds the learner's value the same way and
+# compares seals. Make a seal with `seal(value, name=..., decimals=...)`, e.g. in a terminal:
+#     python -c "from course_lib.checks import seal; print(seal(128 ** 0.25, name='ppl_by_hand', decimals=3))"
+
+_SALT = "one-hot-to-transformer/v1"
+
+
+def _rounded(x: float, decimals: int | None) -> str:
+    if decimals is None:
+        return repr(int(x)) if float(x).is_integer() else repr(float(x))
+    text = f"{float(x):.{decimals}f}"
+    return "0" + text[2:] if text.startswith("-0") and float(text) == 0 else text  # -0.000 -> 0.000
+
+
+def _canonical(value: Any, decimals: int | None, nudge: float = 0.0) -> str | None:
+    """One text for a value: numbers rounded (after adding `nudge` steps), shapes and ints exact,
+    strings stripped; None when the value is none of these."""
+    step = 10.0 ** -decimals if decimals is not None else 0.0
+    if isinstance(value, str):
+        return "str:" + value.strip()
+    if isinstance(value, torch.Size):
+        value = tuple(value)
+    if isinstance(value, bool):
+        return f"bool:{value}"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        v = float(value)
+        if math.isnan(v) or math.isinf(v):
+            return f"num:{v}"
+        return "num:" + _rounded(v + nudge * step, decimals)
+    try:
+        a = _to_array(value)
+    except (TypeError, ValueError):
+        return None
+    if a.dtype.kind not in "biuf":
+        return None
+    if a.ndim == 0:
+        return _canonical(a.item(), decimals, nudge)
+    items = ",".join(_rounded(float(x) + nudge * step, decimals) for x in a.astype(float).ravel())
+    return f"arr{tuple(a.shape)}:{items}"
+
+
+def seal(value: Any, *, name: str, decimals: int | None = 3) -> str:
+    """The seal of an answer: what a check module stores instead of the answer itself.
+
+    Numbers (and arrays, lists and tensors of them) are rounded to `decimals` places first;
+    `decimals=None` keeps ints and shapes exact. `name` (the answer's variable) salts the hash, so one
+    value gets different seals in different exercises.
+    """
+    text = _canonical(value, decimals)
+    if text is None:
+        raise TypeError(f"seal() takes numbers, arrays, tensors, shapes or strings, got {type(value).__name__}")
+    return hashlib.sha256(f"{_SALT}|{name}|{text}".encode()).hexdigest()[:20]
+
+
+def _matches(value: Any, sealed: str, name: str, decimals: int | None) -> bool:
+    # A value a hair from a rounding boundary (3.3635 vs 3.3645) still matches: try it nudged both ways.
+    nudges = (0.0, -0.4, 0.4) if decimals is not None else (0.0,)
+    for nudge in nudges:
+        text = _canonical(value, decimals, nudge)
+        if text is not None and hashlib.sha256(f"{_SALT}|{name}|{text}".encode()).hexdigest()[:20] == sealed:
+            return True
+    return False
+
+
+def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3, mistakes: Mapping[str, str] | None = None,
+                 hint: str | None = None, kind: str = "number") -> None:
+    """Check an answer worked out by hand against its seal, never printing the expected value.
+
+    `mistakes` maps a description ("forgot the minus sign") to the seal of the value that mistake
+    gives. `kind` says what a well-formed answer is: "number", "numbers" (a list/array), "shape"
+    (a tuple of ints; compared exactly) or "text".
+    """
+    if value is None:
+        raise CheckFailed(name, "got None: did you forget to assign the variable (or to `return` the result)?")
+    if kind == "shape":
+        if not isinstance(value, (tuple, list, torch.Size)) or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
+            raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
+        value, decimals = tuple(int(d) for d in value), None
+    elif kind == "text":
+        if not isinstance(value, str):
+            raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({_short(value)}).")
+    elif kind in ("number", "numbers"):
+        if isinstance(value, (str, bool)) or _canonical(value, decimals) is None:
+            raise CheckFailed(name, f"expected {'a number' if kind == 'number' else 'numbers'}, got "
+                              f"{type(value).__name__} ({_short(value)}).")
+        if kind == "number" and np.size(_to_array(value)) != 1:
+            raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
+    else:
+        raise ValueError(f"kind must be 'number', 'numbers', 'shape' or 'text', got {kind!r}")
+    if _matches(value, sealed, name, decimals):
+        passed(name)
+        return
+    for description, wrong in (mistakes or {}).items():
+        if _matches(value, wrong, name, decimals):
+            raise CheckFailed(name, f"{_short(value)} is not right.", f"it looks like you {description}.")
+    precision = f" (compared to {decimals} decimal places)" if decimals is not None and kind in ("number", "numbers") else ""
+    raise CheckFailed(name, f"{_short(value)} is not right{precision}.", hint)
