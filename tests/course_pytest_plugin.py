@@ -31,6 +31,10 @@ for var, sub in [
     (_home / sub).mkdir(parents=True, exist_ok=True)
     os.environ[var] = str(_home / sub)
 os.environ["TQDM_DISABLE"] = "1"
+# Tests never download: Tiny Shakespeare is read from ../shared/data when it is there, and a
+# notebook that needs it is skipped (with the reason) when it is not.
+os.environ["COURSE_DATA_DIR"] = str(SHARED_DATA if SHARED_DATA.is_dir() else _home / "no-data")
+os.environ["COURSE_NO_DOWNLOAD"] = "1"
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # debugpy's frozen-modules warning on stderr
 os.environ["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
 
@@ -60,17 +64,29 @@ def _nbval_kernels_over_unix_sockets() -> None:
 _nbval_kernels_over_unix_sockets()
 
 
+def _missing_data(item) -> list[str]:
+    """The data files a notebook declares in its metadata (`"course": {"data": ["tinyshakespeare.txt"]}`)
+    that ../shared/data does not hold."""
+    nb = getattr(item.parent, "nb", None)
+    needs = (nb or {}).get("metadata", {}).get("course", {}).get("data", [])
+    return [name for name in needs if not (SHARED_DATA / name).is_file()]
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip notebook cells tagged `gpu` unless CUDA is available."""
+    """Skip notebook cells tagged `gpu` unless CUDA is available, and every cell of a notebook whose
+    data files are absent from ../shared/data."""
     import torch
 
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="cell tagged 'gpu' and no CUDA device is available")
+    gpu_skip = pytest.mark.skip(reason="cell tagged 'gpu' and no CUDA device is available")
     for item in items:
         cell = getattr(item, "cell", None)
-        if cell is not None and "gpu" in cell.get("metadata", {}).get("tags", []):
-            item.add_marker(skip)
+        if cell is None:
+            continue
+        missing = _missing_data(item)
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(missing)} in {SHARED_DATA} (absent)"))
+        elif "gpu" in cell.get("metadata", {}).get("tags", []) and not torch.cuda.is_available():
+            item.add_marker(gpu_skip)
 
 
 @pytest.fixture

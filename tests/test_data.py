@@ -269,6 +269,20 @@ def test_default_cache_dir_without_override(monkeypatch):
     assert data.default_cache_dir() == Path.home() / ".cache" / "one-hot-to-transformer"
 
 
+@pytest.fixture
+def downloads_allowed(monkeypatch):
+    """The suite sets COURSE_NO_DOWNLOAD; these tests fake or serve the download locally, so lift it."""
+    monkeypatch.delenv("COURSE_NO_DOWNLOAD", raising=False)
+
+
+def test_no_download_setting_refuses_to_fetch(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_NO_DOWNLOAD", "1")
+    monkeypatch.setattr(data, "_download", lambda *a, **k: pytest.fail("tried to download"))
+    with pytest.raises(RuntimeError, match="COURSE_NO_DOWNLOAD is set"):
+        data.tiny_shakespeare(cache_dir=tmp_path)
+
+
+@pytest.mark.usefixtures("downloads_allowed")
 def test_tiny_shakespeare_downloads_once_then_reads_the_cache(tmp_path, monkeypatch):
     calls = []
 
@@ -284,6 +298,7 @@ def test_tiny_shakespeare_downloads_once_then_reads_the_cache(tmp_path, monkeypa
     assert calls == [data.TINY_SHAKESPEARE_URL], f"expected one download, got {calls}"
 
 
+@pytest.mark.usefixtures("downloads_allowed")
 def test_download_writes_the_file_from_a_local_url(tmp_path):
     # A file:// URL exercises the real urllib code path without any network.
     source = tmp_path / "source.txt"
@@ -294,6 +309,7 @@ def test_download_writes_the_file_from_a_local_url(tmp_path):
     assert not list((tmp_path / "cache").glob("*.part")), "temporary download files left behind"
 
 
+@pytest.mark.usefixtures("downloads_allowed")
 def test_tiny_shakespeare_offline_error_says_what_to_do(tmp_path):
     missing = (tmp_path / "no-such-file.txt").as_uri()
     with pytest.raises(RuntimeError, match=r"could not download tiny Shakespeare from file://") as info:
@@ -304,11 +320,13 @@ def test_tiny_shakespeare_offline_error_says_what_to_do(tmp_path):
     assert not (tmp_path / "cache" / data.TINY_SHAKESPEARE_FILE).exists(), "a failed download left a file"
 
 
+@pytest.mark.usefixtures("downloads_allowed")
 def test_tiny_shakespeare_invalid_url_is_a_runtime_error(tmp_path):
     with pytest.raises(RuntimeError, match=r"could not download tiny Shakespeare from not-a-url"):
         data.tiny_shakespeare(cache_dir=tmp_path, url="not-a-url")
 
 
+@pytest.mark.usefixtures("downloads_allowed")
 def test_tiny_shakespeare_network_failure_is_a_runtime_error(tmp_path, monkeypatch):
     import urllib.error
 
