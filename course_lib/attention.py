@@ -8,7 +8,9 @@ Shapes use one vocabulary throughout:
 
 Masks are boolean and **True means "may attend"** (the same convention as the boolean
 ``attn_mask`` of ``torch.nn.functional.scaled_dot_product_attention``; note that
-``torch.nn.MultiheadAttention`` uses the opposite convention, True = "blocked").
+``torch.nn.MultiheadAttention`` uses the opposite convention, True = "blocked"). A floating-point
+mask is *added* to the scores instead (0 where allowed, -inf where not), as in
+``F.scaled_dot_product_attention``: the two forms give the same weights.
 
 A row of the mask with no True at all (a query that may attend to nothing, e.g. a padding
 position asking over padding only) has no softmax distribution. Here such a row gets weights that
@@ -25,7 +27,7 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "MultiHeadAttention"]
+__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "KVCache", "MultiHeadAttention"]
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -66,7 +68,8 @@ def scaled_dot_product_attention(
     q: ``(..., T_q, d_k)``, k: ``(..., T_k, d_k)``, v: ``(..., T_k, d_v)``; the leading ``...`` axes
     (batch, heads) broadcast. mask: optional boolean tensor broadcastable to ``(..., T_q, T_k)``,
     True = "query i may attend to key j". Masked scores are set to -inf *before* the softmax, so
-    they get exactly zero weight and the remaining weights still sum to 1.
+    they get exactly zero weight and the remaining weights still sum to 1. A floating-point mask
+    is added to the scores (0 = allowed, -inf = blocked, or any bias in between).
 
     Returns output ``(..., T_q, d_v)``, where row i is Σ_j weights[i, j] · v[j], and weights
     ``(..., T_q, T_k)``, whose rows sum to 1 (rows with no allowed key are all zero, see the module
@@ -101,10 +104,10 @@ def scaled_dot_product_attention(
     if mask is not None:
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a boolean torch.Tensor (True = may attend), got {type(mask).__name__}")
-        if mask.dtype != torch.bool:
+        if mask.dtype != torch.bool and not mask.is_floating_point():
             raise TypeError(
-                f"mask must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
-                "for a 0/1 mask use `mask.bool()`"
+                f"mask must be a boolean tensor (True = may attend) or a floating-point one (added to the "
+                f"scores), got dtype {mask.dtype}; for a 0/1 mask use `mask.bool()`"
             )
         target = (*batch, q.shape[-2], k.shape[-2])
         try:
@@ -117,10 +120,13 @@ def scaled_dot_product_attention(
                 f"{target} (..., T_q, T_k)"
             )
         mask = mask.to(scores.device)
-        scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k), -inf where not allowed
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k), -inf where not allowed
+        else:
+            scores = scores + mask.to(scores.dtype)  # (..., T_q, T_k), an additive mask or bias
         # A row with nothing allowed would be softmax(all -inf) = NaN. Give it finite scores for the
         # softmax (any value works) and zero its weights afterwards: no NaN forward or backward.
-        empty_rows = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+        empty_rows = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., T_q, 1)
         scores = scores.masked_fill(empty_rows, 0.0)  # (..., T_q, T_k)
 
     weights = softmax(scores, dim=-1)  # (..., T_q, T_k), each row sums to 1 over the keys
@@ -130,11 +136,18 @@ def scaled_dot_product_attention(
     return output, weights
 
 
-def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """A ``(T, T)`` boolean mask, True on and below the diagonal: position i may attend to j ≤ i."""
+def causal_mask(T: int, device: torch.device | str | None = None, *, past: int = 0) -> torch.Tensor:
+    """A ``(T, T)`` boolean mask, True on and below the diagonal: position i may attend to j ≤ i.
+
+    With ``past`` > 0 (generation with a KV cache: T new tokens after ``past`` cached ones) the mask
+    is ``(T, past + T)``: new token i sits at position past + i and may attend to every cached
+    position and to the new ones up to itself.
+    """
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise ValueError(f"T must be a positive int (the number of positions), got {T!r}")
-    return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)
+    if isinstance(past, bool) or not isinstance(past, int) or past < 0:
+        raise ValueError(f"past must be a non-negative int (the number of cached positions), got {past!r}")
+    return torch.ones(T, past + T, dtype=torch.bool, device=device).tril(diagonal=past)  # (T, past + T)
 
 
 def padding_mask(lengths: Sequence[int] | torch.Tensor, T: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -159,6 +172,41 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, T: int, device: torch.de
     return keep[:, None, None, :]  # (B, 1, 1, T)
 
 
+class KVCache:
+    """The keys and values one attention layer has computed so far, for generation.
+
+    When a decoder generates token t, the keys and values of tokens 0 … t-1 are the same as at the
+    previous step (causal attention: later tokens never change earlier ones), so they are kept here
+    and only the new token's key and value are computed and appended. ``k`` and ``v`` are shaped
+    ``(B, n_heads, T_cached, head_dim)``.
+    """
+
+    def __init__(self) -> None:
+        self.k: torch.Tensor | None = None  # (B, n_heads, T_cached, head_dim)
+        self.v: torch.Tensor | None = None  # (B, n_heads, T_cached, head_dim)
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new positions' keys and values; return all of them."""
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            if k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]:
+                raise ValueError(f"new keys {tuple(k.shape)} do not match the cached ones {tuple(self.k.shape)} "
+                                 "(B, n_heads, T, head_dim): reset() the cache before a new batch")
+            self.k = torch.cat([self.k, k], dim=-2)  # (B, n_heads, T_cached + T, head_dim)
+            self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reset(self) -> None:
+        self.k = self.v = None
+
+    def __repr__(self) -> str:
+        return f"KVCache(cached={len(self)})"
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with batch-first inputs.
 
@@ -167,15 +215,29 @@ class MultiHeadAttention(nn.Module):
     projections are what make attention learnable: `scaled_dot_product_attention` itself has no
     parameters.
 
-    ``forward(x, context=None, mask=None)``: x ``(B, T, d_model)`` supplies the queries; ``context``
-    ``(B, T_ctx, d_model)`` supplies keys and values (defaults to ``x``: self-attention; otherwise
-    cross-attention). ``mask`` is boolean, True = may attend, broadcastable to
-    ``(B, n_heads, T, T_ctx)``: e.g. ``causal_mask(T)`` or ``padding_mask(lengths, T_ctx)``.
-    Returns ``(B, T, d_model)`` and keeps the weights ``(B, n_heads, T, T_ctx)``, detached, on
-    ``.last_weights`` for plotting.
+    ``forward(x, context=None, mask=None, *, cache=None)``: x ``(B, T, d_model)`` supplies the
+    queries; ``context`` ``(B, T_ctx, d_model)`` supplies keys and values (defaults to ``x``:
+    self-attention; otherwise cross-attention). Returns ``(B, T, d_model)``.
+
+    ``mask`` (True = may attend; a float mask is added to the scores) may be shaped
+    ``(T, T_ctx)`` (the same for every sequence, e.g. ``causal_mask(T)``), ``(B, T_ctx)`` (key
+    padding: which keys of each sequence are real tokens), ``(B, 1, T_ctx)`` or ``(B, T, T_ctx)``
+    (per sequence; the head axis is inserted), or 4-D broadcastable to ``(B, n_heads, T, T_ctx)``
+    (e.g. ``padding_mask(lengths, T_ctx)``). A shape that would broadcast wrongly (a batch axis
+    landing on the head axis) raises ValueError. A 2-D mask that fits both readings (when B == T)
+    is read as ``(T, T_ctx)``; give key padding as ``(B, 1, T_ctx)`` to be unambiguous.
+
+    ``keep_weights`` (default True) keeps the weights ``(B, n_heads, T, T_ctx)``, detached, on
+    ``.last_weights`` for plotting. With ``keep_weights=False`` the module calls
+    ``torch.nn.functional.scaled_dot_product_attention`` instead of the course's own function: the
+    same numbers (tests check it), faster, and ``.last_weights`` is None.
+
+    ``cache`` (a `KVCache`, self-attention only): the keys and values of x are appended to the
+    cache and x's queries attend to every cached position; pass ``causal_mask(T, past=len(cache))``
+    as the mask when x holds several new tokens.
     """
 
-    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0, keep_weights: bool = True):
         super().__init__()
         if d_model < 1 or n_heads < 1 or d_model % n_heads != 0:
             raise ValueError(
@@ -190,6 +252,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.attn_dropout = nn.Dropout(dropout)  # on the attention weights, active only in training
+        self.keep_weights = keep_weights  # False: torch's fused kernel, no weights kept
         self.last_weights: torch.Tensor | None = None  # (B, n_heads, T, T_ctx) after a forward pass
 
     def _split_heads(self, t: torch.Tensor) -> torch.Tensor:
@@ -202,31 +265,82 @@ class MultiHeadAttention(nn.Module):
             got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{name} must be shaped (B, T, d_model={self.d_model}), got {got}")
 
+    def _mask_for_heads(self, mask: torch.Tensor | None, B: int, T: int, T_ctx: int) -> torch.Tensor | None:
+        """Bring `mask` to a shape that broadcasts against the scores (B, n_heads, T, T_ctx) the right way."""
+        if mask is None:
+            return None
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a torch.Tensor (boolean, True = may attend), got {type(mask).__name__}")
+        accepted = (f"(T, T_ctx) = ({T}, {T_ctx}), (B, T_ctx) = ({B}, {T_ctx}), (B, 1, T_ctx), (B, T, T_ctx) = "
+                    f"({B}, {T}, {T_ctx}), or 4-D broadcastable to (B, n_heads, T, T_ctx) = ({B}, {self.n_heads}, {T}, {T_ctx})")
+        fits = lambda got, want: len(got) == len(want) and all(g in (1, w) for g, w in zip(got, want))  # noqa: E731
+        shape = tuple(mask.shape)
+        if mask.ndim == 2 and fits(shape, (T, T_ctx)):
+            return mask  # (T, T_ctx): broadcasts over batch and heads
+        if mask.ndim == 2 and shape == (B, T_ctx):
+            return mask[:, None, None, :]  # key padding (B, T_ctx) -> (B, 1, 1, T_ctx)
+        if mask.ndim == 3 and fits(shape, (B, T, T_ctx)):
+            return mask[:, None]  # (B, T, T_ctx) -> (B, 1, T, T_ctx): the same for every head
+        if mask.ndim == 4 and fits(shape, (B, self.n_heads, T, T_ctx)):
+            return mask
+        raise ValueError(f"mask of shape {shape} does not fit this attention; expected {accepted}")
+
     def forward(
-        self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        *,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         self._check_input("x", x)
-        if context is None:
-            context = x  # self-attention: the sequence attends to itself
-        else:
+        if context is not None:
+            if cache is not None:
+                raise ValueError("a KV cache is for self-attention: pass either context or cache, not both")
             self._check_input("context", context)
             if context.shape[0] != x.shape[0]:
                 raise ValueError(
                     f"x and context must have the same batch size, got x {tuple(x.shape)} and context {tuple(context.shape)}"
                 )
+        source = x if context is None else context  # self-attention: the sequence attends to itself
         B, T, C = x.shape
 
         q = self._split_heads(self.w_q(x))  # (B, T, C) -> (B, n_heads, T, head_dim)
-        k = self._split_heads(self.w_k(context))  # (B, T_ctx, C) -> (B, n_heads, T_ctx, head_dim)
-        v = self._split_heads(self.w_v(context))  # (B, T_ctx, C) -> (B, n_heads, T_ctx, head_dim)
+        k = self._split_heads(self.w_k(source))  # (B, T_ctx, C) -> (B, n_heads, T_ctx, head_dim)
+        v = self._split_heads(self.w_v(source))  # (B, T_ctx, C) -> (B, n_heads, T_ctx, head_dim)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, n_heads, T_cached + T, head_dim): past keys are reused, not recomputed
+        mask = self._mask_for_heads(mask, B, T, k.shape[-2])
 
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, n_heads, T, head_dim), (B, n_heads, T, T_ctx)
-        if self.training and self.attn_dropout.p > 0:
-            out = self.attn_dropout(weights) @ v  # (B, n_heads, T, head_dim), with some weights dropped
-        self.last_weights = weights.detach()  # (B, n_heads, T, T_ctx)
+        if self.keep_weights:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, n_heads, T, head_dim), (B, n_heads, T, T_ctx)
+            if self.training and self.attn_dropout.p > 0:
+                out = self.attn_dropout(weights) @ v  # (B, n_heads, T, head_dim), with some weights dropped
+            self.last_weights = weights.detach()  # (B, n_heads, T, T_ctx)
+        else:
+            out = self._fused_attention(q, k, v, mask)  # (B, n_heads, T, head_dim)
+            self.last_weights = None
 
         out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, n_heads, head_dim) -> (B, T, C): heads side by side
         return self.w_o(out)  # (B, T, C)
 
+    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """torch's fused attention, with the course's rule for queries that may attend to nothing."""
+        empty_rows = None
+        if mask is not None:
+            mask = mask.to(q.device)
+            blocked = ~mask if mask.dtype == torch.bool else torch.isneginf(mask)
+            empty_rows = blocked.all(dim=-1, keepdim=True)  # (..., T, 1)
+            if empty_rows.any():
+                # Let such a row attend everywhere (finite, no NaN in either pass), then zero its output.
+                mask = mask | empty_rows if mask.dtype == torch.bool else mask.masked_fill(empty_rows, 0.0)
+            else:
+                empty_rows = None
+        p = self.attn_dropout.p if self.training else 0.0
+        out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, n_heads, T, head_dim)
+        if empty_rows is not None:
+            out = out.masked_fill(empty_rows, 0.0)
+        return out
+
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}, keep_weights={self.keep_weights}"

@@ -171,22 +171,25 @@ class LearnedPositionalEmbedding(nn.Module):
 
 
 def rotary_angles(positions: torch.Tensor, d: int, base: float = 10000.0) -> torch.Tensor:
-    """RoPE's angles ``positions[..., None] * omega_i``: shape (*positions.shape, d/2), float64 on the CPU."""
+    """RoPE's angles ``positions[..., None] * omega_i``: shape (*positions.shape, d/2), on the
+    positions' device, in float64 (float32 on MPS, which has no float64)."""
     _check_size("d", d)
     if d % 2:
         raise ValueError(f"rotary embeddings rotate pairs of features, so the last dimension must be even, got {d}")
     positions = torch.as_tensor(positions)
     if positions.is_complex() or positions.dtype == torch.bool:
         raise TypeError(f"positions must be a real tensor, got dtype {positions.dtype}")
-    omega = frequencies(d, base)  # (d/2,) on the CPU, float64 (MPS has no float64)
-    return positions.cpu().to(torch.float64)[..., None] * omega  # (..., d/2)
+    dtype = torch.float32 if positions.device.type == "mps" else torch.float64
+    # frequencies() is a tiny (d/2,) table; moving it is cheap, moving the positions back and forth is not.
+    omega = frequencies(d, base).to(device=positions.device, dtype=dtype)  # (d/2,)
+    return positions.to(dtype)[..., None] * omega  # (..., d/2)
 
 
 def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
     """Rotary position embedding (RoPE): rotate each consecutive pair of x's last dimension.
 
     x: queries or keys shaped (..., T, d) with d even. positions: the position of each of the T
-    rows, shape (T,) or broadcastable to x.shape[:-1]; default 0 ... T-1. The pair
+    rows, shape (T,), x.shape[:-1], or (B, T) for x shaped (B, n_heads, T, d); default 0 ... T-1. The pair
     (x[..., 2i], x[..., 2i+1]) at position p is turned by the angle p·omega_i:
 
         (x0, x1) -> (x0 cos - x1 sin,  x0 sin + x1 cos)
@@ -209,6 +212,17 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     positions = torch.as_tensor(positions, device=x.device)
     if positions.shape[-1:] != (T,):
         raise ValueError(f"positions must have T = {T} entries in its last dimension, got shape {tuple(positions.shape)}")
+    if x.dim() == 4 and positions.shape == (x.shape[0], T):
+        positions = positions[:, None, :]  # (B, T) for x (B, n_heads, T, d): the same positions for every head
+    try:
+        fits = torch.broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"positions of shape {tuple(positions.shape)} do not fit x of shape {tuple(x.shape)}: expected (T,), "
+            f"x.shape[:-1] = {tuple(x.shape[:-1])}, or (B, T) for x shaped (B, n_heads, T, d)"
+        )
     angles = rotary_angles(positions, d, base)  # (..., T, d/2) in float64
     cos = torch.cos(angles).to(device=x.device, dtype=x.dtype)  # (..., T, d/2)
     sin = torch.sin(angles).to(device=x.device, dtype=x.dtype)

@@ -202,9 +202,7 @@ def test_sdpa_error_messages():
         scaled_dot_product_attention(q[0, 0], k, v)
     with pytest.raises(TypeError, match="k must be a torch.Tensor"):
         scaled_dot_product_attention(q, k.tolist(), v)
-    with pytest.raises(TypeError, match=r"mask must be a boolean tensor \(True = may attend\), got dtype torch.float32"):
-        scaled_dot_product_attention(q, k, v, torch.ones(3, 4))
-    with pytest.raises(TypeError, match="got dtype torch.int64"):
+    with pytest.raises(TypeError, match=r"mask must be a boolean tensor \(True = may attend\) or a floating-point one .*got dtype torch.int64.*mask.bool\(\)"):
         scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"mask of shape \(4, 3\) cannot be broadcast .* \(2, 3, 4\)"):
         scaled_dot_product_attention(q, k, v, torch.ones(4, 3, dtype=torch.bool))
@@ -446,3 +444,38 @@ def test_check_flying_arrows_output_arrows_and_no_reveal():
     with pytest.raises(checks.CheckFailed) as err:
         lesson06.check_flying_arrows([0.7071, -0.7071], w, out, [-0.3, 0.3])
     assert "0.10" not in str(err.value) and "expected" not in str(err.value)
+
+
+# --- float masks, the offset causal mask --------------------------------------------------------
+
+
+def test_a_float_mask_is_added_and_matches_the_boolean_mask_and_torch():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 5, 8, generator=g) for _ in range(3))
+    allowed = causal_mask(5) & torch.tensor([True, True, False, True, True])  # (5, 5), key 2 hidden from all
+    additive = torch.zeros(5, 5).masked_fill(~allowed, float("-inf"))  # 0 = allowed, -inf = blocked
+    out_bool, w_bool = scaled_dot_product_attention(q, k, v, allowed)
+    out_float, w_float = scaled_dot_product_attention(q, k, v, additive)
+    assert_close(w_float, w_bool)
+    assert_close(out_float, out_bool)
+    assert_close(out_float, F.scaled_dot_product_attention(q, k, v, attn_mask=additive))
+    bias = torch.randn(5, 5, generator=g)  # any additive bias, as torch allows
+    assert_close(scaled_dot_product_attention(q, k, v, bias)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
+
+
+def test_a_float_mask_row_of_minus_infinity_gets_zero_weights_not_nan():
+    q, k, v = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 2)
+    additive = torch.zeros(3, 3)
+    additive[1] = float("-inf")
+    out, w = scaled_dot_product_attention(q, k, v, additive)
+    assert not torch.isnan(out).any() and torch.equal(w[1], torch.zeros(3)), w
+
+
+def test_causal_mask_with_past_positions_for_a_kv_cache():
+    m = causal_mask(2, past=3)  # two new tokens at positions 3 and 4
+    expected = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    assert torch.equal(m, expected), m
+    assert torch.equal(causal_mask(4, past=0), causal_mask(4))
+    assert torch.equal(causal_mask(5)[3:], causal_mask(2, past=3)), "the last rows of the full mask"
+    with pytest.raises(ValueError, match="past must be a non-negative int.*got -1"):
+        causal_mask(2, past=-1)

@@ -341,6 +341,7 @@ def _mha_forward(x, p, n_heads, mask=None, *, merge_transpose=True, as_numpy=Fal
 
 def test_mha_forward_check_names_a_merge_without_transpose_and_wants_a_tensor():
     from course_lib import checks
+    from course_lib.checks import lesson08
 
     lesson08.check_mha_forward(_mha_forward)
     message = _check_message(lesson08.check_mha_forward, lambda *a, **k: _mha_forward(*a, merge_transpose=False, **k))
@@ -351,6 +352,7 @@ def test_mha_forward_check_names_a_merge_without_transpose_and_wants_a_tensor():
 
 def test_combine_check_explains_a_missing_transpose():
     from course_lib import checks
+    from course_lib.checks import lesson08
 
     def no_transpose(heads, w_o, b_o):
         d_k = heads.shape[-1]
@@ -363,6 +365,92 @@ def test_combine_check_explains_a_missing_transpose():
 
 def test_param_count_check_names_multiplying_by_the_heads():
     from course_lib import checks
+    from course_lib.checks import lesson08
 
     message = _check_message(lesson08.check_mha_param_count, "n", 16 * 4 * 256**2, d_model=256, n_heads=16, bias=False)
     assert "the head count does not change the parameter count" in message, message
+
+
+# --- mask shapes, the fused fast path, the KV cache ---------------------------------------------
+
+from course_lib.attention import KVCache, padding_mask  # noqa: E402
+
+
+def _mha(seed=0, d=16, h=4, **kwargs):
+    torch.manual_seed(seed)
+    return MultiHeadAttention(d, h, **kwargs).eval()
+
+
+def test_per_sequence_masks_get_a_head_axis_instead_of_broadcasting_the_batch_onto_the_heads():
+    # B == n_heads is the dangerous case: a (B, 1, T) mask would otherwise give head b sequence b's mask.
+    m = _mha(h=4)
+    x = torch.randn(4, 6, 16, generator=torch.Generator().manual_seed(1))
+    lengths = [6, 4, 2, 5]
+    full = padding_mask(lengths, 6)  # (B, 1, 1, T): unambiguous
+    want = m(x, mask=full)
+    for form in (full[:, 0], full[:, 0, 0], full[:, 0].expand(4, 6, 6)):  # (B, 1, T), (B, T), (B, T, T)
+        assert_close(m(x, mask=form), want)
+    per_sequence = full[:, 0].expand(4, 6, 6) & causal_mask(6)  # (B, T, T): padding and causal together
+    assert_close(m(x, mask=per_sequence), m(x, mask=full & causal_mask(6)))
+
+
+@pytest.mark.parametrize("shape", [(3, 6), (4, 2, 6), (2, 4, 6, 6), (6,)])
+def test_masks_that_would_broadcast_wrongly_are_refused(shape):
+    m = _mha()
+    x = torch.randn(4, 6, 16)
+    with pytest.raises(ValueError, match=r"mask of shape .* does not fit this attention; expected \(T, T_ctx\) = \(6, 6\)"):
+        m(x, mask=torch.ones(shape, dtype=torch.bool))
+
+
+def test_a_float_mask_gives_the_same_output_as_the_boolean_one():
+    m = _mha()
+    x = torch.randn(2, 5, 16)
+    additive = torch.zeros(5, 5).masked_fill(~causal_mask(5), float("-inf"))
+    assert_close(m(x, mask=additive), m(x, mask=causal_mask(5)))
+
+
+@pytest.mark.parametrize("masking", ["none", "causal", "padding_with_empty_rows", "float"])
+def test_fused_fast_path_equals_the_course_path_forward_and_backward(masking):
+    x = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(2))
+    mask = {"none": None, "causal": causal_mask(5),
+            "padding_with_empty_rows": padding_mask([5, 2, 0], 5) & causal_mask(5),  # the last sequence is all padding
+            "float": torch.zeros(5, 5).masked_fill(~causal_mask(5), float("-inf"))}[masking]
+    results = []
+    for keep in (True, False):
+        m = _mha(keep_weights=keep)
+        xi = x.clone().requires_grad_(True)
+        out = m(xi, mask=mask)
+        out.square().sum().backward()
+        results.append((out, xi.grad, m.w_q.weight.grad, m.last_weights))
+    (o1, gx1, gw1, w1), (o2, gx2, gw2, w2) = results
+    assert_close(o2, o1, atol=1e-5, rtol=1e-4)
+    assert_close(gx2, gx1, atol=1e-5, rtol=1e-4)
+    assert_close(gw2, gw1, atol=1e-5, rtol=1e-4)
+    assert not torch.isnan(o2).any() and not torch.isnan(gx2).any()
+    assert w1 is not None and w2 is None, "the fast path keeps no weights"
+
+
+def test_kv_cache_gives_the_same_outputs_as_full_causal_attention():
+    m = _mha()
+    x = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(4))
+    full = m(x, mask=causal_mask(7))
+    for keep in (True, False):
+        m.keep_weights = keep
+        cache = KVCache()
+        steps = [m(x[:, :3], mask=causal_mask(3), cache=cache)]  # the prompt at once
+        steps.append(m(x[:, 3:5], mask=causal_mask(2, past=3), cache=cache))  # two tokens
+        steps += [m(x[:, t:t + 1], cache=cache) for t in (5, 6)]  # then one at a time, no mask needed
+        assert len(cache) == 7, cache
+        assert_close(torch.cat(steps, dim=1), full, atol=1e-6, rtol=1e-5)
+    cache.reset()
+    assert len(cache) == 0
+
+
+def test_kv_cache_refuses_cross_attention_and_a_new_batch_without_reset():
+    m = _mha()
+    cache = KVCache()
+    m(torch.randn(2, 3, 16), cache=cache)
+    with pytest.raises(ValueError, match="reset\\(\\) the cache"):
+        m(torch.randn(3, 1, 16), cache=cache)
+    with pytest.raises(ValueError, match="either context or cache"):
+        m(torch.randn(2, 1, 16), context=torch.randn(2, 4, 16), cache=cache)

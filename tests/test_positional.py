@@ -310,6 +310,7 @@ def _even_only_table(n, d):
 
 def test_sinusoidal_check_tries_an_odd_d_model_and_says_why_it_crashed():
     from course_lib import checks
+    from course_lib.checks import lesson07
 
     message = _check_message(lesson07.check_sinusoidal_encoding, _even_only_table)
     assert "odd d_model = 5" in message and "no cosine partner" in message, message
@@ -319,6 +320,7 @@ def test_sinusoidal_check_tries_an_odd_d_model_and_says_why_it_crashed():
 
 def test_position_checks_require_torch_tensors_of_the_asked_dtype():
     from course_lib import checks
+    from course_lib.checks import lesson07
 
     message = _check_message(lesson07.check_sinusoidal_encoding, lambda n, d: P.sinusoidal_encoding(n, d).numpy())
     assert "expected a torch.Tensor, got ndarray" in message, message
@@ -330,6 +332,7 @@ def test_position_checks_require_torch_tensors_of_the_asked_dtype():
 
 def test_pe_entry_check_names_the_column_used_as_i_and_hides_the_answer():
     from course_lib import checks
+    from course_lib.checks import lesson07
 
     message = _check_message(lesson07.check_pe_entry, "pe_50_3", math.cos(50 / 10000 ** (2 * 3 / 4)), pos=50, column=3, d_model=4)
     assert "column 3 is pair i = 3 // 2 = 1" in message, message
@@ -339,6 +342,7 @@ def test_pe_entry_check_names_the_column_used_as_i_and_hides_the_answer():
 
 def test_rope_check_names_keys_only_and_a_missing_scale():
     from course_lib import checks
+    from course_lib.checks import lesson07
 
     def keys_only(q, k, v):
         k = P.apply_rotary(k)
@@ -349,3 +353,30 @@ def test_rope_check_names_keys_only_and_a_missing_scale():
 
     assert "rotated only the keys" in _check_message(lesson07.check_rope_attention, keys_only)
     assert "division by sqrt(d)" in _check_message(lesson07.check_rope_attention, unscaled)
+
+
+# --- rotary positions per sequence, on the input's device ---------------------------------------
+
+
+def test_apply_rotary_takes_per_sequence_positions_for_multi_head_inputs():
+    x = torch.randn(2, 3, 5, 8, generator=torch.Generator().manual_seed(0))  # (B, n_heads, T, d), B != n_heads
+    positions = torch.tensor([[0, 1, 2, 3, 4], [10, 11, 12, 13, 14]])  # (B, T): the second sequence starts at 10
+    out = P.apply_rotary(x, positions)
+    for b in range(2):
+        torch.testing.assert_close(out[b], P.apply_rotary(x[b], positions[b]))
+    square = torch.randn(2, 2, 5, 8)  # B == n_heads: (B, T) positions must still follow the batch axis
+    pos2 = torch.tensor([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]])
+    torch.testing.assert_close(P.apply_rotary(square, pos2)[1, 0], P.apply_rotary(square[1, 0], pos2[1]))
+
+
+def test_apply_rotary_refuses_positions_that_would_broadcast_wrongly():
+    x = torch.randn(2, 3, 5, 8)
+    with pytest.raises(ValueError, match=r"positions of shape \(4, 5\) do not fit x of shape \(2, 3, 5, 8\)"):
+        P.apply_rotary(x, torch.arange(20).view(4, 5))  # neither (T,), (B, T) nor broadcastable
+    with pytest.raises(ValueError, match="positions of shape"):
+        P.apply_rotary(torch.randn(2, 5, 8), torch.arange(20).view(4, 5))
+
+
+def test_rotary_angles_stay_on_the_positions_device_and_keep_float64():
+    angles = P.rotary_angles(torch.arange(4), 8)
+    assert angles.dtype == torch.float64 and angles.device.type == "cpu" and angles.shape == (4, 4)
