@@ -1,71 +1,119 @@
-"""Run every benchmark: `python -m bench [--notebooks-only | --kernels-only] [--repeat N]`.
+"""The course's benchmark table: `python -m bench` (or `make bench`) prints it and writes bench/RESULTS.md.
 
-1. Notebook run times: each lesson and solution notebook executed top to bottom in a fresh kernel,
-   on the CPU, against the course's budget of 60 s per lesson on two cores.
-2. Kernel ratios: the course's from-scratch modules against the PyTorch built-ins they are
-   tested against, forward + backward, timed in the same process (ratio > 1 means the course's
-   version is slower). The course favours readability; these ratios say what that costs.
+Every figure that compares is a ratio against a reference measured in the same run: the two are
+timed alternately (A, B, A, B, ...) and the medians compared, so a machine that is busy or slow
+affects both alike. Absolute seconds appear only where a budget is stated in seconds (a lesson must
+run in under 60 s on two cores).
+
+Sections (pick some with --only, e.g. `python -m bench --only kernels gpt`):
+  notebooks  every lesson and solution notebook, top to bottom, fresh kernel (CPU; with a GPU also
+             COURSE_DEVICE=cuda)
+  kernels    attention and multi-head attention, forward + backward, course vs torch built-ins
+  gpt        lesson 11: training throughput vs the same model from torch built-ins, the nanoGPT
+             recipe's validation loss, KV-cache speed-up (bench/gpt.py)
+  word2vec   lesson 04: words per second and analogy accuracy vs gensim (bench/word2vec.py)
+  bpe        lesson 05: BPE training time and compression vs the `tokenizers` library (bench/bpe.py)
+  grading    `course grade`: submissions per minute at --jobs 1 and 2, where the time goes (bench/grading.py)
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import platform
 import shutil
+import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
-BUDGET_S = 60.0
+RESULTS = REPO / "bench" / "RESULTS.md"
+BUDGET_S = 60.0  # per lesson, on 2 cores
+TARGET_S = 30.0
+SECTIONS = ["notebooks", "kernels", "gpt", "word2vec", "bpe", "grading"]
 
 
-def notebook_times(paths: list[Path]) -> list[tuple[str, float, str]]:
-    import tempfile
+# --- timing helpers ---------------------------------------------------------------------------------
 
+def _sync(device) -> Callable[[], None]:
+    import torch
+
+    # On a GPU a call only queues the work: wait for it, or we would time the queueing.
+    return torch.cuda.synchronize if getattr(device, "type", "cpu") == "cuda" else (lambda: None)
+
+
+def compare(ours: Callable[[], object], reference: Callable[[], object], repeat: int = 15, device=None) -> dict:
+    """Time `ours` and `reference` alternately; return both medians (s) and their ratio (ours / reference)."""
+    sync = _sync(device)
+    ours(), reference()  # warm-up (first calls allocate, compile kernels, fill caches)
+    a, b = [], []
+    for _ in range(repeat):
+        for fn, out in ((ours, a), (reference, b)):
+            sync()
+            start = time.perf_counter()
+            fn()
+            sync()
+            out.append(time.perf_counter() - start)
+    ma, mb = statistics.median(a), statistics.median(b)
+    return {"course_s": ma, "reference_s": mb, "ratio": ma / mb}
+
+
+# --- 1. notebooks ------------------------------------------------------------------------------------
+
+def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    shared = REPO.parent / "shared" / "data"
+    if shared.is_dir():
+        os.environ.setdefault("COURSE_DATA_DIR", str(shared))
     rows = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         km = AsyncKernelManager(kernel_name="python3")
-        if os.name == "posix":  # Unix sockets: no port to race for, and no plain-TCP warning from the kernel
+        if os.name == "posix":  # Unix sockets: no port to race for
             km.transport, km.ip = "ipc", os.path.join(tempfile.mkdtemp(prefix="bench-k-"), "k")
         client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
-        client.owns_km = True  # shut the kernel down after the run, as for a manager nbclient made itself
+        client.owns_km = True  # shut the kernel down after the run
         start = time.perf_counter()
         try:
-            client.execute()
+            client.execute(env={**os.environ, "COURSE_DEVICE": device})
             status = "ok"
-        except Exception as err:  # report and go on: a benchmark should show every notebook
+        except Exception as err:  # report and go on: the table should show every notebook
             status = f"error: {type(err).__name__}"
-        rows.append((str(path.relative_to(REPO)), time.perf_counter() - start, status))
+        seconds = time.perf_counter() - start
         if os.name == "posix":
             shutil.rmtree(os.path.dirname(km.ip), ignore_errors=True)
-        print(f"  {rows[-1][0]:<48} {rows[-1][1]:6.1f} s  {status}", flush=True)
+        rows.append({"notebook": str(path.relative_to(REPO)), "device": device, "seconds": round(seconds, 1),
+                     "budget": f"{BUDGET_S:.0f} s (target {TARGET_S:.0f} s)",
+                     "status": status if seconds <= BUDGET_S or status != "ok" else "over budget"})
+        print(f"  {rows[-1]['notebook']:<48} {device:<5} {seconds:6.1f} s  {rows[-1]['status']}", flush=True)
     return rows
 
 
-def _time(fn, repeat: int, device) -> float:
+def section_notebooks(args) -> list[dict]:
     import torch
 
-    # On a GPU the call only queues the work: wait for it, or we would time the queueing.
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeat):
-        sync()
-        start = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - start)
-    return best
+    paths = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "solutions").glob("*.ipynb"))
+    rows = notebook_times(paths, "cpu")
+    rows.append({"notebook": "all of the above", "device": "cpu", "seconds": round(sum(r["seconds"] for r in rows), 1),
+                 "budget": "", "status": f"{sum(r['status'] != 'ok' for r in rows)} over budget or failing"})
+    if torch.cuda.is_available():
+        gpu = notebook_times(paths, "cuda")
+        rows += gpu + [{"notebook": "all of the above", "device": "cuda", "seconds": round(sum(r["seconds"] for r in gpu), 1),
+                        "budget": "", "status": f"{sum(r['status'] != 'ok' for r in gpu)} failing"}]
+    return rows
 
 
-def kernel_ratios(repeat: int) -> list[tuple[str, float]]:
+# --- 2. attention kernels ----------------------------------------------------------------------------
+
+def section_kernels(args) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
@@ -75,59 +123,110 @@ def kernel_ratios(repeat: int) -> list[tuple[str, float]]:
     seed_everything(0)
     device = get_device()
     rows = []
-
-    B, H, T, D = 8, 4, 128, 32
-    q, k, v = (torch.randn(B, H, T, D, device=device, requires_grad=True) for _ in range(3))
-    mask = causal_mask(T, device=device)
-
-    def ours():
-        out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
-        out.sum().backward()
-
-    def theirs():
-        F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
-
-    rows.append((f"scaled_dot_product_attention (B={B}, heads={H}, T={T}, d={D}, causal) vs F.scaled_dot_product_attention",
-                 _time(ours, repeat, device) / _time(theirs, repeat, device)))
-
-    d_model, n_heads = 128, 4
-    mha = MultiHeadAttention(d_model, n_heads).to(device)
-    ref = torch.nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
-    x = torch.randn(B, T, d_model, device=device, requires_grad=True)
-    block = ~mask  # nn.MultiheadAttention's convention is the opposite: True = blocked
-
-    def ours_mha():
-        mha(x, mask=mask).sum().backward()
-
-    def theirs_mha():
-        ref(x, x, x, attn_mask=block, need_weights=False)[0].sum().backward()
-
-    rows.append((f"MultiHeadAttention (B={B}, T={T}, d_model={d_model}, heads={n_heads}, causal) vs nn.MultiheadAttention",
-                 _time(ours_mha, repeat, device) / _time(theirs_mha, repeat, device)))
-    for name, ratio in rows:
-        print(f"  {ratio:5.2f}x  {name}", flush=True)
+    for B, H, T, D in [(8, 4, 64, 32), (8, 4, 128, 32), (4, 8, 256, 64)]:
+        q, k, v = (torch.randn(B, H, T, D, device=device, requires_grad=True) for _ in range(3))
+        mask = causal_mask(T, device=device)
+        r = compare(lambda: scaled_dot_product_attention(q, k, v, mask=mask)[0].sum().backward(),
+                    lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward(), args.repeat, device)
+        rows.append({"what": f"attention.scaled_dot_product_attention B={B} heads={H} T={T} d={D} causal",
+                     "reference": "F.scaled_dot_product_attention", **_fmt_times(r)})
+    for B, T, C, H in [(8, 64, 128, 4), (8, 128, 128, 4), (4, 256, 256, 8)]:
+        x = torch.randn(B, T, C, device=device, requires_grad=True)
+        mask = causal_mask(T, device=device)
+        ref = torch.nn.MultiheadAttention(C, H, batch_first=True).to(device)
+        for keep in (True, False):
+            mha = MultiHeadAttention(C, H, keep_weights=keep).to(device)
+            r = compare(lambda: mha(x, mask=mask).sum().backward(),
+                        lambda: ref(x, x, x, attn_mask=~mask, need_weights=False)[0].sum().backward(), args.repeat, device)
+            path = "keeps weights (lessons 06-10)" if keep else "keep_weights=False, fused (lesson 11's GPT)"
+            rows.append({"what": f"MultiHeadAttention B={B} T={T} d_model={C} heads={H}, {path}",
+                         "reference": "nn.MultiheadAttention", **_fmt_times(r)})
+    for row in rows:
+        print(f"  {row['ratio']:>7}  {row['what']}", flush=True)
     return rows
+
+
+def _fmt_times(r: dict) -> dict:
+    return {"course": f"{r['course_s'] * 1e3:.2f} ms", "reference time": f"{r['reference_s'] * 1e3:.2f} ms",
+            "ratio": f"{r['ratio']:.2f}x"}
+
+
+# --- 3-5. the lesson and grading benchmarks live beside this file ------------------------------------
+
+def section_module(name: str) -> Callable:
+    def run(args) -> list[dict]:
+        module = importlib.import_module(f"bench.{name}")
+        rows = module.run()
+        for row in rows:
+            print("  " + "  ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
+        return rows
+
+    return run
+
+
+# --- the table -----------------------------------------------------------------------------------------
+
+def machine() -> str:
+    import torch
+
+    cores = os.cpu_count()
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+        cpu = model
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {cores} cores available, {gpu}; Python {platform.python_version()}, torch {torch.__version__}"
+
+
+def markdown(results: dict[str, list[dict]]) -> str:
+    lines = ["# Benchmark results", "", f"Written by `make bench` on {time.strftime('%Y-%m-%d')}.", "",
+             f"Machine: {machine()}.", "",
+             "Ratios are the course's time over the reference's, both measured in the same run, alternately "
+             "(median of several repeats): above 1 the course is slower. Notebook times are wall-clock seconds "
+             "against the 60 s budget per lesson on two cores.", ""]
+    for section, rows in results.items():
+        lines += [f"## {section}", ""]
+        if not rows:
+            lines += ["(no rows)", ""]
+            continue
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        lines.append("| " + " | ".join(keys) + " |")
+        lines.append("|" + "---|" * len(keys))
+        for row in rows:
+            lines.append("| " + " | ".join(str(row.get(k, "")).replace("|", "\\|") for k in keys) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--notebooks-only", action="store_true")
-    parser.add_argument("--kernels-only", action="store_true")
-    parser.add_argument("--repeat", type=int, default=20, help="timed repetitions per kernel (best is kept)")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
+    parser.add_argument("--repeat", type=int, default=15, help="timed repetitions per comparison (medians are compared)")
+    parser.add_argument("--no-write", action="store_true", help="print the table but do not write bench/RESULTS.md")
     args = parser.parse_args(argv)
-    over = []
-    if not args.kernels_only:
-        print(f"Notebook run times (budget {BUDGET_S:.0f} s each, kernel start included):")
-        paths = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "solutions").glob("*.ipynb"))
-        rows = notebook_times(paths)
-        over = [r for r in rows if r[1] > BUDGET_S or r[2] != "ok"]
-        total = sum(r[1] for r in rows)
-        print(f"  total {total:.0f} s for {len(rows)} notebooks; over budget or failing: {len(over)}")
-    if not args.notebooks_only:
-        print("Course implementation time / PyTorch built-in time (forward + backward, best of "
-              f"{args.repeat}, same process):")
-        kernel_ratios(args.repeat)
-    return 1 if over else 0
+    runners = {"notebooks": section_notebooks, "kernels": section_kernels, "gpt": section_module("gpt"),
+               "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_module("grading")}
+    results, failed = {}, []
+    for name in args.only or SECTIONS:
+        print(f"[{name}]", flush=True)
+        try:
+            results[name] = runners[name](args)
+        except Exception as err:  # one broken section must not hide the others
+            failed.append(name)
+            results[name] = [{"error": f"{type(err).__name__}: {err}"}]
+            print(f"  failed: {type(err).__name__}: {err}", flush=True)
+    text = markdown(results)
+    if not args.no_write and not args.only:
+        RESULTS.write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {RESULTS.relative_to(REPO)}")
+    over = [r for r in results.get("notebooks", []) if r.get("status") not in ("ok", None) and r.get("notebook") != "all of the above"]
+    return 1 if failed or over else 0
 
 
 if __name__ == "__main__":
