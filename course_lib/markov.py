@@ -341,3 +341,76 @@ def table_entries(vocab_size: int, order: int) -> int:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
     return int(vocab_size) ** order * int(vocab_size)
+
+
+# --- Bigram tables over a stream of token ids (lesson 02's Tiny Shakespeare baseline) -------------
+#
+# A long text encoded as ids (the characters of Tiny Shakespeare, say) is one stream rather than a
+# list of sentences, so it needs no boundary token: the model predicts ids[t + 1] from ids[t]. The
+# whole model is a (V, V) table; its average negative log-likelihood on held-out ids is the number
+# a neural language model trained on the same split has to beat.
+
+
+def _ids(ids, vocab_size: int | None = None) -> np.ndarray:
+    """`ids` as a 1-D int64 numpy array (from a list, a numpy array or a torch tensor), checked."""
+    if hasattr(ids, "detach"):
+        ids = ids.detach().cpu().numpy()
+    arr = np.asarray(ids)
+    if arr.ndim != 1:
+        raise ValueError(f"ids must be a 1-D sequence of token ids, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if vocab_size is not None and arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
+        raise ValueError(f"ids must lie in 0..{vocab_size - 1} for vocab_size={vocab_size}, "
+                         f"got values from {arr.min()} to {arr.max()}")
+    return arr
+
+
+def bigram_counts(ids, vocab_size: int) -> np.ndarray:
+    """(V, V) table: counts[a, b] = how often id b directly follows id a in the 1-D sequence `ids`.
+
+    One `np.bincount` over the pair codes a·V + b, so a million ids take a few milliseconds.
+
+    >>> bigram_counts([0, 1, 1, 0], 2).tolist()
+    [[0.0, 1.0], [1.0, 1.0]]
+    """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    arr = _ids(ids, vocab_size)
+    V = int(vocab_size)
+    codes = arr[:-1] * V + arr[1:]  # (N - 1,): one code per consecutive pair
+    return np.bincount(codes, minlength=V * V).reshape(V, V).astype(float)  # (V, V)
+
+
+def add_k_probabilities(counts, k: float = 0.0) -> np.ndarray:
+    """Row-normalised add-k estimate: P[a, b] = (counts[a, b] + k) / (counts[a].sum() + k·V).
+
+    k = 0 is the maximum-likelihood estimate (the plain count ratios). A row without counts has no
+    estimate then; it raises rather than dividing 0 by 0.
+    """
+    c = np.asarray(counts, dtype=float)
+    if c.ndim != 2 or c.shape[0] != c.shape[1]:
+        raise ValueError(f"counts must be a square (V, V) table, got shape {c.shape}")
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.floating, np.integer)) or k < 0:
+        raise ValueError(f"k must be a number >= 0, got {k!r}")
+    totals = c.sum(axis=1, keepdims=True) + k * c.shape[1]  # (V, 1)
+    if np.any(totals == 0):
+        empty = np.flatnonzero(totals[:, 0] == 0).tolist()
+        raise ValueError(f"rows {empty[:5]} have no counts: with k = 0 they have no estimate; use k > 0")
+    return (c + k) / totals  # (V, V), every row sums to 1
+
+
+def bigram_cross_entropy(probs, ids) -> float:
+    """Average negative log-likelihood of `ids` under the (V, V) table `probs`, in nats:
+    mean over t of -ln probs[ids[t], ids[t + 1]]. exp() of it is the perplexity. Infinite when a
+    pair of `ids` has probability 0 (an unsmoothed table meeting a pair it never counted)."""
+    p = np.asarray(probs, dtype=float)
+    if p.ndim != 2 or p.shape[0] != p.shape[1]:
+        raise ValueError(f"probs must be a square (V, V) table, got shape {p.shape}")
+    arr = _ids(ids, p.shape[0])
+    if arr.size < 2:
+        raise ValueError(f"ids must hold at least 2 tokens (one prediction), got {arr.size}")
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p[arr[:-1], arr[1:]])  # (N - 1,)
+    return float(-log_p.mean())

@@ -169,14 +169,19 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
-def conjunction_weights(tokens: Sequence[str], groups: Sequence[Sequence[str]]) -> np.ndarray:
+def conjunction_weights(tokens: Sequence[str], groups: Sequence[Sequence[str]], weight: float = 1.0) -> np.ndarray:
     """Hand-made weights for features that fire only when ALL the words of a group are present.
 
-    Returns `W` of shape (V + 1, F), F = len(groups): column f has +1 in the rows of group f's k words
-    and -(k - 1) in the last row, the weight of a bias input that is always 1. Then
-    relu([x, 1] @ W) is 1 for a multi-hot x that holds the whole group and 0 if any word is missing
-    (for pairs: +1, +1 and -1, so relu(1 + 1 - 1) = 1 but relu(1 + 0 - 1) = 0).
+    Returns `W` of shape (V + 1, F), F = len(groups): column f has `weight` in the rows of group f's
+    k words and -(weight·k - 1) in the last row, the weight of a bias input that is always 1. The
+    pre-activation [x, 1] @ W is then exactly 1 for a multi-hot x that holds the whole group and at
+    most 1 - weight if a word is missing, so relu([x, 1] @ W) is 1 or 0.
+    With weight 1 (pairs: +1, +1 and a bias of -1) a missing word lands exactly on the ReLU's corner,
+    relu(1 + 0 - 1) = relu(0); with weight 2 (pairs: +2, +2 and -3) it lands at -1, and the ReLU
+    visibly cuts it off.
     """
+    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.integer, np.floating)) or weight < 1:
+        raise ValueError(f"weight must be a number >= 1 (below 1 a group with a missing word would still fire), got {weight!r}")
     index = {tok: i for i, tok in enumerate(tokens)}
     W = np.zeros((len(tokens) + 1, len(groups)))
     for f, group in enumerate(groups):
@@ -185,8 +190,8 @@ def conjunction_weights(tokens: Sequence[str], groups: Sequence[Sequence[str]]) 
         for tok in group:
             if tok not in index:
                 raise KeyError(f"word {tok!r} of group {f} is not in tokens")
-            W[index[tok], f] = 1.0
-        W[-1, f] = -(len(group) - 1.0)
+            W[index[tok], f] = float(weight)
+        W[-1, f] = -(weight * len(group) - 1.0)
     return W
 
 

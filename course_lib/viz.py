@@ -24,6 +24,37 @@ def _figure_and_axes(ax, figsize):
     return ax.figure, ax
 
 
+# Colour maps that stay readable with the common colour-vision deficiencies: perceptually uniform
+# sequential maps (viridis, cividis), single-hue ramps (Blues) and ColorBrewer's colour-blind-safe
+# diverging map (RdBu, red-blue, which a diverging figure should centre on zero: `symmetric=True`).
+SEQUENTIAL_CMAP = "viridis"
+DIVERGING_CMAP = "RdBu_r"
+COLOURBLIND_SAFE_CMAPS = ("viridis", "cividis", "Blues", "RdBu_r", "RdBu")
+
+
+def text_colour(rgba) -> str:
+    """"black" or "white": whichever contrasts more with a cell of colour `rgba` (WCAG contrast).
+
+    The choice comes from the cell's own brightness (relative luminance), not from where its value
+    sits on the scale, so it is right for every colour map: black on light cells, white on dark ones.
+    """
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3])  # sRGB -> linear
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    # contrast with black (L + 0.05) / 0.05 beats contrast with white 1.05 / (L + 0.05) above L ≈ 0.18
+    return "black" if (luminance + 0.05) ** 2 > 0.05 * 1.05 else "white"
+
+
+def _annotate(ax, image, m: np.ndarray, fmt: str, fontsize: float, only_nonzero: bool = False) -> None:
+    """Write each value of `m` into its cell of `image`, in the colour that reads best on that cell."""
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            value = m[i, j]
+            if np.isnan(value) or (only_nonzero and value == 0):
+                continue
+            colour = text_colour(image.cmap(image.norm(value)))
+            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=fontsize, color=colour)
+
+
 def heatmap(
     matrix,
     row_labels=None,
@@ -34,16 +65,30 @@ def heatmap(
     ylabel: str = "",
     annotate: bool | None = None,
     fmt: str = "{:.2f}",
-    cmap: str = "viridis",
+    cmap: str = SEQUENTIAL_CMAP,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    symmetric: bool = False,
+    colorbar_label: str = "",
     ax=None,
 ) -> Figure:
-    """A labelled heatmap of a 2-D array or tensor (annotated with its values when it is small)."""
+    """A labelled heatmap of a 2-D array or tensor (annotated with its values when it is small).
+
+    `vmin`/`vmax` fix the colour scale (several panels on one scale); `symmetric=True` centres it on
+    zero (limits ±max|value|), so that the middle colour of a diverging map such as "RdBu_r" means 0.
+    Each annotation is black or white, whichever reads better on its own cell (`text_colour`).
+    """
     m = _array(matrix)
     if m.ndim != 2:
         raise ValueError(f"heatmap expects a 2-D matrix, got shape {m.shape}")
+    if symmetric:
+        if vmin is not None or vmax is not None:
+            raise ValueError("give either symmetric=True or vmin/vmax, not both")
+        limit = float(np.nanmax(np.abs(m))) if m.size else 1.0
+        vmin, vmax = -(limit or 1.0), (limit or 1.0)
     fig, ax = _figure_and_axes(ax, (min(1.0 + 0.6 * m.shape[1], 12), min(1.0 + 0.5 * m.shape[0], 10)))
-    im = ax.imshow(m, cmap=cmap, aspect="auto")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    im = ax.imshow(m, cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=colorbar_label)
     if row_labels is not None:
         ax.set_yticks(range(m.shape[0]), labels=[str(r) for r in row_labels])
     if col_labels is not None:
@@ -51,11 +96,7 @@ def heatmap(
     if annotate is None:
         annotate = m.size <= 144
     if annotate:
-        mid = (np.nanmax(m) + np.nanmin(m)) / 2 if m.size else 0
-        for i in range(m.shape[0]):
-            for j in range(m.shape[1]):
-                ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=8,
-                        color="black" if m[i, j] > mid else "white")
+        _annotate(ax, im, m, fmt, fontsize=8)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -123,6 +164,8 @@ def dot_product_geometry(a, b, *, labels: tuple[str, str] = ("a", "b"), ax=None)
     ax.axhline(0, color="lightgray", lw=0.8, zorder=0)
     ax.axvline(0, color="lightgray", lw=0.8, zorder=0)
     ax.legend(loc="lower right", fontsize=9)
+    ax.set_xlabel("first coordinate")
+    ax.set_ylabel("second coordinate")
     ax.set_title(f"{labels[0]}·{labels[1]} = {a @ b:.2f} = |{labels[0]}| |{labels[1]}| cos θ = {na:.2f} × {nb:.2f} × {cos:.2f}", fontsize=10)
     fig.tight_layout()
     return fig
@@ -147,17 +190,16 @@ def lookup_product(one_hot_rows, matrix, *, row_labels=None, vocab_labels=None, 
         (m, vocab_labels, col_labels, f"matrix ({V}×{D})", "{:.1f}"),
         (out, row_labels, col_labels, f"product ({T}×{D})", "{:.1f}"),
     ]
-    for ax, (mat, rl, cl, title, fmt) in zip(axes, panels):
-        ax.imshow(mat, cmap="viridis", aspect="auto")
+    axis_names = [("vocabulary entry", "word"), ("dimension", "vocabulary entry"), ("dimension", "word")]
+    for ax, (mat, rl, cl, title, fmt), (xlabel, ylabel) in zip(axes, panels, axis_names):
+        im = ax.imshow(mat, cmap=SEQUENTIAL_CMAP, aspect="auto")
         ax.set_yticks(range(mat.shape[0]), labels=[str(x) for x in rl] if rl is not None else range(mat.shape[0]))
         ax.set_xticks(range(mat.shape[1]), labels=[str(x) for x in cl] if cl is not None else range(mat.shape[1]),
                       rotation=45 if cl is not None else 0, ha="right" if cl is not None else "center")
-        mid = (mat.max() + mat.min()) / 2
-        for i in range(mat.shape[0]):
-            for j in range(mat.shape[1]):
-                ax.text(j, i, fmt.format(mat[i, j]), ha="center", va="center", fontsize=8,
-                        color="black" if mat[i, j] > mid else "white")
+        _annotate(ax, im, mat, fmt, fontsize=8)
         ax.set_title(title, fontsize=10)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -184,6 +226,25 @@ def _layers(edges: dict[int, list[int]], n: int) -> list[int]:
         raise ValueError("the graph has a cycle, so it has no layers: use layout='circle'")
     longest = max(to_sink)
     return [longest - d for d in to_sink]
+
+
+def _label_beside_arrow(ax, start, end, rad: float, text: str, offset_points: float = 7.0) -> None:
+    """Write `text` next to the middle of the arrow start -> end (an arc3 curve bent by `rad`), moved
+    sideways off the line so that it never covers the arrow: to the side the curve bulges to, and
+    above (or, for a vertical arrow, to the right of) a straight one."""
+    a, b = ax.transData.transform(start), ax.transData.transform(end)  # display coordinates
+    d = b - a
+    length = float(np.hypot(*d)) or 1.0
+    bulge = np.array([d[1], -d[0]]) / length  # matplotlib's arc3 pushes its control point this way for rad > 0
+    middle = (a + b) / 2 + rad / 2 * length * bulge  # the midpoint of the quadratic curve
+    if rad != 0:
+        side = np.sign(rad) * bulge
+    else:
+        side = -bulge if (-bulge[1], -bulge[0]) > (bulge[1], bulge[0]) else bulge  # up, or right if vertical
+    anchor = ax.transData.inverted().transform(middle)
+    ax.annotate(text, xy=anchor, xytext=tuple(offset_points * side), textcoords="offset points",
+                ha="center", va="center", fontsize=7, zorder=2, color="#8a1c1c",
+                bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.8))
 
 
 def transition_graph(
@@ -232,6 +293,9 @@ def transition_graph(
                 pos[i] = (float(d), float(y))
 
     fig, ax = _figure_and_axes(ax, figsize)
+    xs, ys = zip(*pos.values())
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     boxes = {}
     for i, label in enumerate(labels):
         boxes[i] = ax.text(*pos[i], label, ha="center", va="center", fontsize=9, zorder=3,
@@ -245,16 +309,9 @@ def transition_graph(
                         arrowprops=dict(arrowstyle="-|>", color="0.35", lw=0.6 + 2.0 * T[i, j],
                                         shrinkA=2, shrinkB=2, patchA=boxes[i].get_bbox_patch(),
                                         patchB=boxes[j].get_bbox_patch(), connectionstyle=f"arc3,rad={rad}"))
-            (x0, y0), (x1, y1) = pos[i], pos[j]
-            # the midpoint of an arc3 curve is pushed sideways by rad/2 of the chord length
-            mx, my = (x0 + x1) / 2 + rad / 2 * (y1 - y0), (y0 + y1) / 2 - rad / 2 * (x1 - x0)
-            ax.text(mx, my, f"{T[i, j]:.2f}", ha="center", va="center", fontsize=7, zorder=2, color="#8a1c1c",
-                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))
+            _label_beside_arrow(ax, pos[i], pos[j], rad, f"{T[i, j]:.2f}")
         if T[i, i] > max(min_prob, 0.0):  # a self-loop: say it next to the node
             ax.text(pos[i][0], pos[i][1] + 0.25, f"↻ {T[i, i]:.2f}", ha="center", fontsize=7, color="#8a1c1c")
-    xs, ys = zip(*pos.values())
-    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
-    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     ax.set_axis_off()
     ax.set_title(title)
     fig.tight_layout()
@@ -267,10 +324,9 @@ def transition_heatmap(matrix, row_labels, col_labels, *, title: str = "", figsi
     nonzero probabilities written in, so that sparse matrices stay readable."""
     m = _array(matrix)
     fig, ax = _figure_and_axes(ax, figsize)
-    heatmap(m, row_labels, col_labels, title=title, xlabel="next token", ylabel=ylabel, annotate=False, ax=ax)
-    for i, j in zip(*np.nonzero(m)):
-        ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=7,
-                color="black" if m[i, j] > 0.5 else "white")
+    heatmap(m, row_labels, col_labels, title=title, xlabel="next token", ylabel=ylabel, annotate=False,
+            vmin=0.0, vmax=1.0, colorbar_label="probability", ax=ax)
+    _annotate(ax, ax.images[-1], m, fmt, fontsize=7, only_nonzero=True)
     return fig
 
 
@@ -297,8 +353,10 @@ def markov_graph(model, *, title: str = "", min_prob: float = 0.0, figsize=(9, 4
 # --- Lesson 03: from skips to attention ---------------------------------------
 
 
-def vote_totals(totals: dict, *, titles=None, ax=None) -> Figure:
-    """Side-by-side bars of vote totals, e.g. {"all pairs": {"down": 4, "please": 5}, "masked": {...}}."""
+def vote_totals(totals: dict, *, titles=None, title: str = "Vote totals for the next word", ax=None) -> Figure:
+    """Side-by-side bars of vote totals, e.g. {"all pairs": {"down": 4, "please": 5}, "masked": {...}}.
+
+    `titles` names the groups under their bars; `title` is the figure's title."""
     fig, ax = _figure_and_axes(ax, (6, 3))
     groups = list(totals)
     words = sorted({w for g in groups for w in totals[g]})
@@ -310,7 +368,9 @@ def vote_totals(totals: dict, *, titles=None, ax=None) -> Figure:
         for x, h in zip(xs, heights):
             ax.text(x, h, f"{h:g}", ha="center", va="bottom", fontsize=9)
     ax.set_xticks(range(len(groups)), labels=titles or groups)
+    ax.set_xlabel("command, and which pairs vote")
     ax.set_ylabel("total vote")
+    ax.set_title(title)
     ax.legend(title="next word", fontsize=9)
     ax.margins(y=0.15)
     fig.tight_layout()
@@ -331,6 +391,7 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
     ax.plot(s, soft, lw=2, label="smooth mask: sigmoid(2·score)")
     ax.plot(s, 2 * soft * (1 - soft), "--", color="tab:orange", lw=1, label="its slope (gradient)")
     ax.set_xlabel("score")
+    ax.set_ylabel("mask value")
     ax.set_title("differentiable: a slope to follow", fontsize=10)
     ax.legend(fontsize=7, loc="center right")
     for ax, (a, b), title in ((axes[1], (1.0, 1.0), "well-conditioned: a round bowl"),
@@ -350,6 +411,9 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
         ax.set_title(f"{title}\n{steps} gradient steps", fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
+        ax.set_xlabel("parameter 1")
+        ax.set_ylabel("parameter 2")
+    fig.suptitle("Three constraints: differentiable, and well-conditioned (contours of the loss)", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -357,7 +421,8 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
 # --- Lesson 06: attention -----------------------------------------------------
 
 
-def attention_bars(labels, weights, *, title: str = "", ylabel: str = "attention weight", ax=None) -> Figure:
+def attention_bars(labels, weights, *, title: str = "", xlabel: str = "key", ylabel: str = "attention weight",
+                   ax=None) -> Figure:
     """Bar chart of one query's attention weights over `labels` (one bar per key), values written on the bars."""
     w = _array(weights)
     if w.ndim != 1 or len(w) != len(labels):
@@ -368,6 +433,7 @@ def attention_bars(labels, weights, *, title: str = "", ylabel: str = "attention
     for bar, value in zip(bars, w):
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{value:.2f}", ha="center", va="bottom", fontsize=8)
     ax.set_ylim(0, max(1.0, float(w.max()) * 1.15) if len(w) else 1.0)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     fig.tight_layout()
@@ -415,8 +481,8 @@ def positional_heatmap(pe, *, title: str = "Sinusoidal position encodings", ax=N
     if pe.ndim != 2:
         raise ValueError(f"positional_heatmap expects an (n_positions, d_model) table, got shape {pe.shape}")
     fig, ax = _figure_and_axes(ax, (6, 4))
-    im = ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    im = ax.imshow(pe, cmap=DIVERGING_CMAP, vmin=-1, vmax=1, aspect="auto", interpolation="nearest")  # white = 0
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="PE value")
     ax.set_xlabel("dimension (even = sin, odd = cos)")
     ax.set_ylabel("position")
     ax.set_title(title)
@@ -424,7 +490,7 @@ def positional_heatmap(pe, *, title: str = "Sinusoidal position encodings", ax=N
     return fig
 
 
-def clock_hands(positions, d_model: int, base: float = 10000.0, *, fig=None) -> Figure:
+def clock_hands(positions, d_model: int, base: float = 10000.0, *, title: str = "", fig=None) -> Figure:
     """One clock per (sin, cos) column pair of the sinusoidal table; one row of clocks per position.
 
     The hand of clock i points to (x, y) = (PE[pos, 2i], PE[pos, 2i+1]) = (sin, cos) of pos·omega_i:
@@ -464,6 +530,8 @@ def clock_hands(positions, d_model: int, base: float = 10000.0, *, fig=None) -> 
                 ax.set_title(f"pair {i}\n1 turn / {2 * np.pi / omega[i]:.3g}", fontsize=7)
             if i == 0:
                 ax.set_ylabel(f"pos {pos}", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -480,7 +548,9 @@ def head_grid(
     head_titles=None,
     ncols: int | None = None,
     annotate: bool = False,
-    cmap: str = "viridis",
+    cmap: str = SEQUENTIAL_CMAP,
+    xlabel: str = "key (attended to)",
+    ylabel: str = "query (attending)",
 ) -> Figure:
     """One small attention heatmap per head, side by side, on a shared 0-to-1 colour scale.
 
@@ -526,11 +596,10 @@ def head_grid(
                       rotation=90, fontsize=7)
         ax.set_yticks(range(T), labels=words if col == 0 else [""] * T, fontsize=7)
         if annotate:
-            for i in range(T):
-                for j in range(S):
-                    ax.text(j, i, f"{w[h, i, j]:.2f}", ha="center", va="center", fontsize=6,
-                            color="black" if w[h, i, j] > 0.5 else "white")
+            _annotate(ax, im, w[h], "{:.2f}", fontsize=6)
     fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.025, pad=0.02, label="attention weight")
+    fig.supxlabel(xlabel, fontsize=9)
+    fig.supylabel(ylabel, fontsize=9)
     if title:
         fig.suptitle(title, fontsize=11)
     return fig

@@ -1,14 +1,40 @@
 """ipywidgets explorers for the lessons.
 
 Each function builds and returns a widget (it does not display it), so the notebook cell can
-end with the call and JupyterLab renders it; under nbval a widget's text output is just its repr.
-Importing this module creates no widgets.
+end with the call and JupyterLab renders it. Importing this module creates no widgets.
+
+A notebook stores, next to the live widget, a plain-text form of it, and that is what a reader sees
+before running the notebook (JupyterLab renders stored widgets only in a trusted notebook with a
+live kernel). For an ordinary widget that text is its repr, `VBox(children=(FloatLogSlider(...`,
+which looks like a broken install. The explorers here are `Explorer` boxes, whose plain-text form
+is a friendly line instead ("Run this cell to get the slider."), written into the notebook every
+time it is executed, with no post-processing.
 """
 from __future__ import annotations
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
+
+
+class Explorer(widgets.VBox):
+    """A VBox whose plain-text form, stored in the notebook, is a hint for a reader, not a repr.
+
+    In a live notebook it is an ordinary VBox (the widget view is unchanged); `hint` only replaces
+    the `text/plain` entry of its display data.
+    """
+
+    def __init__(self, children, what: str, **kwargs):
+        super().__init__(children, **kwargs)
+        # what the notebook shows for this widget before it is run (and, if widgets do not work, after)
+        self.hint = (f"Run this cell to get the {what}. "
+                     "(Still this line after running it? See Troubleshooting in the README.)")
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:  # None once the widget is closed
+            bundle["text/plain"] = self.hint
+        return bundle
 
 # === Lesson-specific widgets =======================================================================
 # One section per lesson, added as lessons land.
@@ -35,7 +61,8 @@ def softmax_temperature_explorer(scores, labels=None, *, min_temperature: float 
         raise ValueError(f"got {len(labels)} labels for {s.numel()} scores")
     slider = widgets.FloatLogSlider(value=1.0, base=10, min=np.log10(min_temperature), max=np.log10(max_temperature),
                                     step=0.02, description="temperature", readout_format=".2f",
-                                    continuous_update=True, layout=widgets.Layout(width="450px"))
+                                    style={"description_width": "initial"},  # the whole label, not "temperat…"
+                                    continuous_update=True, layout=widgets.Layout(width="480px"))
     out = widgets.Output()
 
     def draw(change=None):
@@ -44,20 +71,21 @@ def softmax_temperature_explorer(scores, labels=None, *, min_temperature: float 
             out.clear_output(wait=True)
             fig, ax = plt.subplots(figsize=(6, 3))
             attention_bars(labels, w, ax=ax)
-            ax.set_title(f"softmax(scores / {slider.value:.2f}): largest weight {float(w.max()):.2f}")
-            ax.set_xlabel("score")
+            ax.set_title(f"$\\mathrm{{softmax}}(s / {slider.value:.2f})$: largest weight {float(w.max()):.2f}")
+            ax.set_xlabel("score $s$")
             plt.show()
 
     slider.observe(draw, names="value")
     draw()
-    return widgets.VBox([slider, out])
+    return Explorer([slider, out], what="temperature slider")
 
 
-def attention_explorer(words, q, k, v, *, scale: bool = True):
+def attention_explorer(words, q, k, v, *, feature_names=None, scale: bool = True):
     """Pick a query word: see its attention weights over the sentence and the weighted average of the values.
 
     `q`, `k` are (N, d_k), `v` is (N, d_v) for the N `words`. The right panel shows every value
-    vector and, in the last row, the output Σ_j α_j v_j for the chosen query.
+    vector and, in the last row, the output Σ_j α_j v_j for the chosen query; its columns are
+    labelled with `feature_names` (one per value feature; default "dim 0", "dim 1", ...).
     """
     import torch
 
@@ -71,6 +99,11 @@ def attention_explorer(words, q, k, v, *, scale: bool = True):
             f"attention_explorer expects q, k, v shaped (N, d) with N={n} words, got {tuple(q.shape)}, "
             f"{tuple(k.shape)}, {tuple(v.shape)}"
         )
+    if feature_names is None:
+        feature_names = [f"dim {c}" for c in range(v.shape[1])]
+    feature_names = [str(f) for f in feature_names]
+    if len(feature_names) != v.shape[1]:
+        raise ValueError(f"got {len(feature_names)} feature names for values with {v.shape[1]} features")
     if not scale:  # undo the library's 1/√d_k by pre-multiplying q
         q = q * q.shape[-1] ** 0.5
     out_vectors, weights = scaled_dot_product_attention(q, k, v)  # (N, d_v), (N, N)
@@ -84,20 +117,20 @@ def attention_explorer(words, q, k, v, *, scale: bool = True):
             fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [3, 2]})
             attention_bars(words, weights[i], ax=ax1, title=f"weights of query '{words[i]}' (sum = 1)")
             table = torch.cat([v, out_vectors[i : i + 1]], dim=0)  # (N + 1, d_v)
-            heatmap(table, row_labels=[f"v[{w}]" for w in words] + ["output"],
-                    col_labels=[f"dim {c}" for c in range(v.shape[1])], cmap="coolwarm", ax=ax2,
-                    title="values and Σ_j α_j v_j")
+            heatmap(table, row_labels=[f"v[{w}]" for w in words] + ["output"], col_labels=feature_names,
+                    cmap="RdBu_r", symmetric=True, ax=ax2, xlabel="feature",
+                    title=r"values $v_j$ and the output $\sum_j \alpha_j v_j$")
             plt.show()
 
     choice.observe(draw, names="value")
     draw()
-    return widgets.VBox([choice, out])
+    return Explorer([choice, out], what="query picker")
 
 
 # --- Lesson 07: position ------------------------------------------------------
 
 
-def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float = 10000.0) -> widgets.VBox:
+def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float = 10000.0) -> Explorer:
     """A position slider and one clock per sin/cos pair of the sinusoidal encoding.
 
     Moving the slider by one step turns hand i clockwise by base^(-2i/d_model) radians: the left
@@ -119,10 +152,10 @@ def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float
         with out:
             out.clear_output(wait=True)
             fig = plt.figure(figsize=(min(1.0 * d_model // 2 + 0.6, 12), 1.8))
-            viz.clock_hands([pos], d_model, base, fig=fig)
+            viz.clock_hands([pos], d_model, base, fig=fig, title=f"the clock hands of PE[{pos}]")
             plt.show()
             print("PE[pos] =", [round(float(v), 3) + 0.0 for v in table[pos]])  # float32 -> Python floats first: no 0.95899999
 
     slider.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([slider, out])
+    return Explorer([slider, out], what="position slider")

@@ -384,3 +384,60 @@ def test_exercise_checks_name_the_walkthrough_mistakes():
     # a float is refused even where it happens to be exact
     with pytest.raises(checks.CheckFailed, match="not an exact int"):
         lesson02.check_table_entries("n", lambda V, n: float(V) ** n * V, [(50_000, 2)])
+
+
+# --- bigram tables over a stream of ids (lesson 02's Tiny Shakespeare baseline) --------------------
+
+
+def test_bigram_counts_match_a_python_loop_and_torch():
+    import torch
+
+    from course_lib.markov import bigram_counts
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 7, size=500)
+    loop = np.zeros((7, 7))
+    for a, b in zip(ids[:-1], ids[1:]):
+        loop[a, b] += 1
+    np.testing.assert_array_equal(bigram_counts(ids, 7), loop)
+    np.testing.assert_array_equal(bigram_counts(torch.tensor(ids), 7), loop)  # a tensor works too
+    assert bigram_counts(ids, 7).sum() == len(ids) - 1, "N ids make N - 1 pairs"
+    with pytest.raises(ValueError, match=r"ids must lie in 0..6 for vocab_size=7"):
+        bigram_counts([0, 7], 7)
+    with pytest.raises(ValueError, match="1-D"):
+        bigram_counts(np.zeros((2, 2), dtype=int), 7)
+    with pytest.raises(TypeError, match="integers"):
+        bigram_counts([0.5, 1.0], 7)
+
+
+def test_add_k_probabilities_and_cross_entropy_agree_with_torch():
+    import torch
+
+    from course_lib.markov import add_k_probabilities, bigram_counts, bigram_cross_entropy
+
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 5, size=300)
+    counts = bigram_counts(ids, 5)
+    for k in (0.0, 0.5, 2.0):
+        probs = add_k_probabilities(counts, k)
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+        np.testing.assert_allclose(probs, (counts + k) / (counts.sum(1, keepdims=True) + 5 * k))
+        # the same number as torch's cross-entropy of log-probabilities looked up row by row
+        logits = torch.log(torch.tensor(probs))[torch.tensor(ids[:-1])]  # (N - 1, V)
+        want = torch.nn.functional.cross_entropy(logits, torch.tensor(ids[1:])).item()
+        assert abs(bigram_cross_entropy(probs, ids) - want) < 1e-12, (k, bigram_cross_entropy(probs, ids), want)
+    # the count table (k = 0) is the maximum-likelihood estimate: no other table scores the
+    # training ids better, e.g. any smoothing or a random perturbation of the rows
+    best = bigram_cross_entropy(add_k_probabilities(counts, 0.0), ids)
+    for k in (0.01, 1.0):
+        assert bigram_cross_entropy(add_k_probabilities(counts, k), ids) > best
+    noisy = add_k_probabilities(counts + rng.random(counts.shape), 0.0)
+    assert bigram_cross_entropy(noisy, ids) > best
+    unseen = np.array([0, 0, 0, 1])  # the pair (0, 1) never occurs in [0, 0, 0]
+    assert bigram_cross_entropy(add_k_probabilities(bigram_counts([0, 0, 0, 0], 2) + np.eye(2), 0.0), unseen) == float("inf")
+    with pytest.raises(ValueError, match="have no counts"):
+        add_k_probabilities(np.zeros((2, 2)), 0.0)
+    with pytest.raises(ValueError, match="k must be a number >= 0"):
+        add_k_probabilities(counts, -1.0)
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        bigram_cross_entropy(np.full((2, 2), 0.5), [1])

@@ -149,3 +149,22 @@ def test_feature_layer_matches_torch_linear_relu():
         skips.conjunction_weights(["a"], [("a", "a")])
     with pytest.raises(KeyError, match="'z' of group 0"):
         skips.conjunction_weights(["a"], [("a", "z")])
+
+
+def test_conjunction_weights_with_a_margin_put_a_missing_word_at_minus_one():
+    tokens = ["battery", "log", "program", "ran"]
+    groups = [("battery", "ran"), ("battery", "log", "ran")]
+    W = skips.conjunction_weights(tokens, groups, weight=2.0)
+    assert W[-1].tolist() == [-3.0, -5.0], f"bias weights {W[-1].tolist()}, expected -(2k - 1) = [-3, -5]"
+    with_bias = lambda words: np.append([float(t in words) for t in tokens], 1.0)  # noqa: E731
+    z_full = with_bias({"battery", "log", "ran"}) @ W  # every group complete
+    z_missing = with_bias({"program", "ran"}) @ W  # battery missing from both groups
+    assert z_full.tolist() == [1.0, 1.0], f"complete groups should give pre-activation 1, got {z_full.tolist()}"
+    assert z_missing[0] == -1.0, f"a pair missing one word should give -1 before the ReLU, got {z_missing[0]}"
+    assert skips.feature_layer(with_bias({"program", "ran"})[:-1], W).tolist() == [0.0, 0.0]
+    for r in range(len(tokens) + 1):  # the same AND gates as with weight 1
+        for present in itertools.combinations(tokens, r):
+            got = skips.feature_layer(with_bias(set(present))[:-1], W).tolist()
+            assert got == [float(set(g) <= set(present)) for g in groups], (present, got)
+    with pytest.raises(ValueError, match="weight must be a number >= 1"):
+        skips.conjunction_weights(tokens, groups, weight=0.5)

@@ -1,0 +1,139 @@
+"""The course's figures are readable for everyone: annotations legible on every cell, colour scales
+that say what their middle means, colour-blind-safe colour maps, and labels that sit beside arrows."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from course_lib import viz  # noqa: E402
+from course_lib.data import load_sentences  # noqa: E402
+from course_lib.markov import MarkovChain  # noqa: E402
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _cell_texts(ax) -> dict[tuple[int, int], str]:
+    """The colour of the annotation written at each integer (column, row) of a heatmap axes."""
+    return {(round(t.get_position()[0]), round(t.get_position()[1])): t.get_color() for t in ax.texts}
+
+
+@pytest.mark.parametrize(
+    ("rgba", "expected"),
+    [
+        ((1.0, 1.0, 1.0, 1.0), "black"),  # white cell
+        ((0.0, 0.0, 0.0, 1.0), "white"),  # black cell
+        (plt.get_cmap("Blues")(1.0), "white"),  # navy
+        (plt.get_cmap("Blues")(0.0), "black"),  # almost white
+        (plt.get_cmap("viridis")(0.0), "white"),  # dark purple
+        (plt.get_cmap("viridis")(1.0), "black"),  # yellow
+        (plt.get_cmap("RdBu_r")(0.5), "black"),  # the white middle of a diverging map
+        (plt.get_cmap("RdBu_r")(0.0), "white"),  # dark blue end
+        (plt.get_cmap("RdBu_r")(1.0), "white"),  # dark red end
+    ],
+)
+def test_text_colour_follows_the_cells_own_brightness(rgba, expected):
+    assert viz.text_colour(rgba) == expected, f"text on {tuple(round(c, 2) for c in rgba)}: expected {expected}"
+
+
+@pytest.mark.parametrize("cmap", ["Blues", "viridis", "cividis", "RdBu_r"])
+def test_heatmap_annotations_read_on_light_and_dark_cells(cmap):
+    # The bug this guards against: with Blues the 0s were written white on white, the 1s black on navy.
+    m = np.array([[0.0, 1.0], [1.0, 0.0]])
+    fig = viz.heatmap(m, ["a", "b"], ["c", "d"], fmt="{:.0f}", cmap=cmap, title="t", xlabel="x", ylabel="y")
+    ax = fig.axes[0]
+    image = ax.images[0]
+    colours = _cell_texts(ax)
+    assert len(colours) == 4, f"expected 4 annotations, got {len(colours)}"
+    for (j, i), colour in colours.items():
+        want = viz.text_colour(image.cmap(image.norm(m[i, j])))
+        assert colour == want, f"{cmap}: cell ({i}, {j}) = {m[i, j]} is annotated in {colour}, expected {want}"
+    if cmap == "Blues":
+        assert colours[(0, 0)] == "black" and colours[(1, 0)] == "white", f"Blues: 0 -> black, 1 -> white, got {colours}"
+
+
+def test_heatmap_symmetric_scale_puts_zero_in_the_middle():
+    m = np.array([[-1.0, 3.0], [0.5, 2.0]])
+    fig = viz.heatmap(m, cmap="RdBu_r", symmetric=True, title="t")
+    assert fig.axes[0].images[0].get_clim() == (-3.0, 3.0), fig.axes[0].images[0].get_clim()
+    fig = viz.heatmap(m, vmin=0.0, vmax=10.0, title="t")
+    assert fig.axes[0].images[0].get_clim() == (0.0, 10.0)
+    with pytest.raises(ValueError, match="symmetric=True or vmin/vmax"):
+        viz.heatmap(m, symmetric=True, vmin=-1.0)
+    with pytest.raises(ValueError, match="2-D matrix"):
+        viz.heatmap(np.zeros(3))
+
+
+def test_transition_heatmap_and_lookup_product_annotate_by_brightness():
+    T = np.array([[0.0, 1.0], [0.3, 0.7]])
+    fig = viz.transition_heatmap(T, ["a", "b"], ["a", "b"], title="T")
+    ax = fig.axes[0]
+    colours = _cell_texts(ax)
+    assert (0, 0) not in colours, "zero probabilities are left blank"
+    assert colours[(1, 0)] == "black", "a probability of 1 is yellow in viridis: black text"
+    assert colours[(0, 1)] == "white", "0.3 is a dark colour in viridis: white text"
+    assert ax.images[0].get_clim() == (0.0, 1.0), "probabilities are drawn on a fixed 0..1 scale"
+
+    fig = viz.lookup_product(np.eye(2), np.array([[0.0, 5.0], [5.0, 0.0]]))
+    for ax in fig.axes:
+        if ax.images:
+            image = ax.images[0]
+            data = np.asarray(image.get_array())
+            for (j, i), colour in _cell_texts(ax).items():
+                assert colour == viz.text_colour(image.cmap(image.norm(data[i, j]))), f"{ax.get_title()} cell ({i}, {j})"
+            assert ax.get_xlabel() and ax.get_ylabel(), f"panel {ax.get_title()!r} needs axis labels"
+
+
+def test_head_grid_annotations_and_labels():
+    w = torch.tensor([[[1.0, 0.0], [0.5, 0.5]]])  # (1 head, 2, 2)
+    fig = viz.head_grid(w, ["a", "b"], annotate=True, title="heads")
+    ax = [a for a in fig.axes if a.images][0]
+    colours = _cell_texts(ax)
+    assert colours[(0, 0)] == "black" and colours[(1, 0)] == "white", f"1.0 is yellow, 0.0 dark purple: {colours}"
+    assert fig.get_supxlabel() and fig.get_supylabel(), "the grid needs axis labels (key, query)"
+
+
+def test_graph_labels_sit_beside_the_arrows_not_on_them():
+    m = MarkovChain(order=1).fit(load_sentences("commands"))
+    fig = viz.markov_graph(m, title="commands")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    arrows = [t.arrow_patch for t in ax.texts if t.get_text() == "" and t.arrow_patch is not None]
+    labels = [t for t in ax.texts if re.fullmatch(r"\d\.\d\d", t.get_text())]
+    assert len(labels) == len(arrows), f"{len(labels)} probability labels for {len(arrows)} arrows"
+    renderer = fig.canvas.get_renderer()
+    for arrow in arrows:
+        path = arrow.get_path()  # in display coordinates once drawn
+        middle = path.vertices[len(path.vertices) // 2]
+        for label in labels:
+            box = label.get_window_extent(renderer)
+            assert not box.contains(*middle), f"label {label.get_text()!r} covers the middle of an arrow"
+
+
+def test_figures_have_titles_and_axis_labels():
+    fig = viz.vote_totals({"all": {"down": 4, "please": 5}, "masked": {"down": 0, "please": 1}})
+    ax = fig.axes[0]
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    fig = viz.three_constraints(steps=3)
+    for ax in fig.axes:
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel(), f"panel {ax.get_title()!r}"
+    fig = viz.attention_bars(["a", "b"], [0.3, 0.7], title="w")
+    assert fig.axes[0].get_xlabel() == "key" and fig.axes[0].get_ylabel() == "attention weight"
+    fig = viz.dot_product_geometry([1.0, 0.0], [1.0, 1.0])
+    assert fig.axes[0].get_xlabel() and fig.axes[0].get_ylabel()
+    fig = viz.clock_hands([0, 1], d_model=4, title="clocks")
+    assert fig.get_suptitle() == "clocks"
