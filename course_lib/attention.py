@@ -331,11 +331,9 @@ class MultiHeadAttention(nn.Module):
             mask = mask.to(q.device)
             blocked = ~mask if mask.dtype == torch.bool else torch.isneginf(mask)
             empty_rows = blocked.all(dim=-1, keepdim=True)  # (..., T, 1)
-            if empty_rows.any():
-                # Let such a row attend everywhere (finite, no NaN in either pass), then zero its output.
-                mask = mask | empty_rows if mask.dtype == torch.bool else mask.masked_fill(empty_rows, 0.0)
-            else:
-                empty_rows = None
+            # Let such a row attend everywhere (finite, no NaN in either pass), then zero its output.
+            # No `if empty_rows.any()`: that would wait for the GPU on every call.
+            mask = mask | empty_rows if mask.dtype == torch.bool else mask.masked_fill(empty_rows, 0.0)
         p = self.attn_dropout.p if self.training else 0.0
         out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, n_heads, T, head_dim)
         if empty_rows is not None:
