@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 from nbclient import NotebookClient
@@ -88,14 +89,23 @@ def test_reproducible_sample_passes_and_names_mistakes(capsys):
 
 
 @pytest.mark.parametrize("value, match", [
-    (17, None), (18, "both included"), (1, "self-attention's answer"), (16, "strictly between"),
+    (17, None), (17.0, None), (np.int64(17), None), (18, "both included"), (1, "self-attention's answer"), (16, "strictly between"),
     (17.5, "whole number"), ("17", "expected a whole number"), (True, "expected a whole number"), (40, "is not right"),
+    (None, "got None"),
 ])
 def test_rnn_steps(value, match):
     if match is None:
-        lesson00.check_rnn_steps("steps", value, first=2, last=19)
+        lesson00.check_rnn_steps(value, 19, 99)
     else:
-        fails_with(lesson00.check_rnn_steps, "steps", value, first=2, last=19, match=match)
+        text = fails_with(lesson00.check_rnn_steps, value, 19, 99, match=match)
+        assert "17" not in text.replace(repr(value), ""), text  # the answer is never shown
+
+
+def test_rnn_steps_reports_every_wrong_part_and_never_the_answers():
+    text = fails_with(lesson00.check_rnn_steps, 18, 1, 98, match="rnn_steps_keys_are: 18 is not right")
+    assert "rnn_steps_1_20: 1 is not right" in text and "self-attention's answer" in text, text
+    assert "rnn_steps_1_100: 98 is not right" in text and "strictly between" in text, text
+    assert "19" not in text.replace("word 19", "") and "99" not in text, text
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -103,6 +113,7 @@ def test_rnn_steps(value, match):
     (lambda L, k: L * (k - 1), "forgot the +1 for the centre position"),
     (lambda L, k: L * k, "multiplied the layers by the kernel size"),
     (lambda L, k: k**L, "exponentially"),
+    (lambda L, k: 1 + L * k, "added k new positions per layer"),
     (lambda L, k: (1 + L * (k - 1)) / 1, None),  # a float that is a whole number is fine
     (lambda L, k: None, "forget to `return`"),
 ])
@@ -126,15 +137,21 @@ def test_layers_needed(fn, match):
         fails_with(lesson00.check_layers_needed, fn, match=match)
 
 
-@pytest.mark.parametrize("value, class_token, match", [
-    (196, False, None), (197, True, None), (14, False, "one side only"), (3136, False, "patch area"),
-    (196, True, "forgot the class token"), (197, False, "asks for the patches alone"),
+@pytest.mark.parametrize("n_patches, seq_len, match", [
+    (196, 197, None), (196.0, 197.0, None), (14, 197, "one side only"), (3136, 197, "patch area"), (28, 197, "added the patches of the two sides"),
+    (196, 196, "forgot the class token"), (197, 197, "asks for the patches alone"), (196, 198, "class token twice"),
+    (196, 15, "one side only"), (195, 197, "is not right"),
 ])
-def test_patches(value, class_token, match):
+def test_patches(n_patches, seq_len, match):
     if match is None:
-        lesson00.check_patches("n", value, class_token=class_token)
+        lesson00.check_patches(n_patches, seq_len)
     else:
-        fails_with(lesson00.check_patches, "n", value, class_token=class_token, match=match)
+        fails_with(lesson00.check_patches, n_patches, seq_len, match=match)
+
+
+def test_patches_reports_both_wrong_parts():
+    text = fails_with(lesson00.check_patches, 14, 196, match="n_patches: 14 is not right")
+    assert "seq_len: 196 is not right" in text and "forgot the class token" in text, text
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -142,6 +159,7 @@ def test_patches(value, class_token, match):
     (lambda h, w, p: (h * w) // p, "kept the bug"),
     (lambda h, w, p: (h // p) ** 2, "square image"),
     (lambda h, w, p: -(-h // p) * -(-w // p), "partial patches"),
+    (lambda h, w, p: (h * w) // (p * p), "divided the pixel count by the patch area"),
 ])
 def test_patch_count(fn, match):
     cases = [(224, 224, 16), (224, 320, 16), (230, 230, 16)]
@@ -151,12 +169,14 @@ def test_patch_count(fn, match):
         fails_with(lesson00.check_patch_count, fn, cases=cases, match=match)
 
 
-@pytest.mark.parametrize("value, match", [(1, None), (19, "RNN's count"), (20, "counted the words"), (0, "answered 0")])
+@pytest.mark.parametrize("value, match", [(1, None), (1.0, None), (19, "RNN's count"), (20, "counted the words"), (0, "answered 0")])
 def test_attention_steps(value, match):
     if match is None:
-        lesson00.check_attention_steps("a", value, n_words=20)
+        lesson00.check_attention_steps(value, 1)
     else:
-        fails_with(lesson00.check_attention_steps, "a", value, n_words=20, match=match)
+        fails_with(lesson00.check_attention_steps, value, 1, match=match)
+    text = fails_with(lesson00.check_attention_steps, 19, 100, match="RNN's count")
+    assert "counted the words" in text, "both wrong parts are reported"
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -164,6 +184,7 @@ def test_attention_steps(value, match):
     (lambda h, w, p: round(h / p) * round(w / p), "round() or math.ceil"),  # 250 / 16 rounds to 16, not 15
     (lambda h, w, p: (h // p) ** 2, "used the height twice"),  # 224 x 320 is among the default cases
     (lambda h, w, p: 0 if h == 30 else (h // p) * (w // p), None),  # the default (visible) cases leave 30 x 45 to the hidden ones
+    (lambda h, w, p: (h * w) // (p * p), "patch area"),  # 250 x 250 is among the default cases
 ])
 def test_patch_count_default_cases_catch_rounding_and_square_images(fn, match):
     if match is None:
@@ -173,7 +194,7 @@ def test_patch_count_default_cases_catch_rounding_and_square_images(fn, match):
 
 
 def test_counts_accept_whole_floats_and_labels_stay_out_of_the_call():
-    lesson00.check_patches("n_patches", 196.0)
+    lesson00.check_patches(196.0, 197)
     text = fails_with(lesson00.check_receptive_field, lambda L, k: 1 / 0, cases=[(0, 3)], name="receptive_field (more cases)",
                       match="when called as receptive_field(0, 3)")
     assert "cases)(" not in text, text

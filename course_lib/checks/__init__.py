@@ -7,6 +7,7 @@ from .core import (
     NotAttempted,
     answer,
     call,
+    check_all,
     check_choice,
     check_sealed,
     check_close,
@@ -25,5 +26,5 @@ from .core import (
 __all__ = [
     "FAIL_MARK", "PASS_MARK", "CheckFailed", "NotAttempted", "answer", "call", "check_choice", "check_close", "check_sealed", "seal",
     "check_count", "check_equal", "check_function", "check_shape", "check_shape_answer", "check_tensor",
-    "check_true", "check_type", "passed",
+    "check_true", "check_type", "passed", "check_all",
 ]

@@ -420,8 +420,8 @@ def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3
     """Check an answer worked out by hand against its seal, never printing the expected value.
 
     `mistakes` maps a description ("forgot the minus sign") to the seal of the value that mistake
-    gives. `kind` says what a well-formed answer is: "number", "numbers" (a list/array), "shape"
-    (a tuple of ints; compared exactly) or "text".
+    gives. `kind` says what a well-formed answer is: "number", "numbers" (a list/array), "count" (a
+    whole number; compared exactly), "shape" (a tuple of ints; compared exactly) or "text".
     """
     if value is None:
         raise CheckFailed(name, "got None: did you forget to assign the variable (or to `return` the result)?")
@@ -433,6 +433,13 @@ def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3
     elif kind == "text":
         if not isinstance(value, str):
             raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({_short(value)}).")
+    elif kind == "count":  # a whole number: 17 and 17.0 are the same answer, 17.5 is not a count
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
+        if not float(value).is_integer():
+            raise CheckFailed(name, f"expected a whole number, got {_fmt(float(value))}.",
+                              "a count is a whole number: did a division leave a fraction?")
+        value, decimals = int(value), None
     elif kind in ("number", "numbers"):
         if isinstance(value, (str, bool)) or _canonical(value, decimals) is None:
             raise CheckFailed(name, f"expected {'a number' if kind == 'number' else 'numbers'}, got "
@@ -440,7 +447,7 @@ def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3
         if kind == "number" and np.size(_to_array(value)) != 1:
             raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
     else:
-        raise ValueError(f"kind must be 'number', 'numbers', 'shape' or 'text', got {kind!r}")
+        raise ValueError(f"kind must be 'number', 'numbers', 'count', 'shape' or 'text', got {kind!r}")
     if _matches(value, sealed, name, decimals):
         passed(name)
         return
@@ -449,3 +456,27 @@ def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3
             raise CheckFailed(name, f"{_short(value)} is not right.", f"it looks like you {description}.")
     precision = f" (compared to {decimals} decimal places)" if decimals is not None and kind in ("number", "numbers") else ""
     raise CheckFailed(name, f"{_short(value)} is not right{precision}.", hint)
+
+
+def check_all(*parts: Callable[[], None]) -> None:
+    """Run the check of every part of a multi-part answer, then report all the wrong parts at once.
+
+    Each part is a function without arguments that runs one check (`lambda: check_sealed(...)`). The
+    parts that pass print their line; if any fail, one `CheckFailed` lists every failure, so a
+    learner does not fix part 1 only to hear about part 3 afterwards. An unattempted part stops at once.
+    """
+    failures: list[CheckFailed] = []
+    for part in parts:
+        try:
+            part()
+        except NotAttempted:
+            raise
+        except CheckFailed as err:
+            failures.append(err)
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        combined = CheckFailed(", ".join(f.name for f in failures), f"{len(failures)} of {len(parts)} parts are not right.")
+        combined.args = ("\n".join(str(f) for f in failures),)  # each failure with its own hint
+        combined.parts = failures
+        raise combined
