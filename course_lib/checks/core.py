@@ -65,9 +65,18 @@ def passed(name: str, detail: str = "") -> None:
 
 _MISSING = object()
 
+# While `course grade` runs the tests, the learner's names live in a sandboxed kernel of their own:
+# the grader sets this to the function that fetches them (see course_lib.grading.runner).
+_answer_hook: Callable[[str], Any] | None = None
+
 
 def answer(variable: str) -> Any:
     """The value of `variable` in the notebook, or `NotAttempted` if the answer cell never defined it."""
+    if _answer_hook is not None:
+        value = _answer_hook(variable)
+        if value is Ellipsis:
+            raise NotAttempted(variable)
+        return value
     frame = sys._getframe(1)
     value = frame.f_locals.get(variable, frame.f_globals.get(variable, _MISSING))
     if value is _MISSING:
