@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from course_lib import checks, skips
 from course_lib.checks import lesson03
@@ -92,30 +93,164 @@ def test_check_vote_counter_names_the_bug_and_other_slips(model):
         lesson03.check_vote_counter("cv", blank, cases)
 
 
-# --- exercise 2: the mask after "ran" -----------------------------------------------------------
+# --- the exercise set's lamp commands: answers worked out by hand are sealed ---------------------
+
+LAMPS = [s.split() for s in ["ask whether the red lamp in the hall is on now"] * 3 + ["ask whether the blue lamp in the hall is off now"]]
+RED = "ask whether the red lamp in the hall is".split()
+BLUE = "ask whether the blue lamp in the hall is".split()
 
 
-def test_check_mask_ran_names_the_wrong_masks(model):
-    V = len(model.tokens)
+@pytest.fixture(scope="module")
+def lamps():
+    return skips.SkipPairVotes().fit(LAMPS)
+
+
+def test_the_sealed_lamp_answers_are_the_models_own(lamps):
+    votes = lamps.votes_by_word(BLUE)
+    lesson03.check_votes_by_hand(votes, max(votes, key=votes.get), max(votes.values()) / sum(votes.values()))
+    lesson03.check_mask_is(skips.confident_pair_mask(lamps)[lamps.index("is")], lamps.tokens)
+    X = np.eye(len(lamps.tokens))[[lamps.index(w) for w in BLUE + ["off", "now"]]]
+    M = skips.confident_pair_mask(lamps)
+    W1 = skips.conjunction_weights(lamps.tokens, [("red", "is"), ("blue", "is")])
+    lesson03.check_shapes(X.shape, (X @ M).shape, ((X @ M) @ X.T).shape, W1.shape)
+
+
+@pytest.mark.parametrize("votes, winner, share", [
+    ({"on": 4.5, "off": 2.5}, "on", 0.64), ({"off": 2.5, "on": 4.5}, " 'On' ", 4.5 / 7), ({"on": 4.5, "off": 2.5, "now": 0}, "on", np.float32(0.643)),
+    ({"on": np.float64(4.5), "off": 5 / 2}, "on", 0.6428),
+])
+def test_votes_by_hand_pass_right_answers_written_any_way(votes, winner, share):
+    lesson03.check_votes_by_hand(votes, winner, share)
+
+
+@pytest.mark.parametrize("votes, winner, share, match", [
+    ({"on": 5.25, "off": 2.75}, "on", 0.64, "vote twice ('the')"),
+    ({"on": 18, "off": 7}, "on", 0.64, "raw counts"),
+    ({"on": 5.5, "off": 1.5}, "on", 0.64, "prefix of the RED lamp"),
+    ({"on": 2.5, "off": 4.5}, "on", 0.64, "swapped on and off"),
+    ({"off": 1.0}, "on", 0.64, "only the informative pair"),
+    ({"on": 5.25, "off": 1.75}, "on", 0.64, "same split as the other pairs"),
+    ({"on": 4.0, "off": 3.0}, "on", 0.64, "each of the 7 distinct earlier words"),
+    ({"on": 4.5, "off": 2.5, "hall": 1.0}, "on", 0.64, "only ever saw 'on' and 'off'"),
+    ([4.5, 2.5], "on", 0.64, "expected a dict"),
+    ({"on": 4.5, "off": 2.5}, "off", 0.64, "outvote the one that knows"),
+    ({"on": 4.5, "off": 2.5}, 1, 0.64, "expected a string"),
+    ({"on": 4.5, "off": 2.5}, "on", 2.5 / 7, "loser's share"),
+    ({"on": 4.5, "off": 2.5}, "on", 4.5 / 2.5, "by the loser's"),
+    ({"on": 4.5, "off": 2.5}, "on", 1.0, "after masking"),
+    ({"on": 4.5, "off": 2.5}, "on", 0.5, "coin-flip"),
+    ({"on": 4.5, "off": 2.5}, "on", 5.5 / 7, "red lamp's prefix"),
+])
+def test_votes_by_hand_name_the_mistakes_without_the_answer(votes, winner, share, match):
+    fails_with(lesson03.check_votes_by_hand, votes, winner, share, match=match)
+
+
+def test_votes_by_hand_report_every_wrong_part_and_never_the_answers():
+    text = fails_with(lesson03.check_votes_by_hand, {"on": 5.25, "off": 2.75}, "off", 0.5, match="vote twice")
+    assert "winner_blue" in text and "share_blue" in text and "coin-flip" in text, text
+    assert "votes_blue: got {'off': 2.75, 'on': 5.25}" in text, "the learner's own dict is shown"
+    text = fails_with(lesson03.check_votes_by_hand, {"on": 4.0, "off": 3.0}, "on", 0.57, match="not right")
+    assert "4.5" not in text and "2.5" not in text and "0.64" not in text, text
+
+
+def test_mask_is_names_the_wrong_masks(lamps):
+    tokens = lamps.tokens
+    V = len(tokens)
 
     def ones(*words):
         m = np.zeros(V)
-        m[[model.index(w) for w in words]] = 1.0
+        m[[lamps.index(w) for w in words]] = 1.0
         return m
 
-    lesson03.check_mask_ran("m", ones("battery", "program"), model.tokens, PROGRAM)
-    lesson03.check_mask_ran("m", ones("battery", "program").astype(int).tolist(), model.tokens, PROGRAM)
-    fails_with(lesson03.check_mask_ran, "m", np.ones(V), model.tokens, PROGRAM, match="kept every pair")
-    fails_with(lesson03.check_mask_ran, "m", model.presence(PROGRAM), model.tokens, PROGRAM, match="present in the command")
-    fails_with(lesson03.check_mask_ran, "m", ones("battery", "program", "ran"), model.tokens, PROGRAM, match="kept 'ran' itself")
-    fails_with(lesson03.check_mask_ran, "m", ones("program"), model.tokens, PROGRAM, match="kept only 'program'")
-    fails_with(lesson03.check_mask_ran, "m", ones("battery"), model.tokens, PROGRAM, match="kept only 'battery'")
-    fails_with(lesson03.check_mask_ran, "m", 1 - ones("battery", "program"), model.tokens, PROGRAM, match="inverted")
+    for right in (ones("blue", "red"), ones("blue", "red").astype(int).tolist(), ones("blue", "red").astype(bool),
+                  tuple(ones("blue", "red")), torch.tensor(ones("blue", "red"))):
+        lesson03.check_mask_is(right, tokens)
+    fails_with(lesson03.check_mask_is, np.ones(V), tokens, match="kept every pair")
+    fails_with(lesson03.check_mask_is, lamps.presence(BLUE), tokens, match="present in the blue command")
+    fails_with(lesson03.check_mask_is, ones("blue", "red", "is"), tokens, match="kept 'is' itself")
+    fails_with(lesson03.check_mask_is, ones("blue"), tokens, match="kept only 'blue'")
+    fails_with(lesson03.check_mask_is, ones("red"), tokens, match="kept only 'red'")
+    fails_with(lesson03.check_mask_is, 1 - ones("blue", "red"), tokens, match="inverted")
+    fails_with(lesson03.check_mask_is, ones("on", "off"), tokens, match="words after 'is'")
     at_position = np.zeros(V)
-    at_position[2] = 1.0
-    fails_with(lesson03.check_mask_ran, "m", at_position, model.tokens, PROGRAM, match="positions in the sentence")
-    fails_with(lesson03.check_mask_ran, "m", np.zeros(len(PROGRAM)), model.tokens, PROGRAM, match="one entry per vocabulary token")
-    fails_with(lesson03.check_mask_ran, "m", ["battery", "program"], model.tokens, PROGRAM, match="list of words")
+    at_position[BLUE.index("blue")] = 1.0
+    fails_with(lesson03.check_mask_is, at_position, tokens, match="position in the sentence")
+    fails_with(lesson03.check_mask_is, np.zeros(len(BLUE)), tokens, match="one entry per vocabulary token")
+    fails_with(lesson03.check_mask_is, ["blue", "red"], tokens, match="list of words")
+    text = fails_with(lesson03.check_mask_is, ones("blue", "hall"), tokens, match="always predicts the same next word")
+    assert "blue" not in text and " red" not in text, text
+
+
+@pytest.mark.parametrize("shapes, match", [
+    (((9, 12), (11, 12), (11, 11), (13, 2)), "prefix up to 'is'"),
+    (((10, 12), (11, 12), (11, 11), (13, 2)), "left out a word"),
+    (((11, 10), (11, 12), (11, 11), (13, 2)), "distinct word"),
+    (((12, 11), (11, 12), (11, 11), (13, 2)), "transposed"),
+    (((11, 12), (12, 12), (11, 11), (13, 2)), "shape of M itself"),
+    (((11, 12), (11, 11), (11, 11), (13, 2)), "X @ M only"),
+    (((11, 12), (11, 12), (12, 12), (13, 2)), "confused V and T"),
+    (((11, 12), (11, 12), (11, 12), (13, 2)), "stopped after X @ M"),
+    (((11, 12), (11, 12), (11, 11), (12, 2)), "left out the bias row"),
+    (((11, 12), (11, 12), (11, 11), (2, 13)), "transposed"),
+    (((11, 12), (11, 12), (11, 11), (13, 1)), "its own column"),
+    (((11, 12), (11, 12), (11, 11), "(13, 2)"), "tuple of ints"),
+])
+def test_shapes_name_the_mistakes(shapes, match):
+    fails_with(lesson03.check_shapes, *shapes, match=match)
+    lesson03.check_shapes([11, 12], torch.Size([11, 12]), (np.int64(11), 11), np.array([13, 2]).tolist())
+
+
+def test_shapes_report_every_wrong_part():
+    text = fails_with(lesson03.check_shapes, (9, 12), (12, 12), (12, 12), (12, 2), match="shape_X")
+    for part in ("shape_XM", "shape_S", "shape_W1", "left out the bias row"):
+        assert part in text, text
+
+
+def test_the_visible_vote_counter_cases_catch_the_latest_word_paired_with_itself(lamps):
+    pc = lamps.pair_counts()
+    repeated = "ask whether the blue lamp in the hall ask whether the blue lamp in the hall is".split()
+    cases = [(pc, RED), (pc, repeated), (pc, ["ask", "whether", "the"])]  # the exercise's visible cases
+    lesson03.check_vote_counter("cv", lesson03.reference_votes, cases)
+
+    def with_set(pair_counts, context):  # `for earlier in set(context)`: the latest word pairs with itself
+        totals = {}
+        for earlier in set(context):
+            row = pair_counts.get((earlier, context[-1]), {})
+            for word, c in row.items():
+                totals[word] = totals.get(word, 0.0) + c / sum(row.values())
+        return totals
+
+    fails_with(lesson03.check_vote_counter, "cv", with_set, cases, match="paired the latest word with itself")
+    fails_with(lesson03.check_vote_counter, "cv", buggy_count_votes, cases, match="vote twice")
+    assert buggy_count_votes(pc, RED) == {"on": 6.25, "off": 1.75}, "the numbers the prompt quotes"
+
+
+def test_feature_layer_names_abs_instead_of_relu(lamps):
+    W1 = skips.conjunction_weights(lamps.tokens, [("red", "is"), ("blue", "is")])
+
+    def multi_hot(*words):
+        x = np.zeros(len(lamps.tokens))
+        x[[lamps.index(w) for w in words]] = 1.0
+        return x
+
+    inputs = np.stack([multi_hot("red", "is"), multi_hot("blue", "is"), multi_hot("red"), multi_hot("is"), multi_hot("hall")])
+    cases = [(multi_hot("red", "is"), W1), (inputs, W1)]  # the exercise's visible cases
+    lesson03.check_feature_layer("f", lesson03.reference_feature_layer, cases)
+    lesson03.check_feature_layer("f", lambda x, W: torch.relu(torch.as_tensor(np.concatenate([x, np.ones(x.shape[:-1] + (1,))], -1) @ W)).numpy(), cases)
+    with_bias = lambda x: np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)  # noqa: E731
+    fails_with(lesson03.check_feature_layer, "f", lambda x, W: np.abs(with_bias(x) @ W), cases, match="used abs instead of the ReLU")
+    fails_with(lesson03.check_feature_layer, "f", lambda x, W: with_bias(x) @ W, cases, match="forgot the ReLU")
+
+
+def test_and_gate_of_four_words(lamps):
+    group = ["blue", "lamp", "hall", "off"]
+    W = skips.conjunction_weights(lamps.tokens, [group])
+    lesson03.check_and_gate("W_four", W, lamps.tokens, group)
+    lesson03.check_and_gate("W_four", W.ravel().tolist(), lamps.tokens, group)
+    for bias, phrase in [(-2.0, "not negative enough"), (-1.0, "not negative enough"), (-4.0, "never fires")]:
+        wrong = W.copy()
+        wrong[-1, 0] = bias
+        fails_with(lesson03.check_and_gate, "W_four", wrong, lamps.tokens, group, match=phrase)
 
 
 # --- exercise 3: select_mask --------------------------------------------------------------------

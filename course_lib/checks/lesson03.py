@@ -6,7 +6,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_close, check_function, check_shape, passed)
+from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_all, check_close, check_function, check_sealed,
+                   check_shape, passed)
 
 
 def reference_votes(pair_counts: Mapping, context: Sequence[str], *, distinct: bool = True, normalise: bool = True,
@@ -94,6 +95,167 @@ def check_votes(name: str, value: Any, pair_counts: Mapping, context: Sequence[s
         passed(name)
 
 
+# The answers worked out by hand (exercises 1, 2 and 4, on the lamp commands of the exercise set) and the
+# values of the mistakes their hints name, kept as seals (see core.seal):
+# name -> (decimals, seal of the answer, {mistake: seal of its value}).
+_SEALED = {
+    'votes_blue': (3, '6cacf8257cda50ae96d4', {
+        "let a word that occurs twice before the latest word vote twice ('the'): each distinct earlier word is ONE feature":
+            '3013524f2597cd58f4c7',
+        "added the raw counts without normalising each pair's counts to one vote":
+            'c3a894217b6b6d1bad4a',
+        "let 'the' vote twice and added raw counts instead of one vote per pair":
+            'ec172a408053db2aa682',
+        'counted the prefix of the RED lamp; this asks for the blue one':
+            '3af2d38b51eeb51e43c9',
+        'swapped on and off':
+            '965706b99599379fb4f3',
+        'counted only the informative pair (blue, is): without a mask every pair votes':
+            'eb0a9cbc4c388fb4b8b1',
+        "gave (blue, is) the same split as the other pairs, but it was only ever followed by 'off'":
+            '151f83b226dbb9a15d7b',
+    }),
+    'winner_blue': (None, '87af28fc6a28189deaaf', {
+        'named the word that follows the blue lamp in training; but add up the votes: without a mask the six uninformative pairs outvote the one that knows':
+            '46f4cb074d17a4866721',
+    }),
+    'share_blue': (2, 'a0240e36f8cb9a134eb7', {
+        "gave the loser's share":
+            'f4b52c0b3ad83fe61fa3',
+        "divided the winner's total by the loser's instead of by the sum of both":
+            '7dc5500ef97486a0ded7',
+        'gave the share after masking (1.0): without a mask every pair votes':
+            '5acb0f13149284b60de9',
+        'gave the coin-flip share':
+            '1704842d8634d979f873',
+        "gave the share of the red lamp's prefix":
+            'adbb39353b0afa825c8c',
+    }),
+    'mask_is': (None, '922d99b5fc86f169e29c', {
+        'kept every pair (a mask of all ones masks nothing)':
+            'e180e4afa73cdd74cde1',
+        'kept every pair that is present in the blue command: the mask should drop the uninformative ones':
+            'ebb313735040e2b23ca8',
+        "kept 'is' itself: the mask is over the EARLIER words paired with 'is'":
+            'bd0ce6f9b4ccd342c481',
+        "kept only 'blue': after 'is' both blue and red are informative (one mask serves both commands)":
+            '067ca74639b2d9c46686',
+        "kept only 'red': after 'is' both blue and red are informative (one mask serves both commands)":
+            '548ea801cd7018571839',
+        'inverted the mask (1 = keep, 0 = drop)':
+            'ae67c07040803c4f95de',
+        "put the 1 at blue's position in the sentence instead of at its index in model.tokens":
+            '1a74c3ab16981994648c',
+        "kept the words after 'is' (on, off): the mask is over the earlier words paired with 'is'":
+            '7b0d25b6f624552486d1',
+    }),
+    'shape_X': (None, 'f3c7fcbbd4ae3397eb37', {
+        "counted the prefix up to 'is' (9 words): the whole command is asked for":
+            'b32d44d83cf65ba2472e',
+        "left out a word: count every word of the whole command, 'off now' included":
+            'bf94f402be11ea9b759e',
+        'gave X one column per distinct word of the sentence: the columns run over the whole vocabulary, model.tokens':
+            'dd6fc740d8ec111a5e84',
+        'gave the shape transposed: one row per word, one column per vocabulary token':
+            '08a28bed26cece14fcc3',
+        'gave X one row per vocabulary token: X has one row per WORD of the command':
+            '466387dfe2c5edab3107',
+    }),
+    'shape_XM': (None, '3b18f9bc09b7ed20fa5a', {
+        "gave the shape of M itself: X @ M keeps X's rows (one per position)":
+            '2e4e4dff2c5b729e5b15',
+        "gave the shape transposed: X @ M keeps X's rows (one per position) and M's columns":
+            '57db93b469cc54f41384',
+        'went on to multiply by X.T: this asks for X @ M only':
+            'bab0c8b95c1ebc1b40c5',
+    }),
+    'shape_S': (None, '7d983dc4ca54a12a471d', {
+        'confused V and T: multiplying by X.T (V, T) leaves one column per POSITION':
+            '2dc107ea2102d11b90c8',
+        'stopped after X @ M: multiplying by X.T (V, T) turns the V columns into T':
+            'edd9b1b42b1d6b12da8e',
+        'gave the shape transposed':
+            '24916cefefb1700c01a5',
+    }),
+    'shape_W1': (None, '2f38918ea6a048c3d8fa', {
+        'left out the bias row: W has one row per token plus one for the input that is always 1':
+            '244ab9ae918a7dd6cc90',
+        'gave the shape transposed: rows are inputs (V + 1), columns are features':
+            '08b377703e94f7df7470',
+        'gave W one column for both pairs: each pair feature has its own column':
+            '86b995eeb47c22c5d265',
+        'gave W one column per word of the pairs: one column per pair feature':
+            'e7611b0149a30fe50352',
+    }),
+}
+
+
+
+def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
+    decimals, answer, mistakes = _SEALED[name]
+    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+
+
+def _vote_vector(name: str, value: Any, words: Sequence[str]) -> list[float]:
+    """A votes dict as the list of its totals for `words` (a word left out has 0 votes)."""
+    votes = _as_vote_dict(name, value)
+    others = {k: v for k, v in votes.items() if k not in words and v != 0}
+    if others:
+        raise CheckFailed(name, f"got votes for {', '.join(map(repr, others))}.",
+                          f"after this prefix the pairs only ever saw {' and '.join(map(repr, words))} next.")
+    return [votes.get(w, 0.0) for w in words]
+
+
+def check_votes_by_hand(votes_blue: Any, winner_blue: Any, share_blue: Any) -> None:
+    """Exercise 1: the votes after "ask whether the blue lamp in the hall is", the winner and its share."""
+    def votes() -> None:
+        try:
+            _sealed("votes_blue", _vote_vector("votes_blue", votes_blue, ("on", "off")), "numbers",
+                    "each of the 7 distinct earlier words forms one pair with 'is'; each pair has one vote, split over "
+                    "'on' and 'off' in proportion to its counts.")
+        except CheckFailed as err:
+            if "is not right" not in err.problem:
+                raise
+            raise CheckFailed(err.name, f"got {_round_dict(votes_blue)}, which is not right.", err.hint) from None
+
+    def winner() -> None:
+        text = winner_blue.strip().strip("'\"").lower() if isinstance(winner_blue, str) else winner_blue
+        _sealed("winner_blue", text, "text", "the winner is the word with the larger total in your votes_blue.")
+
+    check_all(votes, winner, lambda: _sealed("share_blue", share_blue, "number",
+                                             "share = the winner's total / (on total + off total), from your votes_blue."))
+
+
+def check_mask_is(value: Any, tokens: Sequence[str]) -> None:
+    """Exercise 2: the hand-made mask after "is", a 0/1 vector over `tokens` (model.tokens)."""
+    name = "mask_is"
+    if value is None:
+        raise CheckFailed(name, "got None.")
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        raise CheckFailed(name, f"got a list of words {_short(value)}.",
+                          "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = drop.")
+    a = _to_array(value)
+    if a.dtype == object or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
+        raise CheckFailed(name, f"expected a numeric vector, got {_short(value)}.")
+    a = a.astype(float)
+    if a.shape != (len(tokens),):
+        hint = (f"one entry per vocabulary token (len(model.tokens) = {len(tokens)}), in the order of model.tokens, "
+                "not one per position of the sentence.") if a.ndim == 1 else "a 1-D vector over model.tokens."
+        raise CheckFailed(name, f"expected shape ({len(tokens)},), got {a.shape}.", hint)
+    _sealed(name, a, "numbers", "1 for each earlier word whose pair with 'is' always predicts the same next word, "
+                                "0 for every other token.")
+
+
+def check_shapes(shape_X: Any, shape_XM: Any, shape_S: Any, shape_W1: Any) -> None:
+    """Exercise 4: the shapes of X, X @ M, (X @ M) @ X.T and the pair-feature weights W1 for the blue command."""
+    check_all(
+        lambda: _sealed("shape_X", shape_X, "shape", "one row per word of the command, one column per vocabulary token."),
+        lambda: _sealed("shape_XM", shape_XM, "shape", "(T, V) @ (V, V) keeps the outer sizes."),
+        lambda: _sealed("shape_S", shape_S, "shape", "(T, V) @ (V, T) keeps the outer sizes."),
+        lambda: _sealed("shape_W1", shape_W1, "shape", "one row per input (the tokens, then the bias input), one column per feature."),
+    )
+
+
 def _is_nonzero(v: Any) -> bool:
     try:
         return float(v) != 0.0
@@ -116,51 +278,6 @@ def check_vote_counter(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
                           "it looks like you ignored the pair_counts argument (calling the model's methods?): "
                           "count the votes from pair_counts only.")
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
-
-
-def check_mask_ran(name: str, value: Any, tokens: Sequence[str], context: Sequence[str]) -> None:
-    """Check the hand-made mask after "ran": a 0/1 vector over `tokens` with 1 only at battery and program."""
-    tokens, context = list(tokens), list(context)
-    if value is None:
-        raise CheckFailed(name, "got None.")
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        raise CheckFailed(name, f"got a list of words {_short(value)}.",
-                          "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = drop.")
-    a = _to_array(value)
-    if a.dtype == object or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
-        raise CheckFailed(name, f"expected a numeric vector, got {_short(value)}.")
-    a = a.astype(float)
-    if a.shape != (len(tokens),):
-        hint = (f"one entry per vocabulary token (len(model.tokens) = {len(tokens)}), in the order of model.tokens, "
-                "not one per position of the sentence.") if a.ndim == 1 else "a 1-D vector over model.tokens."
-        raise CheckFailed(name, f"expected shape ({len(tokens)},), got {a.shape}.", hint)
-
-    def ones(*words):
-        m = np.zeros(len(tokens))
-        for w in words:
-            if w in tokens:
-                m[tokens.index(w)] = 1.0
-        return m
-
-    present = ones(*dict.fromkeys(context[:-1]))
-    want = ones("battery", "program")
-    positions = np.zeros(len(tokens))
-    for w in ("battery", "program"):
-        if w in context and context.index(w) < len(tokens):
-            positions[context.index(w)] = 1.0  # where the word sits in the sentence, not in model.tokens
-    mistakes = {
-        "kept every pair (a mask of all ones masks nothing)": np.ones(len(tokens)),
-        "kept every pair that is present in the command: the mask should drop the uninformative ones": present,
-        "kept 'ran' itself: the mask is over the EARLIER words paired with 'ran'": ones("battery", "program", "ran"),
-        "kept only 'program': after 'ran' both battery and program are informative (one mask serves both commands)":
-            ones("program"),
-        "kept only 'battery': after 'ran' both battery and program are informative (one mask serves both commands)":
-            ones("battery"),
-        "inverted the mask (1 = keep, 0 = drop)": 1.0 - want,
-        "put the 1s at the positions in the sentence instead of at the words' indices in model.tokens": positions,
-    }
-    check_close(name, a, want, mistakes=mistakes,
-                hint="1 at model.index('battery') and model.index('program'), 0 everywhere else.")
 
 
 def reference_select_mask(word: str, M: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
@@ -240,6 +357,8 @@ def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None
         "put the bias input first: it is the LAST input ([x, 1]), matching the last row of W": bias_first,
         "subtracted the bias row instead of adding it (its weight already carries the sign)":
             lambda x, W: np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1] - np.asarray(W)[-1], 0.0),
+        "used abs instead of the ReLU: relu(z) = max(z, 0) turns a negative sum into 0, abs would make it positive":
+            lambda x, W: np.abs(np.concatenate([np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W),
     }, hint="append a 1 to x, multiply by W, then take max(., 0) element by element.")
 
 
