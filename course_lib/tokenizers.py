@@ -3,12 +3,22 @@
 `Vocabulary` (lesson 01): a fixed table of word- or character-level tokens, with an optional
 unknown token for anything the table has never seen.
 
+`BPETokenizer` (lesson 05): byte-level byte-pair encoding. It starts from the 256 possible bytes,
+so every string can be encoded (nothing is ever unknown), and learns merges of frequent adjacent
+pairs from a training text. `PairIndex` is its training state: the text as token ids, with the
+count and the positions of every adjacent pair, updated around each merge instead of recounted.
+
 Ids are 0-based: in a vocabulary of V tokens they run from 0 to V - 1.
 """
 from __future__ import annotations
 
-from collections import Counter
-from typing import Iterable, Sequence
+import heapq
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -210,3 +220,508 @@ def _split(text: str, level: str) -> list[str]:
     """Word level: whitespace-separated words; character level: every character."""
     return text.split() if level == "word" else list(text)
 
+
+
+# --- BPETokenizer (lesson 05) ---------------------------------------------------------------------
+
+N_BYTES = 256  # ids 0..255 are the bytes themselves, so any text can be encoded
+
+# Pre-tokenization: a regular expression cuts the text into chunks, and merges never cross a chunk
+# boundary. The default keeps each line (with its newline) together; nothing else is split, so a
+# token may hold several words ("of the "). GPT2_SPLIT is GPT-2's rule, written for Python's `re`
+# (letters as [^\W\d_], digits as \d): words with their leading space, numbers, runs of
+# punctuation, and whitespace, so that tokens stay inside words.
+LINES = r"[^\n]*\n|[^\n]+"
+GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
+
+
+def utf8(text: str) -> bytes:
+    """The UTF-8 bytes of `text`. Lone surrogates (which a Python string may hold but UTF-8 forbids)
+    are kept with "surrogatepass", so that every string survives encode and decode."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def split_chunks(text: str, pattern: str | re.Pattern = LINES) -> list[str]:
+    """Cut `text` into the chunks that merges stay inside: the matches of `pattern`, plus whatever
+    lies between them, so that every character lands in exactly one chunk (nothing is dropped).
+
+    >>> split_chunks("to be\\nor not")
+    ['to be\\n', 'or not']
+    """
+    chunks, end = [], 0
+    for m in re.finditer(pattern, text):
+        if m.start() > end:  # text the pattern skipped still has to be encoded
+            chunks.append(text[end:m.start()])
+        if m.end() > m.start():
+            chunks.append(m.group())
+        end = m.end()
+    if end < len(text):
+        chunks.append(text[end:])
+    return chunks
+
+
+@dataclass(frozen=True)
+class MergeStep:
+    """One merge of a training run, as recorded by `BPETokenizer.train(..., record=True)`."""
+
+    rank: int  # 0 for the first merge learned
+    pair: tuple[int, int]  # the two token ids that were merged
+    new_id: int  # the id of the merged token: 256 + rank
+    count: int  # how often the pair occurred in the training text when it was chosen
+    n_tokens: int  # how many tokens the training text has after this merge
+
+
+class PairIndex:
+    """The training text as token ids, with the count and the positions of every adjacent pair.
+
+    Counting every pair of a 1 MB text again after each merge costs a million steps per merge.
+    But a merge of (a, b) into n only changes the pairs around each occurrence of (a, b):
+    ``x a b y`` loses (x, a), (a, b) and (b, y) and gains (x, n) and (n, y). So the index keeps
+    the counts, and the positions where each pair occurs, and updates only those: the work per
+    merge is proportional to how often the merged pair occurs, not to the length of the text.
+
+    The text is held as one flat array of positions, a linked list per chunk (`next_pos`,
+    `prev_pos`, -1 at a chunk's ends); a merge writes the new id at the left position and unlinks
+    the right one. Identical chunks are stored once, with a weight: their number of occurrences.
+    """
+
+    def __init__(self, chunks: Mapping[bytes, int] | Iterable[bytes | Sequence[int]]):
+        """`chunks`: a mapping chunk -> how many times it occurs, or an iterable of chunks (each once).
+        A chunk is a bytes object or a sequence of token ids."""
+        if not isinstance(chunks, Mapping):
+            chunks = Counter(tuple(c) for c in chunks)
+        self.ids: list[int] = []  # the token at each position; -1 once merged into its left neighbour
+        self.next_pos: list[int] = []  # the next position in the same chunk, -1 at the chunk's end
+        self.prev_pos: list[int] = []  # the previous position in the same chunk, -1 at its start
+        self.weight: list[int] = []  # how many times the chunk holding this position occurs
+        self.starts: list[int] = []  # the first position of each chunk
+        self.counts: dict[tuple[int, int], int] = {}  # (left id, right id) -> occurrences (pairs with count 0 are removed)
+        # pair -> positions of its left token. Entries go stale when a neighbouring merge changes the
+        # pair there; they are checked when used. A stale entry can never become valid again, because
+        # every merge makes a brand-new id.
+        self.where: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for chunk, w in chunks.items():
+            start, n, w = len(self.ids), len(chunk), int(w)
+            if n == 0:
+                continue
+            self.starts.append(start)
+            self.ids.extend(chunk)
+            self.next_pos.extend(range(start + 1, start + n))
+            self.next_pos.append(-1)
+            self.prev_pos.append(-1)
+            self.prev_pos.extend(range(start, start + n - 1))
+            self.weight.extend([w] * n)
+            for p, pair in enumerate(zip(chunk, chunk[1:]), start):
+                self.counts[pair] = self.counts.get(pair, 0) + w
+                self.where[pair].append(p)
+        self.n_tokens = sum(self.weight)  # tokens in the whole text (each chunk counted as often as it occurs)
+        # A max-heap of (-count, pair): the most frequent pair first and, among equal counts, the
+        # smallest (left id, right id). Counts of existing pairs only ever go down (a merge creates
+        # pairs only with the new id), so a stale entry is re-pushed with its current count when it
+        # reaches the top, as in the `tokenizers` library's trainer.
+        self.heap = [(-count, pair) for pair, count in self.counts.items()]
+        heapq.heapify(self.heap)
+
+    def most_frequent(self) -> tuple[tuple[int, int], int] | None:
+        """The most frequent pair and its count (ties: the smallest pair of ids), or None if no pair is left."""
+        while self.heap:
+            neg_count, pair = self.heap[0]
+            count = self.counts.get(pair, 0)
+            if count == -neg_count:
+                return pair, count
+            if count > 0:  # stale: its count went down since it was pushed
+                heapq.heapreplace(self.heap, (-count, pair))
+            else:
+                heapq.heappop(self.heap)
+        return None
+
+    def merge(self, pair: tuple[int, int], new_id: int) -> int:
+        """Replace every occurrence of `pair`, left to right, by `new_id`; return how many were merged.
+
+        Left to right matters when the two halves are equal: "a a a" becomes "aa a" (one merge,
+        not two, since the middle "a" can only be used once).
+        """
+        a, b = pair
+        ids, next_pos, prev_pos, counts, where = self.ids, self.next_pos, self.prev_pos, self.counts, self.where
+
+        def lose(old: tuple[int, int], w: int) -> None:  # a pair that is gone at one place
+            left = counts[old] - w
+            if left:
+                counts[old] = left
+            else:
+                del counts[old]
+
+        merged = 0
+        new_pairs = set()
+        for p in sorted(where.pop(pair, ())):  # sorted: left to right within each chunk
+            q = next_pos[p]
+            if ids[p] != a or q == -1 or ids[q] != b:
+                continue  # stale, or used up by the occurrence just to its left ("a a a")
+            w = self.weight[p]
+            before, after = prev_pos[p], next_pos[q]
+            if before != -1:  # x a b -> x n
+                x = ids[before]
+                lose((x, a), w)
+                counts[x, new_id] = counts.get((x, new_id), 0) + w
+                where[x, new_id].append(before)
+                new_pairs.add((x, new_id))
+            if after != -1:  # a b y -> n y
+                y = ids[after]
+                lose((b, y), w)
+                counts[new_id, y] = counts.get((new_id, y), 0) + w
+                where[new_id, y].append(p)
+                new_pairs.add((new_id, y))
+            lose(pair, w)
+            ids[p], ids[q] = new_id, -1  # the merged token sits at the left position
+            next_pos[p] = after
+            if after != -1:
+                prev_pos[after] = p
+            merged += w
+        self.n_tokens -= merged
+        for new_pair in new_pairs:  # the only pairs whose counts went up: put them on the heap
+            if new_pair in counts:  # ("a a a a" makes (aa, a) and then uses it up)
+                heapq.heappush(self.heap, (-counts[new_pair], new_pair))
+        return merged
+
+    def sequences(self) -> list[tuple[list[int], int]]:
+        """Each stored chunk as its current list of token ids, with its weight."""
+        out = []
+        for start in self.starts:
+            ids, p = [], start
+            while p != -1:
+                ids.append(self.ids[p])
+                p = self.next_pos[p]
+            out.append((ids, self.weight[start]))
+        return out
+
+
+def count_pairs(sequences: Iterable[tuple[Sequence[int], int]]) -> dict[tuple[int, int], int]:
+    """A full recount of adjacent pairs over (token ids, weight) sequences: what `PairIndex` avoids."""
+    counts: Counter = Counter()
+    for ids, w in sequences:
+        for pair in zip(ids, ids[1:]):
+            counts[pair] += w
+    return dict(counts)
+
+
+class BPETokenizer:
+    """Byte-level byte-pair encoding (BPE), trained from scratch.
+
+    The vocabulary starts as the 256 bytes (ids 0..255), so any string can be encoded: its UTF-8
+    bytes are the fallback, and a character never seen in training simply stays in byte pieces.
+    `train` then repeats: count the adjacent pairs of tokens in the training text, merge the most
+    frequent pair into a new token, until the vocabulary is full. Merge number k (0-based) creates
+    id 256 + k; `merges[k]` is the pair of ids it joined. The special tokens come last.
+
+    Ties: when several pairs are equally frequent, the pair with the smallest (left id, right id)
+    wins: pairs of older tokens first, and among bytes the lower byte value. (The `tokenizers`
+    library breaks ties the same way, but numbers its bytes in another order.)
+
+    Merges stay inside chunks cut by `pattern` (see `split_chunks`): by default each line, so no
+    token crosses a line break. `GPT2_SPLIT` keeps tokens inside words as GPT-2 does.
+
+    Special tokens (e.g. "<|endoftext|>") encode to one id each, are never split or merged, and are
+    left out of training. `encode` recognises them in the text unless `allow_special=False`.
+
+    `encode` applies the merges in the order they were learned (each one left to right wherever
+    its pair occurs), which reproduces the segmentation training arrived at.
+
+    >>> tok = BPETokenizer().train("low lower lowest", 258)
+    >>> [tok.token_text(i) for i in tok.encode("lower")]
+    ['low', 'e', 'r']
+    >>> tok.decode(tok.encode("naïve 🙂")) == "naïve 🙂"
+    True
+    """
+
+    def __init__(self, special_tokens: Sequence[str] = (), pattern: str = LINES):
+        if isinstance(special_tokens, str):
+            raise TypeError(f"special_tokens must be a sequence of strings such as ('<|endoftext|>',), got the string {special_tokens!r}")
+        special_tokens = tuple(special_tokens)
+        for tok in special_tokens:
+            if not isinstance(tok, str) or tok == "":
+                raise TypeError(f"special tokens must be non-empty strings, got {tok!r}")
+        if len(set(special_tokens)) != len(special_tokens):
+            raise ValueError(f"a special token is listed twice in {special_tokens!r}")
+        if not isinstance(pattern, str):
+            raise TypeError(f"pattern must be a regular expression (a string), got {type(pattern).__name__}")
+        try:
+            self._compiled = re.compile(pattern)
+        except re.error as err:
+            raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {err}") from None
+        self.special_tokens = special_tokens  # in id order, after the merges
+        self.pattern = pattern
+        # Longest first, so that a special token that contains another is matched whole.
+        ordered = sorted(special_tokens, key=len, reverse=True)
+        self._special_re = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+        self.history: list[MergeStep] = []  # filled by train(..., record=True)
+        self._set_merges([])
+
+    def _set_merges(self, merges: Sequence[tuple[int, int]]) -> None:
+        self.merges: list[tuple[int, int]] = [(int(a), int(b)) for a, b in merges]  # merges[k] made id 256 + k
+        self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}  # pair -> the order it was learned in
+        self.vocab: list[bytes] = [bytes([i]) for i in range(N_BYTES)]  # id -> bytes, for every id but the specials
+        for a, b in self.merges:
+            self.vocab.append(self.vocab[a] + self.vocab[b])
+        self.special_ids = {tok: len(self.vocab) + i for i, tok in enumerate(self.special_tokens)}
+        self._special_bytes = {i: utf8(tok) for tok, i in self.special_ids.items()}
+
+    # -- the table ---------------------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """256 bytes + one token per merge + the special tokens."""
+        return len(self.vocab) + len(self.special_tokens)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def __repr__(self) -> str:
+        specials = f", special_tokens={list(self.special_tokens)}" if self.special_tokens else ""
+        split = "" if self.pattern == LINES else (", pattern=GPT2_SPLIT" if self.pattern == GPT2_SPLIT else f", pattern={self.pattern!r}")
+        return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}{specials}{split})"
+
+    def token_bytes(self, idx: int) -> bytes:
+        """The bytes that id `idx` stands for."""
+        if hasattr(idx, "ndim") and idx.ndim == 0 and hasattr(idx, "item") and _is_integer_scalar(idx):
+            idx = idx.item()  # a 0-d array or tensor holding an int
+        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)):
+            raise TypeError(f"ids must be integers, got {type(idx).__name__} ({idx!r})")
+        idx = int(idx)
+        if 0 <= idx < len(self.vocab):
+            return self.vocab[idx]
+        if idx in self._special_bytes:
+            return self._special_bytes[idx]
+        raise IndexError(f"id {idx} is out of range: this tokenizer has ids 0..{self.vocab_size - 1}")
+
+    def token_text(self, idx: int) -> str:
+        """A token as text for display; bytes that are only part of a character show as escapes (\\xe2)."""
+        return self.token_bytes(idx).decode("utf-8", "backslashreplace")
+
+    def truncated(self, n_merges: int) -> "BPETokenizer":
+        """A copy that keeps only the first `n_merges` merges (what training with fewer merges gives)."""
+        if isinstance(n_merges, bool) or not isinstance(n_merges, (int, np.integer)) or not 0 <= n_merges <= len(self.merges):
+            raise ValueError(f"n_merges must be an int from 0 to {len(self.merges)} (the merges learned), got {n_merges!r}")
+        out = BPETokenizer(self.special_tokens, self.pattern)
+        out._set_merges(self.merges[: int(n_merges)])
+        out.history = self.history[: int(n_merges)]
+        return out
+
+    # -- training ----------------------------------------------------------------------------------
+
+    def _split_specials(self, text: str) -> list[tuple[str, bool]]:
+        """`text` as (piece, is_special) parts, the special tokens cut out whole."""
+        if self._special_re is None:
+            return [(text, False)]
+        parts, end = [], 0
+        for m in self._special_re.finditer(text):
+            if m.start() > end:
+                parts.append((text[end:m.start()], False))
+            parts.append((m.group(), True))
+            end = m.end()
+        if end < len(text):
+            parts.append((text[end:], False))
+        return parts
+
+    def train(self, text: str, vocab_size: int, *, min_frequency: int = 2, record: bool = False) -> "BPETokenizer":
+        """Learn merges from `text` until the vocabulary holds `vocab_size` tokens (256 bytes + merges
+        + special tokens), or earlier when no pair occurs at least `min_frequency` times.
+        `record=True` keeps every merge step in `.history` (a list of `MergeStep`). Returns self."""
+        if not isinstance(text, str):
+            raise TypeError(f"train takes the training text as a string, got {type(text).__name__}")
+        smallest = N_BYTES + len(self.special_tokens)
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+            raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__} ({vocab_size!r})")
+        if vocab_size < smallest:
+            specials = f" and the {len(self.special_tokens)} special token{'s' * (len(self.special_tokens) != 1)}" if self.special_tokens else ""
+            raise ValueError(f"vocab_size must be at least {smallest} (the 256 byte tokens{specials}), got {vocab_size}")
+        if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)) or min_frequency < 1:
+            raise ValueError(f"min_frequency must be an int >= 1, got {min_frequency!r}")
+        chunks = Counter(utf8(chunk) for piece, special in self._split_specials(text) if not special
+                         for chunk in split_chunks(piece, self._compiled))
+        index = PairIndex(chunks)
+        merges, history = [], []
+        for rank in range(int(vocab_size) - smallest):
+            best = index.most_frequent()
+            if best is None or best[1] < min_frequency:
+                break  # nothing frequent enough is left to merge: a smaller vocabulary than asked for
+            pair, count = best
+            index.merge(pair, N_BYTES + rank)
+            merges.append(pair)
+            if record:
+                history.append(MergeStep(rank, pair, N_BYTES + rank, count, index.n_tokens))
+        self._set_merges(merges)
+        self.history = history
+        return self
+
+    # -- text <-> ids ------------------------------------------------------------------------------
+
+    def encode(self, text: str, *, allow_special: bool = True) -> list[int]:
+        """The token ids of `text`. With `allow_special=False`, special-token strings in the text are
+        encoded as ordinary text (use this for text from users, who should not be able to type a
+        control token)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode takes a string, got {type(text).__name__} ({_short_repr(text)})")
+        if not allow_special:
+            return self._encode_ordinary(text)
+        ids: list[int] = []
+        for piece, special in self._split_specials(text):
+            if special:
+                ids.append(self.special_ids[piece])
+            else:
+                ids.extend(self._encode_ordinary(piece))
+        return ids
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        """Bytes, then the merges in the order they were learned, each wherever its pair occurs."""
+        ids: list[int] = []
+        next_pos: list[int] = []
+        for chunk in split_chunks(text, self._compiled):
+            data = utf8(chunk)
+            start = len(ids)
+            ids.extend(data)
+            next_pos.extend(range(start + 1, start + len(data)))
+            next_pos.append(-1)  # merges never cross a chunk boundary
+        prev_pos = [-1] * len(ids)
+        for p, q in enumerate(next_pos):
+            if q != -1:
+                prev_pos[q] = p
+        where: dict[tuple[int, int], list[int]] = {}  # known merge -> positions where its pair may occur
+        ranks: list[int] = []  # heap of the ranks of the merges present, lowest (learned first) on top
+
+        def note(p: int) -> None:
+            pair = (ids[p], ids[next_pos[p]])
+            rank = self.ranks.get(pair)
+            if rank is not None:
+                if pair not in where:
+                    where[pair] = []
+                    heapq.heappush(ranks, rank)
+                where[pair].append(p)
+
+        for p, q in enumerate(next_pos):
+            if q != -1:
+                note(p)
+        while ranks:
+            rank = heapq.heappop(ranks)  # a merge creates only pairs with its new id, all of a later rank
+            a, b = pair = self.merges[rank]
+            new_id = N_BYTES + rank
+            for p in sorted(where.pop(pair)):
+                q = next_pos[p]
+                if ids[p] != a or q == -1 or ids[q] != b:
+                    continue  # stale, or used up by the occurrence to its left
+                ids[p], ids[q] = new_id, -1
+                after = next_pos[q]
+                next_pos[p] = after
+                if after != -1:
+                    prev_pos[after] = p
+                    note(p)
+                if prev_pos[p] != -1:
+                    note(prev_pos[p])
+        return [i for i in ids if i != -1]  # merged-away positions are marked -1; the rest keep their order
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of `ids`. The bytes of all tokens are joined first and then read as UTF-8, because
+        one character may be split over several tokens. A sequence that is not valid UTF-8 (which
+        `encode` never makes, but a model may) gets U+FFFD "�" where the bad bytes are."""
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"decode takes a sequence of integer ids, got {type(ids).__name__} {_short_repr(ids)}")
+        if hasattr(ids, "tolist"):  # numpy array or torch tensor
+            ids = ids.tolist()
+        if isinstance(ids, int):
+            raise TypeError(f"decode takes a sequence of integer ids, got the single int {ids}; wrap it in a list: [{ids}]")
+        data = b"".join(self.token_bytes(i) for i in ids)
+        try:
+            return data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return data.decode("utf-8", "replace")
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of `text` as text, for display (see `token_text`)."""
+        return [self.token_text(i) for i in self.encode(text)]
+
+    # -- saving ------------------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> None:
+        """Write the tokenizer to a JSON file (the merges as id pairs; the token texts for reading only)."""
+        data = {
+            "format": "course_lib.BPETokenizer",
+            "version": 1,
+            "pattern": self.pattern,
+            "special_tokens": list(self.special_tokens),
+            "merges": [list(pair) for pair in self.merges],
+            "tokens": [self.token_text(i) for i in range(N_BYTES, len(self.vocab))],  # not read back
+        }
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "BPETokenizer":
+        """Read a tokenizer written by `save`."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path} is not a saved BPETokenizer: it is not valid JSON ({err})") from None
+        if not isinstance(data, dict) or data.get("format") != "course_lib.BPETokenizer":
+            raise ValueError(f"{path} is not a saved BPETokenizer (no \"format\": \"course_lib.BPETokenizer\" in it)")
+        if data.get("version") != 1:
+            raise ValueError(f"{path} is a BPETokenizer file of version {data.get('version')!r}; this code reads version 1")
+        tok = cls(data.get("special_tokens", []), data.get("pattern", LINES))
+        merges = data.get("merges", [])
+        for rank, pair in enumerate(merges):
+            ok = (isinstance(pair, list) and len(pair) == 2
+                  and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < N_BYTES + rank for i in pair))
+            if not ok:
+                raise ValueError(f"{path}: merge {rank} is {pair!r}; expected two ids that exist before it (0..{N_BYTES + rank - 1})")
+        tok._set_merges([tuple(pair) for pair in merges])
+        return tok
+
+
+def _short_repr(value, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- production byte-level BPE: GPT-2's byte map and the `tokenizers` library ---------------------
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's map from the 256 bytes to 256 printable characters.
+
+    Byte-level tokenizers store their vocabulary and merges as text, and a byte such as 32 (space)
+    or 10 (newline) would print as nothing. So each byte gets a visible stand-in: the printable
+    Latin-1 bytes stand for themselves ("a" is "a"), the other 68 are shifted to 256 + n
+    (space -> "Ġ", newline -> "Ċ"). It is a display and storage trick: the model sees the same ids.
+    """
+    visible = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    mapping, shift = {}, 0
+    for b in range(N_BYTES):
+        if b in visible:
+            mapping[b] = chr(b)
+        else:
+            mapping[b] = chr(N_BYTES + shift)
+            shift += 1
+    return mapping
+
+
+def train_hf_bpe(text: str, vocab_size: int, *, special_tokens: Sequence[str] = (), min_frequency: int = 2,
+                 gpt2_split: bool = False):
+    """The `tokenizers` library's byte-level BPE, trained on `text` with the setup of `BPETokenizer`:
+    the 256 bytes as the initial alphabet, no prefix space, each line a separate sequence (merges
+    never cross lines), and no regular-expression split unless `gpt2_split=True` (then GPT-2's).
+    The independent reference that lesson 05, the tests and the benchmark compare against."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_split)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=list(special_tokens))
+    tok.train_from_iterator(split_chunks(text, LINES), trainer=trainer)
+    return tok
+
+
+def hf_merges(tok) -> list[tuple[bytes, bytes]]:
+    """The merges of a `tokenizers` byte-level BPE as pairs of bytes, in the order they were learned
+    (undoing the byte-to-unicode map), comparable with `[(t.vocab[a], t.vocab[b]) for a, b in t.merges]`."""
+    back = {ch: b for b, ch in bytes_to_unicode().items()}
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    pairs = [m.split(" ") if isinstance(m, str) else m for m in merges]  # older versions store "a b"
+    return [(bytes(back[c] for c in left), bytes(back[c] for c in right)) for left, right in pairs]
