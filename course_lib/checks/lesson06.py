@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _short, call, check_close, check_function, check_shape, check_tensor, check_true, passed)
+from .core import (CheckFailed, NotAttempted, _short, call, check_all, check_close, check_function, check_sealed, check_shape, check_tensor,
+                   check_true, passed)
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -29,27 +31,36 @@ def _softmax_mistakes() -> dict[str, Callable]:
     def no_division(x):
         return (x - x.amax(-1, keepdim=True)).exp()
 
+    def dim_one(x):
+        if x.dim() < 2:
+            return torch.full_like(x, -1.0)  # that code crashes on 1-D (the crash hint names it); no softmax is -1
+        e = (x - x.amax(1, keepdim=True)).exp()
+        return e / e.sum(1, keepdim=True)
+
     return {
         "forgot to subtract the maximum: exp overflows to inf on large inputs and inf / inf gives NaN": naive,
         "subtracted the maximum of the whole tensor instead of each row's own maximum (a row far below it "
         "underflows to 0 / 0 = NaN); use x.max(dim=-1, keepdim=True)": global_max,
         "took the softmax over the wrong axis: each row (the last axis, dim=-1) must sum to 1": wrong_axis,
         "forgot to divide by the sum, so the result is exp(x - max), not a probability distribution": no_division,
+        "fixed the axis at dim=1: for a 3-D input that is not the last axis; use dim=-1 so that any shape works": dim_one,
     }
 
 
 def check_softmax(fn: Callable, name: str = "stable_softmax", *, hidden: bool = False) -> None:
     """The learner's softmax over the last axis, against torch.softmax, naming the usual mistakes."""
-    cases = [
-        (torch.tensor([1.0, 2.0, 3.0]),),
+    cases = [  # a 2-D case first: a hard-coded dim=1 passes it, then crashes on 1-D with a named cause
         (torch.randn(3, 4, generator=_generator(0)),),
+        (torch.tensor([1.0, 2.0, 3.0]),),
         (torch.tensor([1000.0, 1001.0, 1002.0]),),
+        (torch.tensor([[1000.0, 1001.0], [-1000.0, -999.0]]),),  # rows far apart: the whole tensor's max fails
+        (torch.randn(2, 3, 5, generator=_generator(1)) * 10,),  # 3-D: the last axis is not dim=1
     ]
     if hidden:
         cases += [
-            (torch.tensor([[1000.0, 1001.0], [-1000.0, -999.0]]),),
             (torch.tensor([[-1000.0, 0.0, 1000.0], [5.0, 5.0, 5.0]]),),
-            (torch.randn(2, 3, 5, generator=_generator(1)) * 10,),
+            (torch.randn(2, 2, 3, 4, generator=_generator(2)) * 30,),
+            (torch.tensor([[[50.0, -50.0], [700.0, 701.0]], [[-800.0, -799.0], [0.0, 0.0]]]),),
         ]
     if not callable(fn):
         raise CheckFailed(name, f"expected a function, got {type(fn).__name__}.")
@@ -80,7 +91,10 @@ def _returns_tensor(name: str, fn: Callable) -> Callable:
 
 
 def _softmax_crash_hint(problem: str) -> str | None:
-    """Name the two usual crashes of a hand-written softmax, from the error text that `call` reports."""
+    """Name the usual crashes of a hand-written softmax, from the error text that `call` reports."""
+    if "Dimension out of range" in problem:
+        return ("it looks like you wrote a fixed axis (such as dim=1), which a 1-D input does not have: take the max and "
+                "the sum over the last axis, dim=-1, so that every shape works")
     if "return_types" in problem:
         return ("it looks like you subtracted the result of x.max(dim=...) itself: with a dim it returns a pair "
                 "(values, indices); use x.max(dim=-1, keepdim=True).values, or x.amax(dim=-1, keepdim=True)")
@@ -222,36 +236,171 @@ def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = Fal
     passed(name, f"{n} case{'s' if n != 1 else ''}")
 
 
-def check_flying_arrows(scores: Any, weights: Any, output: Any, output_arrows: Any = None) -> None:
-    """The two-word example: flying = [0,1,1,1,0,0], arrows = [1,1,0,-1,-1,1]; q/k/v = dims 1-2 / 3-4 / 5-6.
+# The answers worked out by hand (exercises 1, 2, 7 and 8) and the values of the mistakes their hints name,
+# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
+_SEALED = {
+    'weights_shape': (None, '7ebcd4d384c803672248', {
+        'swapped the last two axes: the weights are (..., T_q, T_k), one row per query, one column per key':
+            'ecebb8523a39461d95d9',
+        'kept d_k: it is summed away by the dot product; the last axis of the weights runs over the keys':
+            '6a8f3748de5d32885423',
+        'paired the queries with themselves: in cross-attention the keys come from the other (7-word) sentence':
+            '387aee886417ee69d206',
+        "gave the output's shape: the weights have one column per key":
+            '0387b6f8dda7ec17558b',
+    }),
+    'output_shape': (None, 'ddd03a02e7a4416df8f2', {
+        'gave one output row per key: there is one output row per QUERY, each a weighted average of the values':
+            '2f0b762eabbf67828470',
+        "used d_k for the width: the output is a mix of values, so it has the values' width d_v":
+            'a0e46f80c8a121917efd',
+        "gave the weights' shape; the output is weights @ v":
+            '4f50cab5524dec631aba',
+    }),
+    'n_scores': (None, 'e91693b2331b8fcf0815', {
+        'counted one sequence and one head only: every sequence (2) and every head (8) computes its own 5 x 7 scores':
+            '99969664d1096f949a57',
+        'counted multiplications inside the dot products; count dot products, one per query-key pair':
+            'c87818df78dd5389e6fe',
+        'paired queries with queries (5 x 5); in cross-attention each of the 5 queries meets each of the 7 keys':
+            '743263d215f789ea407f',
+        'paired keys with keys (7 x 7); each of the 5 queries meets each of the 7 keys':
+            'd2198a923a2de12ab3fa',
+        'left out the batch: each of the 2 sequences has its own 8 heads':
+            '36ea4fea2b61e865a226',
+        'left out the heads: each of the 8 heads computes its own scores':
+            'c54d9ece0b5f84d57e44',
+    }),
+    'scores_flying': (3, 'd74ff7452b0d1aa6c650', {
+        'forgot to divide by sqrt(d_k) = sqrt(2)':
+            '07bf015e2216193ea9e7',
+        'divided by d_k = 2 instead of sqrt(2)':
+            '75c5f2aabef1c397bbaa',
+        "computed the scores of arrows' query (the second word) instead of flying's":
+            '47648d0ce84d3f398bbc',
+    }),
+    'weights_flying': (2, 'a3abab00bbce80fbe090', {
+        'forgot to divide the scores by sqrt(2) before the softmax':
+            'd683a73c3101e6160d6e',
+        'did not normalise (these are exp(scores), not weights)':
+            '4ead9c0355c5b8eccf0b',
+        "put the weights in the wrong order: the first is flying's own (the larger score)":
+            'd046cdbe6a167c8b1bd8',
+    }),
+    'output_flying': (2, '4267a88ef104c2f461a1', {
+        "used flying's own value v_flying; the output is the weighted sum of both values, Σ_j α_j v_j":
+            '05b14660134658dc8464',
+        'used the unscaled weights':
+            '1103c6bcf4892c5b4b0c',
+        "weighted the values in the wrong order (the larger weight belongs to flying's own value)":
+            '428328550f279a21b7cb',
+    }),
+    'output_arrows': (2, '3ea35ce1320718f8eadb', {
+        'used the unscaled scores':
+            '04e3377eea8c7d5408ed',
+        "used flying's weights":
+            '0c2502115eb90f8a8c4f',
+        "put the large weight on arrows' own value (arrows' query matches flying's key better)":
+            'c81d0c7225b2852373b9',
+    }),
+    'late_row_sums': (3, '7eda5c284c06fdd956c5', {
+        'assumed the rows still sum to 1: zeroing weights after the softmax does not renormalise them':
+            'd3c117cda62e9100e2c6',
+        'counted the rows from the bottom: row 0 keeps only one weight':
+            '546ff5b6fc202d859516',
+        'counted the weights each row keeps instead of adding them up':
+            'f0105398382f0a5072b9',
+    }),
+    'correct_weights': (3, 'd3b69a76ada17507b707', {
+        'gave the late-masked weights; with -inf before the softmax the allowed weights are renormalised':
+            'e00a1b52e6b582ad22ce',
+        'used the upper triangle: word i may attend to words 0..i':
+            '8fcdbdcc4135d78ea745',
+        'gave the mask itself; the weights in each row must sum to 1':
+            '49a7dc1a92a61380bf0a',
+        'left out the mask: word i may attend only to the words 0..i':
+            'b5de1a22cb37d8846abb',
+    }),
+    'std_unscaled': (3, 'ad46bf7cc7ad958f7aee', {
+        'gave the variance (d_k); the standard deviation is its square root':
+            '0bc523847a5e137fda4f',
+        'assumed the score has the spread of one component; the 64 products add up their variances':
+            '47bd4970b28861cf1663',
+        'took the square root twice: the variance is d_k, the standard deviation its square root':
+            '53428ce3030a57f88896',
+    }),
+    'std_scaled': (3, '84b4a23b7cf167e1bdbe', {
+        'divided the standard deviation by d_k instead of sqrt(d_k)':
+            '893912c678daa98fe8a4',
+        'forgot that the scaling divides the spread by sqrt(d_k)':
+            '8c9c03bd62b0fd49d727',
+        'gave the variance of the unscaled score':
+            '8ce808ed12f91828e33a',
+    }),
+}
 
-    Worked out by hand, so a wrong answer is not shown the expected numbers (reveal=False).
+
+
+def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None) -> None:
+    decimals, answer, mistakes = _SEALED[name]
+    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+
+
+def check_attention_shapes(weights_shape: Any, output_shape: Any, n_scores: Any) -> None:
+    """Exercise 1: the shapes of cross-attention's weights and output, and the number of scores computed."""
+    check_all(
+        lambda: _sealed("weights_shape", weights_shape, "shape", "the weights are (..., T_q, T_k): one row per query, one column per key."),
+        lambda: _sealed("output_shape", output_shape, "shape", "the output is weights @ v: (..., T_q, T_k) @ (..., T_k, d_v)."),
+        lambda: _sealed("n_scores", n_scores, "count", "one dot product per (sequence, head, query, key): multiply those four counts."),
+    )
+
+
+def check_flying_arrows(scores: Any, weights: Any, output: Any, output_arrows: Any = None) -> None:
+    """Exercise 2: the two-word example flying = [0,1,1,1,0,0], arrows = [1,1,0,-1,-1,1]; q/k/v = dims 1-2 / 3-4 / 5-6.
+
+    Worked out by hand, so the answers are sealed and a wrong one is never shown the expected numbers.
     """
-    raw = torch.tensor([1.0, -1.0])  # q_flying · k_flying, q_flying · k_arrows
-    scaled = raw / math.sqrt(2)
-    w = torch.softmax(scaled, dim=0)
-    v = torch.tensor([[0.0, 0.0], [-1.0, 1.0]])
-    check_close("scores_flying", scores, scaled, atol=1e-3, rtol=0, reveal=False,
-                mistakes={"forgot to divide by sqrt(d_k) = sqrt(2)": raw, "divided by d_k = 2 instead of sqrt(2)": raw / 2,
-                          "computed the scores of arrows' query (the second word) instead of flying's": torch.tensor([2.0, -1.0]) / math.sqrt(2)},
-                hint="q_flying = dims 1-2 of flying; dot it with each word's key (dims 3-4), then divide by sqrt(d_k)")
-    unscaled_w = torch.softmax(raw, dim=0)
-    check_close("weights_flying", weights, w, atol=5e-3, rtol=0, reveal=False,
-                mistakes={"forgot to divide the scores by sqrt(2) before the softmax": unscaled_w,
-                          "did not normalise (these are exp(scores), not weights)": scaled.exp(),
-                          "put the weights in the wrong order: the first is flying's own (the larger score)": w.flip(0)},
-                hint="weights = exp(score_j) / (exp(score_0) + exp(score_1)); they are positive and add up to 1")
-    check_close("output_flying", output, w @ v, atol=5e-3, rtol=0, reveal=False,
-                mistakes={"used flying's own value v_flying = [0, 0]; the output is Σ_j α_j v_j": v[0],
-                          "used the unscaled weights": unscaled_w @ v,
-                          "weighted the values in the wrong order (0.20 on flying, 0.80 on arrows)": w.flip(0) @ v},
-                hint="output = weight_flying * v_flying + weight_arrows * v_arrows, with the values from dims 5-6")
-    if output_arrows is None:
-        return
-    q_arrows_scores = torch.tensor([2.0, -1.0])  # q_arrows = [1, 1] against k_flying = [1, 1], k_arrows = [0, -1]
-    w_arrows = torch.softmax(q_arrows_scores / math.sqrt(2), dim=0)
-    check_close("output_arrows", output_arrows, w_arrows @ v, atol=5e-3, rtol=0, reveal=False, mistakes={
-        "used the unscaled scores [2, -1]": torch.softmax(q_arrows_scores, dim=0) @ v,
-        "used flying's weights [0.80, 0.20]": w @ v,
-        "put the large weight on arrows' own value (arrows' query matches flying's key better)": w_arrows.flip(0) @ v,
-    }, hint="arrows asks with q = [1, 1] (its dims 1-2): score it against both keys, scale, softmax, then average the values")
+    parts = [
+        lambda: _sealed("scores_flying", scores,
+                        hint="q_flying = dims 1-2 of flying; dot it with each word's key (dims 3-4), then divide by sqrt(d_k)"),
+        lambda: _sealed("weights_flying", weights,
+                        hint="weights = exp(score_j) / (exp(score_0) + exp(score_1)); they are positive and add up to 1"),
+        lambda: _sealed("output_flying", output,
+                        hint="output = weight_flying * v_flying + weight_arrows * v_arrows, with the values from dims 5-6"),
+    ]
+    if output_arrows is not None:
+        parts.append(lambda: _sealed("output_arrows", output_arrows,
+                                     hint="arrows asks with q = [1, 1] (its dims 1-2): score it against both keys, scale, "
+                                          "softmax, then average the values"))
+    check_all(*parts)
+
+
+def _sealed_array(name: str, value: Any, shape: tuple[int, ...], hint: str) -> None:
+    """A hand-worked array: say so when its shape is wrong (that gives nothing away), then compare seals."""
+    try:
+        a = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=float)
+    except (TypeError, ValueError):
+        a = None  # not a regular array of numbers: check_sealed says so
+    if a is not None and a.shape != shape:
+        check_shape(name, a, shape)
+    _sealed(name, value, hint=hint)
+
+
+def check_late_mask(late_row_sums: Any, correct_weights: Any) -> None:
+    """Exercise 7: the row sums of weights masked after the softmax, and the weights of correct masking."""
+    check_all(
+        lambda: _sealed_array("late_row_sums", late_row_sums, (3,),
+                              "equal scores give every weight 1/3 before masking; count how many of them the mask keeps in each row"),
+        lambda: _sealed_array("correct_weights", correct_weights, (3, 3),
+                              "with -inf before the softmax, row i shares its weight equally among the keys 0..i it may see"),
+    )
+
+
+def check_score_spread(std_unscaled: Any, std_scaled: Any) -> None:
+    """Exercise 8: the standard deviation of q · k for d_k = 64 unit-variance components, before and after scaling."""
+    check_all(
+        lambda: _sealed("std_unscaled", std_unscaled, "number",
+                        "each product q_i k_i has variance 1 and the variances of the 64 independent terms add up; "
+                        "the standard deviation is the square root of the variance"),
+        lambda: _sealed("std_scaled", std_scaled, "number", "dividing a quantity by a number c divides its standard deviation by c"),
+    )
