@@ -8,7 +8,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _fmt, _short, _to_array, call, check_close, check_count, check_tensor, check_true, check_type, passed)
+from .core import (CheckFailed, NotAttempted, _close, _fmt, _short, _to_array, call, check_all, check_close, check_count, check_sealed,
+                   check_tensor, check_true, check_type, passed)
 
 
 def _table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False,
@@ -66,6 +67,76 @@ def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, b
                               f"it looks like you {matching[0]}. (Or else you {'; or you '.join(matching[1:])}.)")
     check_close(name, value, right_value, atol=atol, rtol=0, mistakes=mistakes, reveal=False,
                 hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))")
+
+
+# The answers worked out by hand (exercises 1 and 3) and the values of the mistakes their hints name,
+# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
+_SEALED = {
+    'pe_2_0': (3, '3b35c383e38d9bf09ce9', {
+        'worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians':
+            '500761d800796139b5f6',
+        'took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine':
+            'ad7c0177ff8b21179da0',
+    }),
+    'pe_50_3': (3, '93cb3006ede000619b9a', {
+        'used the column number as i: i counts (sin, cos) pairs, so column 3 is pair i = 3 // 2 = 1 and the exponent is 2·1/4 (or else you worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians)':
+            '5c39f4fbad2f1b37e76d',
+        'used the exponent i/d instead of 2i/d (i counts pairs, so column 3 has i = 1 and the exponent is 2·1/4)':
+            'd87702c43c1fc3e51a58',
+        'used the exponent column/d = 3/4: the exponent is 2i/d with i = column // 2 = 1':
+            'a452dbdebb56bf2afcde',
+        'took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine':
+            'bec8d9d94419f1de4d10',
+    }),
+    'pe_row_0': (3, '995dea3bbffefc7ab763', {
+        'swapped sin and cos: sin 0 = 0 goes in the even columns, cos 0 = 1 in the odd ones':
+            'c271ce4de87108b39296',
+        'put a sine in every column: the odd columns hold cosines':
+            '94424dde8be83d49e29b',
+        'put a cosine in every column: the even columns hold sines':
+            'bfa2d23d0588262504d3',
+    }),
+    'learned_table_params': (None, '5da770677f2105b0084e', {
+        'added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers':
+            '51a37197abb925a67245',
+        'counted one position vector: there is one for each of the max_len positions':
+            'a77ca48ca9e097241368',
+        'counted one number per position: each position has a whole d_model-vector':
+            'c741c2aed3fc6c6d163d',
+        'counted a sine and a cosine table: a learned table is a single max_len × d_model matrix':
+            '1c117d769aad1f05f5eb',
+    }),
+    'sinusoidal_params': (None, 'e009d0ca387ad0baceac', {
+        'counted the entries of the table: they come from a formula and are never trained':
+            'f8fa7524d852224779de',
+        'counted the frequencies: they are fixed numbers, not parameters':
+            '2ca35cf1910df99b497c',
+    }),
+    'rope_params': (None, 'c24aaf408c867d55f882', {
+        "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and the formula, nothing is trained":
+            '835c90c0a74fafe89aa5',
+        'counted a table of angles: the angles come from a formula, nothing is trained':
+            'fc2bfc185abb169ba36a',
+        'counted a position table: RoPE adds no table, it rotates the queries and keys':
+            '0c2718a2b326f26d5738',
+    }),
+}
+
+
+
+def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
+    decimals, answer, mistakes = _SEALED[name]
+    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+
+
+def check_pe_by_hand(pe_2_0: Any, pe_50_3: Any, pe_row_0: Any) -> None:
+    """Exercise 1: three entries of the d = 4 sinusoidal table worked out by hand (three decimals)."""
+    check_all(
+        lambda: _sealed("pe_2_0", pe_2_0, hint="PE(2, 0) = sin(2 / 10000^(2·0/4))"),
+        lambda: _sealed("pe_50_3", pe_50_3, hint="PE(50, 3) = cos(50 / 10000^(2·1/4)): column 3 is the cosine of pair i = 1"),
+        lambda: _sealed("pe_row_0", pe_row_0, "numbers",
+                        hint="at position 0 every angle is 0 / 10000^(2i/d) = 0, whatever the column: so each entry is sin 0 or cos 0"),
+    )
 
 
 def _function(name: str, fn: Callable, cases: Sequence[tuple], reference: Callable, *, label: str = "",
@@ -145,27 +216,12 @@ def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = (
                   crash_hint=lambda problem, n, d: ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None)
 
 
-def check_position_params(learned: Any, sinusoidal: Any, rope: Any, max_len: int = 1024, d_model: int = 768) -> None:
-    """Parameter counts of a learned table (max_len × d_model), sinusoids (0) and RoPE (0)."""
-    table = max_len * d_model
+def check_position_params(learned: Any, sinusoidal: Any, rope: Any) -> None:
+    """Exercise 3: the trainable parameters of a learned 1024 × 768 position table, of sinusoids and of RoPE."""
     hint = "count the numbers that training adjusts, and only those."
-    check_count("learned_table_params", learned, table, {
-        "added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers":
-            max_len + d_model,
-        "counted one position vector: there is one for each of the max_len positions": d_model,
-        "counted one number per position: each position has a whole d_model-vector": max_len,
-        "counted a sine and a cosine table: a learned table is a single max_len × d_model matrix": 2 * table,
-       }, hint=hint)
-    check_count("sinusoidal_params", sinusoidal, 0, {
-        "counted the entries of the table: they come from a formula and are never trained, so 0 parameters": table,
-        "counted the frequencies: they are fixed numbers, not parameters": d_model // 2,
-       }, hint=hint)
-    check_count("rope_params", rope, 0, {
-        "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and "
-        "the formula, nothing is trained": d_model * d_model,
-        "counted a table of angles: the angles come from a formula, nothing is trained": table // 2,
-        "counted a position table: RoPE adds no table, it rotates the queries and keys": table,
-       }, hint=hint)
+    check_all(lambda: _sealed("learned_table_params", learned, "count", hint),
+              lambda: _sealed("sinusoidal_params", sinusoidal, "count", hint),
+              lambda: _sealed("rope_params", rope, "count", hint))
 
 
 def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation", label: str = "") -> None:
@@ -222,13 +278,26 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
                    f"PE[pos] @ M is not PE[pos + {k}] for d = {d}.")
 
 
+def _rotary_half(x: torch.Tensor) -> torch.Tensor:
+    """RoPE with the "rotate-half" pairing of GPT-NeoX and Llama: feature i turns with feature i + d/2,
+    by the angle p·omega_i at position p (the same angles as apply_rotary's adjacent pairs)."""
+    T, d = x.shape[-2], x.shape[-1]
+    half = d // 2
+    omega = 10000.0 ** (-2 * torch.arange(half, dtype=torch.float64) / d)  # (d/2,)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * omega  # (T, d/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]  # (..., T, d/2) each
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (..., T, d)
+
+
 def _rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: str = "qk",
-                        scale: str = "sqrt") -> torch.Tensor:
+                        scale: str = "sqrt", pairing: str = "adjacent") -> torch.Tensor:
     from course_lib.positional import apply_rotary
 
-    q = apply_rotary(q) if "q" in rotate else q
-    k = apply_rotary(k) if "k" in rotate else k
-    v = apply_rotary(v) if "v" in rotate else v
+    turn = apply_rotary if pairing == "adjacent" else _rotary_half
+    q = turn(q) if "q" in rotate else q
+    k = turn(k) if "k" in rotate else k
+    v = turn(v) if "v" in rotate else v
     d = q.shape[-1]
     divide = {"sqrt": math.sqrt(d), "none": 1.0, "d": float(d)}[scale]
     weights = torch.softmax(q @ k.transpose(-2, -1) / divide, dim=-1)  # (T, T)
@@ -236,31 +305,46 @@ def _rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: s
 
 
 def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rope_attention", label: str = "") -> None:
-    """The learner's fixed RoPE self-attention, naming which of q, k, v were (not) rotated."""
+    """The learner's fixed RoPE self-attention, naming which of q, k, v were (not) rotated.
+
+    Either pairing of the features is right: apply_rotary's neighbours (2i, 2i + 1), or the
+    "rotate-half" pairing (i, i + d/2) of GPT-NeoX and Llama; the mistakes are named for both.
+    """
     g = torch.Generator().manual_seed(70)
     sizes = [(5, 4), (8, 16)] + ([(1, 2), (12, 32), (6, 64)] if hidden else [])
-    cases = []
-    for T, d in sizes:
-        q, k, v = (torch.randn(T, d, generator=g, dtype=torch.float64) * 2 for _ in range(3))
-        cases.append((q, k, v))
     mistakes = {
         "rotated the queries and the values (the bug in the given code): RoPE turns the queries and the KEYS, "
-        "so that q_m · k_n depends on n - m; the values must not be rotated": lambda q, k, v: _rope_attention(q, k, v, "qv"),
+        "so that q_m · k_n depends on n - m; the values must not be rotated": dict(rotate="qv"),
         "rotated only the queries: the keys must be rotated too, or the score depends on the query's "
-        "absolute position": lambda q, k, v: _rope_attention(q, k, v, "q"),
+        "absolute position": dict(rotate="q"),
         "rotated only the keys: the queries must be rotated too, or the score depends on the key's "
-        "absolute position; RoPE turns both, so that only the offset n - m remains":
-            lambda q, k, v: _rope_attention(q, k, v, "k"),
-        "rotated the values as well: only the queries and keys are rotated": lambda q, k, v: _rope_attention(q, k, v, "qkv"),
-        "left the rotation out: the queries and keys must be rotated": lambda q, k, v: _rope_attention(q, k, v, ""),
-        "rotated the keys and the values, not the queries and keys": lambda q, k, v: _rope_attention(q, k, v, "kv"),
+        "absolute position; RoPE turns both, so that only the offset n - m remains": dict(rotate="k"),
+        "rotated the values as well: only the queries and keys are rotated": dict(rotate="qkv"),
+        "left the rotation out: the queries and keys must be rotated": dict(rotate=""),
+        "rotated the keys and the values, not the queries and keys": dict(rotate="kv"),
         "rotated the right tensors but left out the division by sqrt(d): the scores are q_m · k_n / sqrt(d), "
-        "as in the given code": lambda q, k, v: _rope_attention(q, k, v, "qk", scale="none"),
-        "divided the scores by d instead of sqrt(d)": lambda q, k, v: _rope_attention(q, k, v, "qk", scale="d"),
+        "as in the given code": dict(scale="none"),
+        "divided the scores by d instead of sqrt(d)": dict(scale="d"),
     }
-    _function(name, fn, cases, _rope_attention, label=label, mistakes=mistakes,
-                  hint="rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention "
-                       "(divide by sqrt(d)) with the untouched v")
+    hint = ("rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention "
+            "(divide by sqrt(d)) with the untouched v")
+    pairings = {"": "adjacent", " (with the rotate-half pairing)": "half"}
+    for T, d in sizes:
+        q, k, v = (torch.randn(T, d, generator=g, dtype=torch.float64) * 2 for _ in range(3))
+        shown = f"{name}({_short(q, 30)}, {_short(k, 30)}, {_short(v, 30)})"
+        got = call(name, fn, q.clone(), k.clone(), v.clone())
+        check_tensor(name, got, f"when called as {shown}",
+                     "compute with torch operations (positional.apply_rotary, @, torch.softmax), or convert the result "
+                     "with torch.as_tensor(...)")
+        if not got.is_floating_point():
+            raise CheckFailed(name, f"expected a float tensor, got dtype {got.dtype} when called as {shown}.")
+        got_array = _to_array(got)
+        if got_array.shape == (T, d) and _close(got_array, _to_array(_rope_attention(q, k, v, pairing="half")), 1e-5, 1e-4):
+            continue  # the rotate-half pairing: just as right
+        wrong = {description + suffix: _rope_attention(q, k, v, **{"rotate": "qk", **kw}, pairing=pairing)
+                 for suffix, pairing in pairings.items() for description, kw in mistakes.items()}
+        check_close(shown, got, _rope_attention(q, k, v), atol=1e-5, mistakes=wrong, quiet=True, hint=hint)
+    passed(name, f"{len(sizes)} case{'s' if len(sizes) != 1 else ''}" + (f", {label}" if label else ""))
 
 
 def _shuffle_example() -> tuple[torch.Tensor, torch.Tensor, list[int]]:
