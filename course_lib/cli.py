@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_grade.add_argument("--total-timeout", type=float, default=600, help="seconds per submission (default 600)")
     p_grade.add_argument("--memory", type=int, default=2048, help="MB a submission may allocate (default 2048)")
     p_grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell (default 1000000)")
+    p_grade.add_argument("--no-sandbox", action="store_true",
+                         help="grade even where the bubblewrap sandbox is not available (UNSAFE for untrusted submissions)")
     return parser
 
 
@@ -152,8 +154,8 @@ def check_cmd(args: argparse.Namespace) -> int:
 
 def grade_cmd(args: argparse.Namespace) -> int:
     """`course grade SUBMISSIONS_DIR`: see course_lib.grading.grade."""
-    from course_lib.grading.grade import grade_all
-    from course_lib.grading.sandbox import Limits
+    from course_lib.grading.grade import NO_SANDBOX_WARNING, grade_all
+    from course_lib.grading.sandbox import Limits, sandbox_status
 
     solutions = _default_dir(args.solutions, "solutions")
     if not args.submissions.is_dir():
@@ -164,8 +166,18 @@ def grade_cmd(args: argparse.Namespace) -> int:
         return 2
     limits = Limits(cell_timeout=args.timeout, total_timeout=args.total_timeout, memory_mb=args.memory,
                     output_bytes=args.max_output)
+    if args.no_sandbox:
+        print(NO_SANDBOX_WARNING, file=sys.stderr)
+    else:
+        ok, why = sandbox_status()
+        if not ok:
+            print(f"ERROR: the grading sandbox is not available: {why}.\n"
+                  "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade inside a "
+                  "throwaway container (see the README), or, knowing what that exposes, run again with --no-sandbox.")
+            return 2
     try:
-        results = grade_all(args.submissions, solutions, args.out, jobs=args.jobs, limits=limits, assignments=args.assignment)
+        results = grade_all(args.submissions, solutions, args.out, jobs=args.jobs, limits=limits,
+                            assignments=args.assignment, sandbox=not args.no_sandbox)
     except ValueError as err:
         print(f"ERROR: {err}")
         return 2

@@ -3,12 +3,11 @@
 The notebook is read, never written: its code cells run top to bottom in a fresh kernel (in the
 notebook's own folder, so relative paths work as in JupyterLab), and each test cell's outcome
 becomes a row of the table. Only visible tests run; hidden tests (should a solution notebook be
-checked) are stripped first.
+checked) are stripped first. It is the learner's own code on the learner's own machine, so there
+is no sandbox: the checks run in the kernel next to the answers, exactly as in JupyterLab.
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 from .grade import TestResult, answer_owner, classify, exercise_titles, explain
@@ -31,12 +30,7 @@ def check_notebook(path: Path, limits: Limits | None = None) -> list[TestResult]
             text = strip_hidden_tests(text)
         where[len(steps)] = i
         steps.append(Step(kind, text, grade_id(cell)))
-    scratch = Path(tempfile.mkdtemp(prefix="course-check-"))
-    try:
-        report = run_steps(steps, scratch=scratch, kernels_root=scratch, limits=limits,
-                           policy={}, guard=False, cwd=path.parent)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    report = run_steps(steps, limits=limits, sandbox=False, split=False, cwd=path.parent)
     titles, owners = exercise_titles(nb), answer_owner(nb)
     step_of = {cell: step for step, cell in where.items()}
     rows = []
@@ -64,8 +58,7 @@ def print_table(path: Path, rows: list[TestResult]) -> int:
         pts = f"{r.max_points:g}" if r.status == "passed" else f"0/{r.max_points:g}"
         print(f"  {label:<{width}}  {pts:>6}  {r.status}")
         if r.status != "passed" and r.message:
-            lines = r.message.strip().splitlines()
-            for line in lines[:1] if r.status == "not attempted" else lines:
+            for line in r.message.strip().splitlines():  # all of it: a hint may be on the next line
                 print(f"  {'':<{width}}  {'':>6}    {line}")
     earned = sum(r.points for r in rows)
     total = sum(r.max_points for r in rows)

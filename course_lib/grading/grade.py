@@ -4,23 +4,24 @@
 
 The grader never trusts a submission. From each submitted notebook it takes only the learners'
 answer cells, matched by `metadata.nbgrader.grade_id` to the teacher's answer cells; everything
-else (test cells, extra cells, metadata, outputs) is ignored. The answers are run inside the
-teacher's own solution notebook, with its visible and hidden tests, in a fresh kernel in a scratch
-folder (see `runner` and `kernel` for the limits and guards). A test cell earns its points only if
-it ran to the end without an exception, with the checking tools untouched.
+else (test cells, extra cells, metadata, outputs) is ignored. The answers run in a fresh kernel
+inside a bubblewrap sandbox (see `sandbox`); the teacher's tests, visible and hidden, run in this
+process and reach the learner's values through that kernel as plain data (see `runner`). A test
+cell earns its points only if the checks, here, ran to the end without an exception.
 
-Every submission gets a row, whatever it contains; one broken submission never stops the batch,
-and submission files are only ever read.
+Every submission gets a row, whatever it contains; one broken submission never stops the batch.
+Submission files are only ever read, and never through a symbolic link; results are written
+after every sandbox has gone.
 """
 from __future__ import annotations
 
-import csv
+import errno
 import hashlib
-import io
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -33,6 +34,7 @@ from .notebook import (
     grade_id,
     is_solution,
     is_test,
+    parse_notebook,
     points,
     read_notebook,
     source,
@@ -41,11 +43,23 @@ from .notebook import (
     write_atomic,
 )
 from .runner import Step, run_steps
-from .sandbox import CellRun, Limits
+from .sandbox import CellRun, Limits, sandbox_status
 
 MAX_SUBMISSION_BYTES = 20 * 2**20
 NOT_ATTEMPTED_NAMES = {"NotAttempted"}
 FAILED_NAMES = {"CheckFailed", "AssertionError"}
+LINK_NOTE = "is a symbolic link; the grader does not follow links, so it was not graded"
+
+# What `course grade --no-sandbox` prints (and grades.json records) before it grades anything.
+NO_SANDBOX_WARNING = """\
+WARNING: grading WITHOUT the sandbox. The learners' code runs as you, with your files and your network:
+  - it can read anything you can read (the solutions and their hidden tests, other students' notebooks),
+    and write or delete anything you can (submissions, grades.csv, feedback, your home folder);
+  - processes it starts can outlive the grading and change the results after it ends;
+  - it can signal or trace the grader's own processes and connect to the network.
+The checks still run in the grader's process, out of the learners' reach, and the time, output, memory,
+file-size and CPU limits still apply. Grade untrusted submissions only in the sandbox (install bubblewrap)
+or in a throwaway container."""
 
 
 @dataclass
@@ -181,22 +195,49 @@ def merge(solution: dict, submission: dict, exercise_stub: dict[str, str]) -> tu
     return steps, where, notes, missing
 
 
+def read_submission(path: Path) -> tuple[bytes | None, str, str]:
+    """The submitted file's bytes, or (None, status, why not). Never follows a symbolic link, not
+    even for the student's folder, and reads only regular files."""
+    try:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            return None, "unreadable", f"The folder {path.parent.name} {LINK_NOTE}."
+        return None, "not submitted", f"No {path.name} was submitted."
+    try:
+        try:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except OSError as err:
+            if err.errno == errno.ENOENT:
+                return None, "not submitted", f"No {path.name} was submitted."
+            if err.errno == errno.ELOOP:
+                return None, "unreadable", f"The submitted {path.name} {LINK_NOTE}."
+            return None, "unreadable", f"The submission could not be read ({err.strerror})."
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None, "unreadable", f"The submitted {path.name} is not a regular file; it was not graded."
+            if info.st_size > MAX_SUBMISSION_BYTES:
+                return None, "unreadable", f"The submitted file is larger than {MAX_SUBMISSION_BYTES // 2**20} MB; it was not graded."
+            return f.read(MAX_SUBMISSION_BYTES + 1), "", ""
+    finally:
+        os.close(folder)
+
+
 def grade_submission(solution_path: Path, submission_path: Path, student: str, *, limits: Limits,
-                     work_root: Path, policy: dict) -> SubmissionResult:
+                     sandbox: bool = True, protect: list[Path] = (), work_root: Path | None = None) -> SubmissionResult:
     """Grade one submitted notebook. Never raises for anything the submission contains."""
     started = time.monotonic()
     solution = read_notebook(solution_path)
     assignment = solution_path.stem
-    if not submission_path.is_file():
-        return _blank_result(student, assignment, solution, "not submitted", f"No {solution_path.name} was submitted.")
-    if submission_path.stat().st_size > MAX_SUBMISSION_BYTES:
-        return _blank_result(student, assignment, solution, "unreadable",
-                             f"The submitted file is larger than {MAX_SUBMISSION_BYTES // 2**20} MB; it was not graded.")
+    raw, status, why = read_submission(submission_path)
+    if raw is None:
+        return _blank_result(student, assignment, solution, status, why)
     try:
-        submission = read_notebook(submission_path)
+        submission = parse_notebook(raw, submission_path.name)
     except NotebookError as err:
-        message = str(err).replace(str(submission_path), submission_path.name)
-        return _blank_result(student, assignment, solution, "unreadable", f"The submission could not be read: {message.split(': ', 1)[-1]}")
+        return _blank_result(student, assignment, solution, "unreadable",
+                             f"The submission could not be read: {str(err).split(': ', 1)[-1]}")
     answer_ids = [grade_id(c) for c in solution["cells"] if is_solution(c) and c["cell_type"] == "code"]
     submitted_ids = {grade_id(c) for c in submission["cells"]}
     built_from = submission.get("metadata", {}).get("course_lib", {})
@@ -209,11 +250,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     steps, where, notes, missing = merge(solution, submission, stubs)
     if missing:
         notes.append("Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + ".")
-    scratch = Path(tempfile.mkdtemp(prefix=f"{_safe(student)}-{assignment}-", dir=work_root))
-    try:
-        report = run_steps(steps, scratch=scratch, kernels_root=work_root, limits=limits, policy=policy, guard=True)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    report = run_steps(steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root)
     notes += report.notes
     if report.restarts:
         notes.append(f"The kernel stopped {report.restarts} time(s) (see the exercises marked error); "
@@ -221,10 +258,6 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     titles = exercise_titles(solution)
     owners = answer_owner(solution)
     step_of = {cell: step for step, cell in where.items()}
-    restored = sorted({x for undone in report.restored_before.values() for x in undone})
-    if restored:
-        notes.append("Your answer cells changed the checking tools (" + ", ".join(restored[:20]) +
-                     "); they were put back before the tests ran.")
     tests, score = [], 0.0
     for i, cell in test_cells(solution):
         run = report.results.get(step_of[i], CellRun("error", "NotRun", "not run"))
@@ -257,9 +290,13 @@ def _safe(name: str) -> str:
 
 
 def _grade_job(args: tuple) -> SubmissionResult:
-    solution_path, submission_path, student, limits, work_root, policy = args
+    solution_path, submission_path, student, limits, sandbox, protect, work_root = args
     try:
-        return grade_submission(solution_path, submission_path, student, limits=limits, work_root=work_root, policy=policy)
+        if submission_path is None:  # a student "folder" that is a symbolic link
+            return _blank_result(student, solution_path.stem, read_notebook(solution_path), "unreadable",
+                                 f"The folder {student} {LINK_NOTE}.")
+        return grade_submission(solution_path, submission_path, student, limits=limits, sandbox=sandbox,
+                                protect=protect, work_root=work_root)
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
         solution = read_notebook(solution_path)
         return _blank_result(student, solution_path.stem, solution, "grader error", f"The grader failed on this submission: {err!r}")
@@ -268,12 +305,23 @@ def _grade_job(args: tuple) -> SubmissionResult:
 # --- a whole class --------------------------------------------------------------------------------------
 
 
-def discover(submissions: Path, solutions: Path, assignments: list[str] | None) -> tuple[list[tuple[str, Path, Path]], list[str]]:
-    """(student, solution, submission) jobs, and warnings about files that match no assignment."""
+def discover(submissions: Path, solutions: Path, assignments: list[str] | None) -> tuple[list[tuple[str, Path, Path | None]], list[str]]:
+    """(student, solution, submission) jobs, and warnings about files that match no assignment.
+
+    Every folder in `submissions` is a student (ids starting with "." included). A student entry
+    that is a symbolic link gets rows too, with submission None: it is reported, not followed.
+    """
     known = {p.stem: p for p in sorted(solutions.glob("*.ipynb"))}
-    students = sorted(d for d in submissions.iterdir() if d.is_dir() and not d.name.startswith("."))
-    if not students:
+    with os.scandir(submissions) as entries:
+        listed = sorted(entries, key=lambda e: e.name)
+    students = [e for e in listed if e.is_dir(follow_symlinks=False)]
+    links = [e for e in listed if e.is_symlink()]
+    if not students and not links:
         raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
+    notebooks = {}
+    for d in students:
+        with os.scandir(d.path) as files:
+            notebooks[d.name] = sorted(f.name for f in files if f.name.endswith(".ipynb") and not f.is_dir(follow_symlinks=False))
     warnings = []
     if assignments:
         unknown = [a for a in assignments if Path(a).stem not in known]
@@ -281,18 +329,26 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None) 
             raise ValueError(f"no solution notebook for {', '.join(unknown)} in {solutions}")
         chosen = [Path(a).stem for a in assignments]
     else:
-        chosen = sorted({f.stem for d in students for f in d.glob("*.ipynb") if f.stem in known})
+        chosen = sorted({Path(n).stem for names in notebooks.values() for n in names if Path(n).stem in known})
     for d in students:
-        for f in sorted(d.iterdir()):
-            if f.suffix == ".ipynb" and f.stem not in known:
-                warnings.append(f"{d.name}/{f.name}: no solution notebook of that name; not graded")
-    jobs = [(d.name, known[a], d / f"{a}.ipynb") for d in students for a in chosen]
-    return jobs, warnings
+        for name in notebooks[d.name]:
+            if Path(name).stem not in known:
+                warnings.append(f"{d.name}/{name}: no solution notebook of that name; not graded")
+    for link in links:
+        warnings.append(f"{link.name}: {LINK_NOTE}")
+    jobs = [(d.name, known[a], submissions / d.name / f"{a}.ipynb") for d in students for a in chosen]
+    jobs += [(link.name, known[a], None) for link in links for a in chosen]
+    return sorted(jobs, key=lambda j: (j[0], j[1].stem)), warnings
 
 
 def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, limits: Limits | None = None,
-              assignments: list[str] | None = None, progress=print) -> list[SubmissionResult]:
+              assignments: list[str] | None = None, sandbox: bool = True, progress=print) -> list[SubmissionResult]:
+    """Grade every submission; `sandbox=False` only when the caller has said so (see NO_SANDBOX_WARNING)."""
     limits = limits or Limits()
+    if sandbox:
+        ok, why = sandbox_status()
+        if not ok:
+            raise ValueError(f"the sandbox is not available: {why}")
     submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
     todo, warnings = discover(submissions, solutions, assignments)
     # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
@@ -300,15 +356,15 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         problems = validate_solution_notebook(read_notebook(sol), sol.name)
         if problems:
             raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
+    if not sandbox:
+        warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
     for w in warnings:
         progress(f"warning: {w}")
     work_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    repo = Path(__file__).resolve().parents[2]
-    # The sandbox adds the scratch folder as the one place to read and write, and the limits.
-    policy = {"deny_read": [str(solutions), str(submissions), str(out), str(work_root), str(repo / ".git"), str(repo / "solutions")]}
+    protect = [solutions, submissions, out, work_root]
     results: list[SubmissionResult] = []
     try:
-        args = [(sol, sub, student, limits, work_root, policy) for student, sol, sub in todo]
+        args = [(sol, sub, student, limits, sandbox, protect, work_root) for student, sol, sub in todo]
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=get_context("spawn")) as pool:
             futures = {pool.submit(_grade_job, a): a for a in args}
             for fut in as_completed(futures):
@@ -321,6 +377,7 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
                 progress(f"{res.student_id:<20} {res.assignment:<24} {_num(res.score):>6} / {_num(res.max_score):<6} {res.status}")
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
+    # Every worker (and so every sandbox) is gone: only now are the results written.
     results.sort(key=lambda r: (r.student_id, r.assignment))
     write_results(results, out, warnings)
     return results
@@ -331,6 +388,17 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _csv_cell(text: str) -> str:
+    """One CSV cell. A cell that a spreadsheet would run as a formula (it starts with = + - @, a tab
+    or a carriage return) gets a leading apostrophe and quotes, so it stays text."""
+    text = str(text)
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return '"' + ("'" + text).replace('"', '""') + '"'
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def feedback_markdown(r: SubmissionResult) -> str:
@@ -353,12 +421,9 @@ def write_results(results: list[SubmissionResult], out: Path, warnings: list[str
     """grades.csv, grades.json and feedback/<student>/<assignment>.md, each written atomically;
     the feedback folder is replaced as a whole, so no stale file from an earlier run survives."""
     out.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["student_id", "assignment", "score", "max_score", "status"])
-    for r in results:
-        writer.writerow([r.student_id, r.assignment, _num(r.score), _num(r.max_score), r.status])
-    write_atomic(out / "grades.csv", buf.getvalue())
+    rows = [["student_id", "assignment", "score", "max_score", "status"]]
+    rows += [[r.student_id, r.assignment, _num(r.score), _num(r.max_score), r.status] for r in results]
+    write_atomic(out / "grades.csv", "".join(",".join(_csv_cell(c) for c in row) + "\n" for row in rows))
     data = {"warnings": warnings, "results": [asdict(r) for r in results]}
     write_atomic(out / "grades.json", json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     fresh = Path(tempfile.mkdtemp(prefix=".feedback-", dir=out))

@@ -1,427 +1,323 @@
-"""The kernel that runs a submission: an IPython kernel with limits, started by the grader.
+"""The learner's kernel: runs notebook cells and, on request, calls what they defined.
 
-    python -m course_lib.grading.kernel -f CONNECTION_FILE
+    python -m course_lib.grading.kernel FD
 
-reads its policy from the environment variable ``COURSE_GRADING_POLICY`` (JSON, written by
-`course_lib.grading.sandbox`) and, BEFORE any student code runs:
+FD is one end of a socket pair; the other end belongs to the grader (`sandbox.Kernel`). The kernel
+answers one request at a time (see `wire` for the format):
 
-1. imports numpy, torch and the `course_lib` modules the checks use, and snapshots them (module
-   attributes, the code of their functions, the methods of their classes, `builtins`, `math`,
-   ...), so that a restore before each test cell undoes monkeypatching, and a restore after it
-   tells whether the test's own run patched something;
-2. sets resource limits: address space (the memory already mapped by the imports plus the
-   memory limit), the size of any file written, CPU seconds (a backstop behind the grader's
-   wall-clock limits), no core dumps;
-3. installs an audit hook (PEP 578; Python code cannot remove one) that refuses to read files in
-   the teacher's and the other students' folders, refuses to write outside the scratch folder,
-   and refuses to start processes, fork, send signals, load native libraries with ctypes or open
-   network connections; once the grader arms it (its first cell), also new threads, gc and
-   frame introspection of other threads, and replacing a function's code.
+    run      {code, kind}            run a cell with IPython (magics, display, top-level await)
+    get      {name}                  the value of a name the cells defined (plain data or a handle)
+    call     {target, attr, args, kwargs, grad, track, params}
+                                     call a function, class, module or method the learner defined
+    getattr  {target, name}          an attribute of one of the learner's objects
+    params   {target}                an nn.Module's named parameters (copies)
+    backward {call, grads}           gradients of a tracked call's outputs w.r.t. its inputs
+    apply    {fn, target, args}      len / list / getitem / str on one of the learner's objects
 
-The grader talks to the hook through "guard cells" (`_course_guard = "@@course-guard-<secret>@@:restore"`):
-the hook sees the marker in the code object of the "exec" audit event and arms, snapshots the
-setup cell's names (once), or restores, then prints one report line with the secret marker.
+It knows nothing about checks, expected values or verdicts: under `course grade` it runs inside
+the sandbox, and everything it sends back is only the learner's own data. Its text output goes to
+its stdout and stderr, which the grader counts and caps from outside.
 
-This is an in-process barrier for honest mistakes and casual cheating, not a security boundary:
-code running in the same interpreter can still, with effort, get around it. Run the grader in a
-container for a class whose submissions you do not trust (see the README).
+Before any cell runs it imports numpy and torch and sets its resource limits (from the environment
+variable COURSE_KERNEL_CONFIG, removed afterwards): address space, file size, CPU seconds, open
+files, processes (in the sandbox, where the count covers only the sandbox), no core dumps.
 """
 from __future__ import annotations
 
-import builtins
-import importlib
 import json
 import os
-import pathlib
-import pkgutil
+import re
 import signal
+import socket
 import sys
-import types
+from collections import OrderedDict
 
-try:  # POSIX only: on Windows the grader's own time, output and memory limits still apply
+from . import wire
+
+try:  # POSIX only
     import resource
 except ImportError:  # pragma: no cover
     resource = None
 
-GUARDED_MODULES = [
-    "builtins", "math", "random", "operator", "functools", "json", "os", "types", "importlib", "_thread", "threading",
-    "signal",
-    "numpy", "numpy.testing", "numpy.linalg", "numpy.random",
-    "torch", "torch.testing", "torch.nn.functional",
-]
-# IPython manages these names in builtins itself while a cell runs.
-IPYTHON_BUILTINS = {"exit", "quit", "input", "raw_input", "get_ipython", "display", "_", "__", "___", "__IPYTHON__", "help",
-                    "copyright", "credits", "license", "dreload", "__builtins__", "runfile"}
-GUARDED_CLASSES = ["torch.Tensor", "ipykernel.iostream.OutStream", "IPython.core.interactiveshell.InteractiveShell",
-                   "ipykernel.zmqshell.ZMQInteractiveShell", "ipykernel.kernelbase.Kernel", "ipykernel.ipkernel.IPythonKernel"]
-
-# --- the snapshot and the restore step --------------------------------------------------------------
-# The snapshot lives only in the audit hook's closure (see `install_audit_hook`): no module
-# attribute, frame or global name refers to it, so student code cannot rewrite it. The grader
-# triggers a restore by running a cell that holds a marker string; the hook sees the cell's code
-# object in the "exec" audit event (which every cell execution raises, whatever the student
-# patched) and runs `restore` from there.
-
-GUARD_PREFIX = "@@course-guard-"
+MAX_TRACKED_CALLS = 512  # calls whose graph is kept for a later backward (the oldest are dropped)
+HIDDEN_NAME = re.compile(r"^(_+|_i+\d*|_\d+|_[oid]h|__\w+__)$")  # IPython's own output-caching names
 _MISSING = object()
 
 
-def _guarded_modules() -> list[types.ModuleType]:
-    names = list(GUARDED_MODULES)
-    names += sorted(n for n in sys.modules if n == "course_lib" or (n.startswith("course_lib.") and not n.startswith("course_lib.grading")))
-    return [sys.modules[n] for n in dict.fromkeys(names) if n in sys.modules]
+class Kernel:
+    def __init__(self, shell, sock: socket.socket, message_limit: int):
+        self.shell, self.sock, self.message_limit = shell, sock, message_limit
+        self.objects: dict[int, object] = {}  # handles given to the checker
+        self.next_id = 1
+        self.calls: OrderedDict[int, tuple[list, list]] = OrderedDict()  # tracked call -> (inputs, outputs)
+        self.owner: dict[str, str] = {}  # name -> "learner" (bound by an answer cell) or "teacher"
+        self.busy = False  # an interrupt only stops learner code, never the kernel's own bookkeeping
 
+    # --- the loop ----------------------------------------------------------------------------------
 
-def _function_state(fn):
-    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+    def on_sigint(self, signum, frame):
+        if self.busy:
+            raise KeyboardInterrupt
 
-
-_METHOD_TYPES = (types.FunctionType, staticmethod, classmethod, property, types.BuiltinFunctionType)
-
-
-def _methods(cls: type) -> dict:
-    """A class's methods and properties (not its other class attributes, which may change legitimately)."""
-    return {k: v for k, v in vars(cls).items() if isinstance(v, _METHOD_TYPES)}
-
-
-def snapshot() -> dict:
-    """The pristine state of the guarded modules (taken once, before any student code)."""
-    state: dict = {"modules": {}, "functions": {}, "classes": {}, "user_ns": {}, "sys": {}, "events": None}
-    for module in _guarded_modules():
-        items = dict(vars(module))
-        if module is builtins:
-            items = {k: v for k, v in items.items() if k not in IPYTHON_BUILTINS}
-        state["modules"][module.__name__] = (module, items)
-        for value in items.values():
-            if isinstance(value, types.FunctionType):
-                state["functions"][id(value)] = (value, _function_state(value))
-            elif isinstance(value, type) and getattr(value, "__module__", "").startswith("course_lib"):
-                state["classes"][f"{value.__module__}.{value.__qualname__}"] = (value, _methods(value))
-    for dotted in GUARDED_CLASSES:
-        module_name, _, cls_name = dotted.rpartition(".")
-        cls = getattr(sys.modules.get(module_name), cls_name, None)
-        if isinstance(cls, type):
-            state["classes"][dotted] = (cls, _methods(cls))
-    for _, (cls, items) in list(state["classes"].items()):
-        for value in items.values():
-            if isinstance(value, types.FunctionType):
-                state["functions"][id(value)] = (value, _function_state(value))
-    this = sys.modules[__name__]
-    for value in list(vars(this).values()):  # this module's own functions, which the hook calls
-        if isinstance(value, types.FunctionType):
-            state["functions"][id(value)] = (value, _function_state(value))
-    return state
-
-
-def _shell():
-    from IPython.core.getipython import get_ipython
-
-    return get_ipython()
-
-
-def _shadowing(obj) -> dict:
-    """Instance attributes that shadow a method of the object's class (e.g. `shell.run_cell = ...`)."""
-    return {k: v for k, v in list(getattr(obj, "__dict__", {}).items())
-            if not k.startswith("__") and isinstance(getattr(type(obj), k, None), types.FunctionType)}
-
-
-def _restore_instance(obj, saved: dict, label: str) -> list[str]:
-    """Make the method-shadowing instance attributes of `obj` what they were at the snapshot."""
-    changed = []
-    now = _shadowing(obj)
-    for key, value in now.items():
-        if saved.get(key, _MISSING) is not value:
-            del obj.__dict__[key]
-            changed.append(f"{label}.{key}")
-    for key, value in saved.items():
-        if obj.__dict__.get(key, _MISSING) is not value:
-            obj.__dict__[key] = value
-            changed.append(f"{label}.{key}")
-    return changed
-
-
-def _callbacks(shell) -> dict:
-    return {event: list(fns) for event, fns in shell.events.callbacks.items()}
-
-
-def snapshot_user_namespace(state: dict) -> None:
-    """Remember what the teacher's setup cells bound (e.g. `checks`, `np`), the kernel's streams and
-    the IPython event callbacks, so each test starts from them."""
-    shell = _shell()
-    ns = shell.user_ns
-    names = [n for n in ns if not n.startswith("_") and n not in ("In", "Out", "exit", "quit", "get_ipython")]
-    state["user_ns"] = {n: ns[n] for n in names}
-    state["sys"] = {k: getattr(sys, k) for k in ("stdout", "stderr", "meta_path", "path_hooks")}  # IPython swaps the hooks itself
-    state["events"] = _callbacks(shell)
-    # (not the output streams: ipykernel rebinds their methods itself)
-    objects = {"the IPython shell": shell, "the kernel": getattr(shell, "kernel", None)}
-    state["instances"] = {label: (obj, _shadowing(obj)) for label, obj in objects.items() if obj is not None}
-
-
-def restore(state: dict) -> list[str]:
-    """Put every guarded module, function, class, stream, callback and setup name back; return what had changed."""
-    changed: list[str] = []
-    for key, value in state["sys"].items():
-        if getattr(sys, key, _MISSING) is not value:
-            setattr(sys, key, value)
-            changed.append(f"sys.{key}")
-    for name, (module, items) in state["modules"].items():
-        if sys.modules.get(name) is not module:
-            sys.modules[name] = module
-            changed.append(f"sys.modules[{name!r}]")
-        current = vars(module)
-        for key, value in items.items():
-            if current.get(key, _MISSING) is not value:
-                setattr(module, key, value)
-                changed.append(f"{name}.{key}")
-    for name, (cls, items) in state["classes"].items():
-        current = _methods(cls)
-        for key, value in items.items():
-            if current.get(key, _MISSING) is not value:
-                setattr(cls, key, value)
-                changed.append(f"{name}.{key}")
-        for key in set(current) - set(items):
-            delattr(cls, key)
-            changed.append(f"{name}.{key}")
-    for fn, saved in state["functions"].values():
-        now = _function_state(fn)
-        if any(a is not b for a, b in zip(now, saved)):
-            fn.__code__, fn.__defaults__, fn.__kwdefaults__ = saved
-            changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
-    # A timer signal set by student code (signal.alarm, setitimer) would kill the kernel later.
-    timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF) if hasattr(signal, "setitimer") else ()
-    for which in timers:
-        if signal.getitimer(which)[0] > 0:
-            signal.setitimer(which, 0)
-            changed.append("a pending timer signal")
-    for label, (obj, saved) in state.get("instances", {}).items():
-        changed += _restore_instance(obj, saved, label)
-    shell = _shell()
-    if state["events"] is not None:
-        now = _callbacks(shell)
-        for event, fns in state["events"].items():
-            if len(now.get(event, [])) != len(fns) or any(a is not b for a, b in zip(now.get(event, []), fns)):
-                shell.events.callbacks[event][:] = fns
-                changed.append(f"IPython {event} callbacks")
-    ns = shell.user_ns
-    for key, value in state["user_ns"].items():
-        if ns.get(key, _MISSING) is not value:
-            ns[key] = value
-            changed.append(f"the name {key!r} bound by the setup cell")
-    return sorted(set(changed))
-
-
-# --- the audit hook -------------------------------------------------------------------------------
-
-DENIED_EVENTS = {
-    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-    "os.kill", "os.killpg", "signal.pthread_kill", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym",
-    "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.call_function",
-    "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.sendto", "socket.sendmsg", "os.startfile",
-    "sys.addaudithook", "cpython.remote_debugger_script",
-    "os.chroot", "os.setuid", "resource.setrlimit", "resource.prlimit", "shutil.chown",
-}
-WRITE_EVENTS = {  # event -> positions of the path arguments
-    "os.remove": (0,), "os.rmdir": (0,), "os.rename": (0, 1), "os.replace": (0, 1), "os.mkdir": (0,),
-    "os.chmod": (0,), "os.chown": (0,), "os.link": (0, 1), "os.symlink": (0, 1), "os.truncate": (0,),
-    "os.utime": (0,), "os.chflags": (0,), "os.lchflags": (0,), "os.setxattr": (0,), "os.removexattr": (0,),
-    "shutil.rmtree": (0,), "shutil.copyfile": (1,), "shutil.copytree": (1,), "shutil.move": (1,),
-    "shutil.make_archive": (0,),
-}
-# Denied once the kernel is running (the kernel's own startup needs them): new threads could patch
-# the checking tools between a test and the grader's check; gc and frame walking reach objects that
-# student code has no name for.
-ARMED_DENIED_EVENTS = {"_thread.start_new_thread", "gc.get_referrers", "gc.get_referents", "gc.get_objects",
-                       "sys._current_frames", "sys._current_exceptions"}
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-
-
-class GradingPolicyError(PermissionError):
-    """Raised by the audit hook: the grader does not allow this."""
-
-
-def _inside(path: str, roots: list[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
-
-
-def _no_new_threads(*args, **kwargs):
-    raise GradingPolicyError("the grader does not allow starting threads while grading")
-
-
-def _forbid_new_threads(state: dict) -> None:
-    """Python 3.11 raises no audit event for a new thread, so replace the functions that start one.
-    The replacements hold no reference to the originals, and `restore` puts the replacements back."""
-    import _thread
-    import threading
-
-    for module, names in ((_thread, ("start_new_thread", "start_new")), (threading, ("_start_new_thread",))):
-        items = state["modules"].get(module.__name__, (module, {}))[1]
-        for name in names:
-            if hasattr(module, name):
-                setattr(module, name, _no_new_threads)
-                items[name] = _no_new_threads
-        state["modules"][module.__name__] = (module, items)
-
-
-def install_audit_hook(policy: dict, state: dict | None) -> None:
-    """Install the hook; with a `state` (grading), it also serves the grader's guard cells."""
-    deny_read = [os.path.realpath(p) for p in policy.get("deny_read", [])]
-    allow_read = [os.path.realpath(p) for p in policy.get("allow_read", [])]
-    allow_write = [os.path.realpath(p) for p in policy.get("allow_write", [])] + ["/dev/null"]
-    own_pid = str(os.getpid())
-    realpath, getcwd = os.path.realpath, os.getcwd
-    denied, write_events, write_flags = frozenset(DENIED_EVENTS), dict(WRITE_EVENTS), _WRITE_FLAGS
-    after_arming = frozenset(ARMED_DENIED_EVENTS)
-    error = GradingPolicyError
-    safe_path_types = (str, bytes, type(pathlib.Path()), type(pathlib.PurePath()))
-    armed = [False]  # set by the grader's first guard cell, once the kernel has started its threads
-    snapped = [False]  # the setup names are snapshotted once
-    # The hook calls these; keep the originals here so that patching the module cannot redirect it.
-    do_restore, do_snapshot_ns, fn_state = restore, snapshot_user_namespace, _function_state
-    own_functions = [(f, _function_state(f)) for f in (restore, snapshot_user_namespace, _function_state, _methods,
-                                                       _shell, _shadowing, _restore_instance, _callbacks, _inside)]
-    in_guard = [False]
-
-    def resolve(p):
-        if isinstance(p, int):
-            return None  # a file descriptor that is already open
-        if type(p) not in safe_path_types:
-            # Turning other objects into paths would run their own code inside this hook.
-            raise error(f"the grader only accepts str, bytes or pathlib paths, not {type(p).__name__}")
-        p = str(p) if not isinstance(p, bytes) else p.decode("utf-8", "surrogateescape")
-        return realpath(p)
-
-    def check_write(path):
-        if path is not None and not _inside(path, allow_write):
-            raise error(f"the grader does not allow writing to {path} (only inside the scratch folder)")
-
-    def guard(marker):
-        in_guard[0] = True
-        try:
-            for f, saved in own_functions:
-                if any(a is not b for a, b in zip(fn_state(f), saved)):
-                    f.__code__, f.__defaults__, f.__kwdefaults__ = saved
-            if marker.endswith(":arm"):
-                if not armed[0]:  # once: later requests (from student code) change nothing
-                    armed[0] = True
-                    _forbid_new_threads(state)
-                changed = []
-            elif marker.endswith(":snapshot"):
-                if not snapped[0]:  # once, right after the teacher's setup cells
-                    snapped[0] = True
-                    do_snapshot_ns(state)
-                changed = []
-            else:
-                changed = do_restore(state)
-            sys.stdout.write(marker + json.dumps(changed) + "\n")
-            sys.stdout.flush()
-        finally:
-            in_guard[0] = False
-
-    def hook(event, args):
-        if event == "exec":
-            if state is not None:
-                for const in getattr(args[0], "co_consts", ()):
-                    if type(const) is str and const.startswith(GUARD_PREFIX):
-                        guard(const)
-                        break
-        elif event == "open":
-            path = resolve(args[0])
-            if path is None:
+    def serve(self) -> None:
+        wire.send(self.sock, {"ok": True, "ready": True})
+        while True:
+            signal.signal(signal.SIGINT, self.on_sigint)  # put back whatever a cell did with it
+            try:
+                header, buffers = wire.recv_blocking(self.sock)
+            except (EOFError, OSError):
                 return
-            mode, flags = args[1], args[2]
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & write_flags)
-            if writing:
-                check_write(path)
-            if _inside(path, deny_read) and not _inside(path, allow_read):
-                raise error(f"the grader does not allow reading {path}")
-            if path.startswith("/proc/"):
-                part = path.split("/")[2]
-                if part.isdigit() and part != own_pid:
-                    raise error(f"the grader does not allow reading {path}")
-        elif event in denied or event.startswith("os.exec") or event.startswith("os.spawn"):
-            raise error(f"the grader does not allow {event} while grading")
-        elif armed[0] and event in after_arming:
-            raise error(f"the grader does not allow {event} while grading")
-        elif armed[0] and not in_guard[0] and event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
-            raise error(f"the grader does not allow replacing a function's {args[1]}")
-        elif event in write_events:
-            for i in write_events[event]:
-                if i < len(args):
-                    check_write(resolve(args[i]))
-        elif event in ("os.listdir", "os.scandir", "glob.glob", "os.walk"):
-            path = resolve(args[0]) if args and args[0] is not None else getcwd()
-            if path and _inside(path, deny_read) and not _inside(path, allow_read):
-                raise error(f"the grader does not allow listing {path}")
+            for ref in header.get("release", ()):  # handles and graphs the checker no longer needs
+                self.objects.pop(ref, None)
+                self.calls.pop(ref, None)
+            try:
+                reply, out = getattr(self, "op_" + str(header.get("op")))(header, buffers)
+            except KeyboardInterrupt:
+                reply, out = self.error(KeyboardInterrupt("interrupted")), []
+            except BaseException as err:  # noqa: BLE001 - whatever the learner's code raised
+                reply, out = self.error(err), []
+            finally:
+                self.busy = False
+            try:
+                frame = wire.pack(reply, out)
+            except (wire.WireError, TypeError, ValueError) as err:
+                frame = wire.pack(self.error(ValueError(f"the result could not be passed to the checks: {err}")))
+            self.sock.sendall(frame)
 
-    sys.addaudithook(hook)
+    def error(self, err: BaseException, syntax_where: str | None = None) -> dict:
+        kind = type(err)
+        if isinstance(err, SyntaxError) and syntax_where is not None:
+            message = f"{err.msg} ({syntax_where}, line {err.lineno})"
+        else:
+            try:
+                message = str(err)
+            except BaseException:  # noqa: BLE001 - an exception whose __str__ itself fails
+                message = "(no message)"
+        bases = [c.__name__ for c in kind.__mro__ if isinstance(c, type)]
+        return {"ok": False, "ename": kind.__name__, "evalue": message[:20000], "bases": bases[:20]}
+
+    # --- encoding ----------------------------------------------------------------------------------
+
+    def make_ref(self, obj) -> list:
+        """A handle for an object that is not plain data: the checker sees its kind, type name and repr."""
+        torch = sys.modules.get("torch")
+        ref = self.next_id
+        self.next_id += 1
+        self.objects[ref] = obj
+        if isinstance(obj, type):
+            kind = "class"
+        elif torch is not None and isinstance(obj, torch.nn.Module):
+            kind = "module"
+        elif callable(obj):
+            kind = "function" if type(obj).__name__ in ("function", "builtin_function_or_method", "method") else "callable"
+        else:
+            kind = "object"
+        try:
+            text = object.__repr__(obj) if kind == "object" and type(obj).__repr__ is object.__repr__ else repr(obj)
+        except BaseException:  # noqa: BLE001
+            text = f"<{type(obj).__name__} object>"
+        name = getattr(obj, "__name__", None) if kind in ("class", "function") else None
+        return ["ref", ref, kind, type(obj).__name__, text[:300], name if isinstance(name, str) else None]
+
+    def resolve_ref(self, item: list):
+        if not item or item[0] not in self.objects:
+            raise wire.WireError("that object is gone (the kernel was restarted, or it was released)")
+        return self.objects[item[0]]
+
+    def encode(self, value) -> tuple[object, list]:
+        enc = wire.Encoder(self.make_ref, limit=self.message_limit)
+        return enc.encode(value), enc.buffers
+
+    def decode(self, item, buffers):
+        return wire.Decoder(buffers, self.resolve_ref).decode(item)
+
+    # --- cells -------------------------------------------------------------------------------------
+
+    def user_names(self) -> dict[str, object]:
+        hidden = self.shell.user_ns_hidden
+        return {k: v for k, v in self.shell.user_ns.items() if k not in hidden and not HIDDEN_NAME.match(k)}
+
+    def op_run(self, header, buffers):
+        kind = header.get("kind")
+        before = self.user_names()
+        self.busy = True
+        result = self.shell.run_cell(str(header.get("code", "")), store_history=True)
+        self.busy = False
+        after = self.user_names()
+        for name, value in after.items():
+            if before.get(name, _MISSING) is not value:
+                self.owner[name] = "learner" if kind == "answer" else "teacher"
+        for name in set(before) - set(after):
+            self.owner.pop(name, None)
+        reply = {"ok": True, "learner": sorted(n for n, o in self.owner.items() if o == "learner" and n in after)}
+        if result.error_before_exec is not None:
+            where = "your answer cell" if kind == "answer" else "cell"
+            reply.update(self.error(result.error_before_exec, syntax_where=where), ok=True, failed=True)
+        elif result.error_in_exec is not None:
+            reply.update(self.error(result.error_in_exec), ok=True, failed=True)
+        return reply, []
+
+    def op_get(self, header, buffers):
+        name = header.get("name")
+        names = self.user_names()
+        if not isinstance(name, str) or name not in names:
+            return {"ok": True, "found": False, "names": sorted(names)}, []
+        item, out = self.encode(names[name])
+        return {"ok": True, "found": True, "owner": self.owner.get(name, "teacher"), "value": item}, out
+
+    # --- calls -------------------------------------------------------------------------------------
+
+    def op_call(self, header, buffers):
+        torch = sys.modules.get("torch")
+        target = self.resolve_ref(header.get("target") or [None])
+        fn = getattr(target, header["attr"]) if header.get("attr") else target
+        dec = wire.Decoder(buffers, self.resolve_ref)
+        args, kwargs = dec.decode(header.get("args", ["list", []])), dec.decode(header.get("kwargs", ["dict", []]))
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise wire.WireError("a garbled call")
+        track = bool(header.get("track")) and torch is not None
+        inputs = [t for t in dec.tensors if t.requires_grad] if track else []
+        module = target if header.get("module") else None  # an nn.Module whose parameters the checker mirrors
+        if track and module is not None:  # its parameters that the checker tracks, in named_parameters() order
+            params = [p for _, p in module.named_parameters()]
+            inputs += [p for p, want in zip(params, header.get("params") or []) if want]
+        self.busy = True
+        if torch is not None:
+            with torch.set_grad_enabled(bool(header.get("grad", False))):
+                value = fn(*args, **kwargs)
+        else:
+            value = fn(*args, **kwargs)
+        self.busy = False
+        enc = wire.Encoder(self.make_ref, limit=self.message_limit)
+        reply = {"ok": True, "value": enc.encode(value)}
+        if track:
+            differentiable = [bool(t.requires_grad) for t in enc.tensors]
+            call_id = self.next_id
+            self.next_id += 1
+            self.calls[call_id] = (inputs, [t for t, d in zip(enc.tensors, differentiable) if d])
+            while len(self.calls) > MAX_TRACKED_CALLS:
+                self.calls.popitem(last=False)
+            reply.update(call=call_id, differentiable=differentiable)
+        if module is not None:
+            reply["version"] = _param_version(list(module.named_parameters()))
+        if dec.generators:  # where the generators the checker passed have got to
+            reply["generators"] = [enc.encode(g) for g in dec.generators]
+        return reply, enc.buffers
+
+    def op_backward(self, header, buffers):
+        torch = sys.modules["torch"]
+        if header.get("call") not in self.calls:
+            raise RuntimeError("the graph of this call is gone (too many calls since, or the kernel was restarted)")
+        inputs, outputs = self.calls[header["call"]]
+        grads = self.decode(header.get("grads", ["list", []]), buffers)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
+        result = [None] * len(inputs)
+        if pairs and inputs:
+            self.busy = True
+            found = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs],
+                                        allow_unused=True, retain_graph=True)
+            self.busy = False
+            result = [None if g is None else g.detach() for g in found]
+        item, out = self.encode(result)
+        return {"ok": True, "value": item}, out
+
+    def op_getattr(self, header, buffers):
+        target = self.resolve_ref(header.get("target") or [None])
+        self.busy = True
+        value = getattr(target, str(header.get("name")))
+        self.busy = False
+        item, out = self.encode(value)
+        return {"ok": True, "value": item}, out
+
+    def op_params(self, header, buffers):
+        module = self.resolve_ref(header.get("target") or [None])
+        named = list(module.named_parameters())
+        item, out = self.encode([[n, p.detach().clone().requires_grad_(p.requires_grad)] for n, p in named])
+        return {"ok": True, "value": item, "version": _param_version(named)}, out
+
+    def op_apply(self, header, buffers):
+        target = self.resolve_ref(header.get("target") or [None])
+        args = self.decode(header.get("args", ["list", []]), buffers)
+        fn = {"len": len, "list": list, "getitem": lambda obj, key: obj[key], "str": str, "bool": bool}[header.get("fn")]
+        self.busy = True
+        value = fn(target, *args)
+        self.busy = False
+        item, out = self.encode(value)
+        return {"ok": True, "value": item}, out
 
 
-# --- resource limits --------------------------------------------------------------------------------
+def _param_version(named: list) -> str:
+    """Changes whenever a parameter is replaced, changes shape or dtype, or is modified in place."""
+    return json.dumps([[n, id(p), p._version, str(p.dtype), list(p.shape)] for n, p in named])
 
 
-def set_limits(policy: dict) -> None:
+# --- start-up ------------------------------------------------------------------------------------------
+
+
+def set_limits(config: dict) -> None:
     if resource is None:
         return
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # CUDA reserves far more address space than it uses: on a GPU rely on the grader's RSS watchdog.
-    if policy.get("memory_mb") and os.environ.get("COURSE_DEVICE", "cpu") != "cuda":
+
+    def cap(which, value):
+        soft, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+    cap(resource.RLIMIT_CORE, 0)
+    if config.get("memory_mb") and os.environ.get("COURSE_DEVICE", "cpu") != "cuda":
+        # torch and numpy map a lot of address space up front: the limit is what is mapped now plus
+        # the allowance, so allocations beyond the allowance fail with a MemoryError.
+        mapped = _mapped_bytes()
+        cap(resource.RLIMIT_AS, mapped + int(config["memory_mb"]) * 2**20 + 512 * 2**20)
+    if config.get("file_mb"):
+        cap(resource.RLIMIT_FSIZE, int(config["file_mb"]) * 2**20)
+    if config.get("cpu_s"):
+        cap(resource.RLIMIT_CPU, int(config["cpu_s"]))
+    if config.get("open_files"):
+        cap(resource.RLIMIT_NOFILE, int(config["open_files"]))
+    if config.get("processes"):  # only in the sandbox: elsewhere the count covers all the user's processes
+        cap(resource.RLIMIT_NPROC, int(config["processes"]))
+
+
+def _mapped_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
         import psutil
 
-        # torch and numpy map a lot of address space up front; the limit is what is mapped now
-        # plus the allowance, so allocations beyond the allowance fail with a MemoryError.
-        mapped = psutil.Process().memory_info().vms
-        limit = mapped + int(policy["memory_mb"]) * 2**20 + 512 * 2**20  # + thread stacks
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if policy.get("file_mb"):
-        size = int(policy["file_mb"]) * 2**20
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    if policy.get("cpu_s"):
-        cpu = int(policy["cpu_s"])
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        return psutil.Process().memory_info().vms
 
 
-def preload() -> None:
-    """Import what tests rely on, so it is snapshotted in its pristine state."""
-    import IPython.core.interactiveshell  # noqa: F401
-    import ipykernel.iostream  # noqa: F401
-    import ipykernel.ipkernel  # noqa: F401
-    import ipykernel.zmqshell  # noqa: F401
-    import numpy  # noqa: F401
-    import numpy.testing  # noqa: F401
-    import torch  # noqa: F401
-    import torch.nn.functional  # noqa: F401
-    import torch.testing  # noqa: F401
+def make_shell():
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
-    import course_lib
-    import course_lib.checks
+    config = Config()
+    config.HistoryManager.enabled = False  # no sqlite file, no history thread
+    config.InteractiveShell.colors = "NoColor"
+    shell = InteractiveShell.instance(config=config)
+    # Tracebacks go to the grader as the exception's name and message, not as text to count.
+    shell.showtraceback = lambda *args, **kwargs: None
+    shell.showsyntaxerror = lambda *args, **kwargs: None
+    return shell
 
-    names = [f"course_lib.{info.name}" for info in pkgutil.iter_modules(course_lib.__path__)
-             if info.name not in ("grading", "cli", "viz", "widgets")]  # not checking tools; slow to import
-    names += [f"course_lib.checks.{info.name}" for info in pkgutil.iter_modules(course_lib.checks.__path__)]
-    for name in names:
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    sock = socket.socket(fileno=int(argv[0]))
+    config = json.loads(os.environ.pop("COURSE_KERNEL_CONFIG", "{}"))
+    for name in ("numpy", "torch"):  # before the address-space limit, which is counted from what is mapped
         try:
-            importlib.import_module(name)
-        except Exception:  # a module being written may not import; tests will say so themselves
+            __import__(name)
+        except ImportError:
             pass
-
-
-def main() -> None:
-    # Run as `python -m`, this module is __main__; make `import course_lib.grading.kernel` find it.
-    sys.modules.setdefault("course_lib.grading.kernel", sys.modules[__name__])
-    policy = json.loads(os.environ.get("COURSE_GRADING_POLICY", "{}"))
-    if policy.get("guard", True):
-        preload()
-        set_limits(policy)
-        install_audit_hook(policy, snapshot())  # the snapshot is kept only by the hook
-    else:
-        set_limits(policy)
-    # Hide the policy: student code has no business knowing the teacher's paths.
-    os.environ.pop("COURSE_GRADING_POLICY", None)
-    from ipykernel.kernelapp import IPKernelApp
-
-    IPKernelApp.launch_instance(argv=sys.argv[1:])
+    shell = make_shell()
+    set_limits(config)
+    kernel = Kernel(shell, sock, int(config.get("message_mb", 64)) * 2**20)
+    signal.signal(signal.SIGINT, kernel.on_sigint)
+    kernel.serve()
+    os._exit(0)  # no interpreter shutdown: whatever the cells left running ends with the process
 
 
 if __name__ == "__main__":

@@ -44,17 +44,22 @@ def read_notebook(path: str | os.PathLike) -> dict:
         raw = path.read_bytes()
     except OSError as err:
         raise NotebookError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    return parse_notebook(raw, str(path))
+
+
+def parse_notebook(raw: bytes, where: str) -> dict:
+    """A notebook from its bytes (`where` names it in messages); `NotebookError` if it is not one."""
     if not raw.strip():
-        raise NotebookError(f"{path}: the file is empty.")
+        raise NotebookError(f"{where}: the file is empty.")
     try:
         nb = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise NotebookError(f"{path}: not a valid notebook (not JSON: {err}).") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise NotebookError(f"{where}: not a valid notebook (not JSON: {err}).") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise NotebookError(f"{path}: not a valid notebook (no list of cells).")
+        raise NotebookError(f"{where}: not a valid notebook (no list of cells).")
     for i, cell in enumerate(nb["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
-            raise NotebookError(f"{path}: cell {i} is not a valid notebook cell.")
+            raise NotebookError(f"{where}: cell {i} is not a valid notebook cell.")
     return nb
 
 
@@ -84,7 +89,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
 def source(cell: dict) -> str:
     """A cell's source as one string (notebooks may store it as a list of lines)."""
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    return "".join(s if isinstance(s, str) else str(s) for s in src) if isinstance(src, list) else str(src)
 
 
 def nbgrader_meta(cell: dict) -> dict:

@@ -1,0 +1,446 @@
+"""The grader's kernel, its sandbox and the plain-data protocol between the checks and the learner's code.
+
+- `wire`: values cross between the two processes as plain data, and garbage is refused;
+- `remote`: a learner's function, class or module, held by a check, behaves like the real one
+  (errors keep their names, gradients flow, generators move on, parameters follow);
+- the sandbox (bubblewrap): what the learner's code can see and do inside it, and that nothing
+  it starts survives. These tests skip, with one warning, where bubblewrap does not work, and
+  fail under CI.
+
+The protocol tests use one kernel for the module: in the sandbox where it works, else without it.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, OrderedDict, defaultdict
+
+import numpy as np
+import psutil
+import pytest
+import torch
+from grading_helpers import REPO, SOLUTIONS, require_sandbox, sandbox_available
+
+from course_lib import checks
+from course_lib.grading import wire
+from course_lib.grading.remote import Session
+from course_lib.grading.runner import Checker
+from course_lib.grading.sandbox import Kernel, KernelStopped, Limits
+
+# --- wire ---------------------------------------------------------------------------------------------
+
+
+def roundtrip(value):
+    enc = wire.Encoder()
+    frame = wire.pack({"v": enc.encode(value)}, enc.buffers)
+    n_header, _ = wire.unpack_prefix(frame[:wire.PREFIX.size])
+    header, buffers = wire.unpack_body(frame[wire.PREFIX.size:], n_header)
+    return wire.Decoder(buffers).decode(header["v"])
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 0, -7, 2**80, 1.5, float("inf"), "héllo", b"\x00\xff", 3 + 4j, Ellipsis,
+    [1, [2, (3, {"a": 4})]], (), {(1, 2): "tuple key", 3: None}, {1, 2}, frozenset({"x"}), range(2, 9, 3),
+    slice(1, None, 2), Counter("abca"), OrderedDict(b=1, a=2), np.float32(1.25), np.int64(-3), np.bool_(True),
+    torch.Size([2, 3]), torch.float64, torch.device("cpu"),
+])
+def test_plain_values_cross_unchanged(value):
+    back = roundtrip(value)
+    assert back == value and type(back) is type(value), (value, back)
+
+
+def test_arrays_and_tensors_cross_with_dtype_shape_and_requires_grad():
+    arrays = [np.arange(6, dtype=np.int16).reshape(2, 3), np.array([[1.5, np.nan]]), np.array(["ab", "c"]),
+              np.zeros((0, 4)), np.array([True, False]), np.array([1, "x", None], dtype=object)]
+    for a in arrays:
+        b = roundtrip(a)
+        assert b.dtype == a.dtype and b.shape == a.shape, (a, b)
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f") if a.dtype != object else list(a) == list(b)
+    for t in [torch.arange(6).reshape(2, 3), torch.randn(3, 2, dtype=torch.float64).t(), torch.ones(2, dtype=torch.bfloat16),
+              torch.tensor([True]), torch.zeros(0, 3), torch.tensor(2.5), torch.randn(2, requires_grad=True)]:
+        b = roundtrip(t)
+        assert b.dtype == t.dtype and b.shape == t.shape and b.requires_grad == t.requires_grad, (t, b)
+        assert torch.equal(b.detach(), t.detach())
+
+
+def test_subclasses_of_plain_types_lose_their_methods():
+    class Liar(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    back = roundtrip([Liar(5)])
+    assert type(back[0]) is int and back[0] == 5 and back[0] != 6
+    dd = roundtrip(defaultdict(list, {"a": [1]}))
+    assert dd["missing"] == [] and dd["a"] == [1]
+
+
+def test_objects_that_are_not_plain_data_are_refused_not_pickled():
+    with pytest.raises(wire.WireError, match="plain data"):
+        wire.Encoder().encode(object())
+    with pytest.raises(wire.WireError, match="plain data"):
+        wire.Encoder().encode([lambda: 0])
+
+
+@pytest.mark.parametrize("frame, words", [
+    (b"XXXX" + b"\0" * 16, "not a grader message"),
+    (wire.PREFIX.pack(wire.MAGIC, 2**40, 0), "too large"),
+])
+def test_garbled_frames_are_refused(frame, words):
+    with pytest.raises(wire.WireError, match=words):
+        wire.unpack_prefix(frame[:wire.PREFIX.size])
+
+
+@pytest.mark.parametrize("item, buffers", [
+    (["tensor", "float32", [2], 0, False], [b"\0" * 4]),  # 2 floats need 8 bytes
+    (["tensor", "object", [1], 0, False], [b"\0" * 8]),
+    (["nd", "|O8", [1], 0], [b"\0" * 8]),
+    (["nd", "<V8", [1], 0], [b"\0" * 8]),
+    (["nd", "<f8", [-1], 0], [b""]),
+    (["ref", 1], []),  # a reference where none may be
+    (["pickle", "cos\nsystem\n"], []),
+    (["npgen", '{"bit_generator": "os.system", "state": {}}'], []),
+    ({"a": 1}, []),
+])
+def test_garbled_values_are_refused(item, buffers):
+    with pytest.raises(wire.WireError):
+        wire.Decoder(buffers).decode(item)
+
+
+def test_garbled_bodies_are_refused():
+    with pytest.raises(wire.WireError):
+        wire.unpack_body(b"{not json", 9)
+    with pytest.raises(wire.WireError, match="do not add up"):
+        wire.unpack_body(b'{"buffers":[5]}abc', len(b'{"buffers":[5]}'))
+
+
+# --- the learner's objects, held by a check ------------------------------------------------------------------
+
+LEARNER = '''
+import numpy as np
+import torch
+from torch import nn
+
+def square(x):
+    return x * x
+
+def not_yet(x):
+    raise NotImplementedError()
+
+def fails(x):
+    return {"a": 1}[x]
+
+def detached(x):
+    return (x * 2).detach()
+
+def pair(q, k):
+    w = torch.softmax(q @ k.T, dim=-1)
+    return w @ k, w
+
+def draw(rng):
+    return int(rng.integers(0, 1000))
+
+def draw_torch(g):
+    return torch.randint(0, 1000, (1,), generator=g).item()
+
+def huge():
+    return np.zeros(20 * 2**20)
+
+class Affine(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.lin = nn.Linear(d_in, d_out)
+        self.scale = nn.Parameter(torch.ones(d_out))
+
+    def forward(self, x):
+        return self.lin(x).relu() * self.scale
+
+answer_value = 42
+ellipsis_answer = ...
+'''
+
+
+@pytest.fixture(scope="module")
+def session():
+    sandbox = sandbox_available()[0]
+    kernel = Kernel(Limits(cell_timeout=60, message_mb=16), sandbox=sandbox)
+    kernel.start()
+    run, learner = kernel.run_cell(LEARNER, "answer", deadline=time.monotonic() + 120)
+    assert run.ok, run
+    yield Session(kernel)
+    kernel.shutdown()
+
+
+def learner_value(session, name):
+    found, owner, value, _ = session.get(name)
+    assert found and owner == "learner", (name, found, owner)
+    return value
+
+
+def test_a_learner_function_is_called_with_plain_data(session):
+    square = learner_value(session, "square")
+    assert type(square).__name__ == "function" and callable(square)
+    assert square(3) == 9 and square(2.5) == 6.25
+    out = square(torch.arange(3.0))
+    assert isinstance(out, torch.Tensor) and out.tolist() == [0.0, 1.0, 4.0]
+    assert np.array_equal(square(np.arange(3)), np.arange(3) ** 2)
+
+
+def test_errors_keep_their_names_and_not_implemented_means_not_attempted(session):
+    with pytest.raises(checks.NotAttempted):
+        checks.call("not_yet", learner_value(session, "not_yet"), 1)
+    with pytest.raises(checks.CheckFailed, match=r"raised KeyError: 'b' when called as fails\('b'\)"):
+        checks.call("fails", learner_value(session, "fails"), "b")
+    with pytest.raises(KeyError):
+        learner_value(session, "fails")("b")
+
+
+def test_gradients_flow_through_a_learner_function(session):
+    pair = learner_value(session, "pair")
+    q = torch.randn(3, 4, requires_grad=True)
+    k = torch.randn(5, 4, requires_grad=True)
+    out, w = pair(q, k)
+    (out.sum() + (w ** 2).sum()).backward()
+    q2, k2 = q.detach().clone().requires_grad_(), k.detach().clone().requires_grad_()
+    w_ref = torch.softmax(q2 @ k2.T, dim=-1)
+    ((w_ref @ k2).sum() + (w_ref ** 2).sum()).backward()
+    torch.testing.assert_close(out, w_ref @ k2)
+    torch.testing.assert_close(q.grad, q2.grad)
+    torch.testing.assert_close(k.grad, k2.grad)
+    x = torch.ones(2, requires_grad=True)
+    assert learner_value(session, "detached")(x).grad_fn is None, "a detached output must not claim a gradient"
+    with torch.no_grad():
+        assert learner_value(session, "square")(x).requires_grad is False
+
+
+def test_a_learner_module_is_built_loaded_run_and_differentiated(session):
+    Affine = learner_value(session, "Affine")
+    model = Affine(4, 3)
+    assert type(model).__name__ == "Affine"
+    ref = torch.nn.Linear(4, 3)
+    scale = torch.tensor([1.0, 2.0, -1.0])
+    state = {"lin.weight": ref.weight.detach(), "lin.bias": ref.bias.detach(), "scale": scale}
+    model.load_state_dict(state)
+    assert sorted(model.state_dict()) == sorted(state)
+    x = torch.randn(2, 4, requires_grad=True)
+    out = model(x)
+    x_ref = x.detach().clone().requires_grad_()
+    scale_ref = scale.clone().requires_grad_()
+    want = ref(x_ref).relu() * scale_ref
+    torch.testing.assert_close(out, want)
+    out.pow(2).sum().backward()
+    want.pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    grads = {name: p.grad for name, p in model.named_parameters()}
+    torch.testing.assert_close(grads["lin.weight"], ref.weight.grad)
+    torch.testing.assert_close(grads["scale"], scale_ref.grad)
+    assert sum(p.numel() for p in model.parameters()) == 4 * 3 + 3 + 3
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), want.detach())
+
+
+def test_generators_passed_to_the_learner_move_on(session):
+    draw = learner_value(session, "draw")
+    mine, ref = np.random.default_rng(7), np.random.default_rng(7)
+    assert [draw(mine) for _ in range(5)] == [int(ref.integers(0, 1000)) for _ in range(5)]
+    draw_torch = learner_value(session, "draw_torch")
+    g, g_ref = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert [draw_torch(g) for _ in range(3)] == [torch.randint(0, 1000, (1,), generator=g_ref).item() for _ in range(3)]
+
+
+def test_a_result_too_large_to_pass_is_an_error_of_the_learners_function(session):
+    with pytest.raises(checks.CheckFailed, match="too large"):
+        checks.call("huge", learner_value(session, "huge"))
+
+
+def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
+    checker = Checker(session)
+    checker.ns["given"] = "the teacher's"
+    from course_lib.checks import core
+
+    core._answer_hook = checker.answer
+    try:
+        assert checks.answer("answer_value") == 42
+        assert checks.answer("given") == "the teacher's"
+        with pytest.raises(checks.NotAttempted, match="`answer_valeu`.*`answer_value` is"):
+            checks.answer("answer_valeu")
+        with pytest.raises(checks.NotAttempted, match="not attempted"):
+            checks.answer("ellipsis_answer")
+    finally:
+        core._answer_hook = None
+
+
+def test_a_test_cell_can_call_learner_names_directly(session):
+    checker = Checker(session)
+    run = checker.run("assert square(4) == 16\nresult = square(2)", time.monotonic() + 30, False)
+    assert run.ok and checker.ns["result"] == 4, run
+    run = checker.run("square = lambda x: 0\nassert square(4) == 0", time.monotonic() + 30, False)
+    assert run.ok, "a name the teacher's cell binds is the teacher's"
+    run = checker.run("assert square(4) == 0", time.monotonic() + 30, False)
+    assert run.ok, "and stays the teacher's in the next cell"
+
+
+def test_a_learner_call_that_runs_too_long_is_interrupted(session):
+    kernel = session.kernel
+    run, _ = kernel.run_cell("def forever():\n    while True:\n        pass\n", "answer", deadline=time.monotonic() + 30)
+    assert run.ok
+    forever = learner_value(session, "forever")
+    session.deadline = time.monotonic() + 1
+    try:
+        with pytest.raises(KernelStopped) as info:
+            forever()
+    finally:
+        session.deadline = None
+    assert info.value.status == "timeout" and info.value.alive and kernel.alive()
+    assert learner_value(session, "square")(5) == 25, "the kernel still answers after the interrupt"
+
+
+# --- the sandbox -----------------------------------------------------------------------------------------
+
+FACTS = f'''
+import json, os, resource, socket
+facts = {{}}
+facts["uid"] = os.getuid()
+facts["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+facts["root"] = sorted(os.listdir("/"))
+facts["hidden"] = [p for p in ({str(SOLUTIONS)!r}, {str(REPO / ".git")!r}, {str(REPO / "tests")!r}, "/home", "/var", "/run")
+                   if os.path.exists(p)]
+facts["capabilities"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")][0]
+facts["interfaces"] = [line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]]
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=1)
+    facts["tcp"] = "connected"
+except OSError as err:
+    facts["tcp"] = type(err).__name__
+for path in ("/usr/lib/sandbox-test", {str(REPO / "course_lib" / "x.py")!r}):
+    try:
+        open(path, "w")
+        facts.setdefault("written", []).append(path)
+    except OSError:
+        pass
+with open(os.path.expanduser("~/notes.txt"), "w") as f:
+    f.write("the home folder is writable")
+facts["home"] = os.path.expanduser("~")
+facts["limits"] = {{name: resource.getrlimit(getattr(resource, name))[1] for name in
+                   ("RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_CORE")}}
+st = os.statvfs("/tmp")
+facts["tmp_mb"] = st.f_blocks * st.f_frsize / 2**20
+facts["hostname"] = socket.gethostname()
+facts["ppid_cmdline"] = open(f"/proc/{{os.getppid()}}/cmdline", "rb").read().decode(errors="replace")
+'''
+
+
+@pytest.fixture(scope="module")
+def sandboxed():
+    require_sandbox()
+    kernel = Kernel(Limits(cell_timeout=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16), sandbox=True,
+                    protect=[SOLUTIONS])
+    kernel.start()
+    yield kernel, Session(kernel)
+    kernel.shutdown()
+
+
+def test_the_sandbox_is_available_under_ci():
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        ok, why = sandbox_available()
+        assert ok, f"CI must grade in the sandbox, but: {why}"
+
+
+def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
+    kernel, session = sandboxed
+    run, _ = kernel.run_cell(FACTS, "answer", deadline=time.monotonic() + 60)
+    assert run.ok, run
+    facts = learner_value(session, "facts")
+    assert facts["uid"] == 1000 and facts["capabilities"] == "0000000000000000", facts
+    assert len(facts["pids"]) <= 3, f"only the sandbox's own processes are visible: {facts['pids']}"
+    assert facts["hidden"] == [], f"the teacher's files must not be visible: {facts['hidden']}"
+    assert set(facts["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp",
+                                  "root", "work", "opt", "home"}, facts["root"]
+    assert facts["interfaces"] == ["lo"] and facts["tcp"] != "connected", "no network"
+    assert "written" not in facts, f"the system and the course library are read-only: {facts.get('written')}"
+    assert facts["home"] == "/tmp" and facts["tmp_mb"] <= 48, facts
+    limits = facts["limits"]
+    assert limits["RLIMIT_NPROC"] == 32 and limits["RLIMIT_NOFILE"] == 256 and limits["RLIMIT_FSIZE"] == 16 * 2**20, limits
+    assert limits["RLIMIT_CORE"] == 0 and limits["RLIMIT_CPU"] > 0 and limits["RLIMIT_AS"] > 0, limits
+    assert facts["hostname"] == "sandbox"
+    assert "solutions" not in facts["ppid_cmdline"] and "--ro-bind" not in facts["ppid_cmdline"], facts["ppid_cmdline"]
+
+
+def test_the_sandbox_limits_processes_and_scratch_space(sandboxed):
+    kernel, session = sandboxed
+    code = '''
+import subprocess, os
+started = []
+try:
+    for _ in range(100):
+        started.append(subprocess.Popen(["sleep", "30"]))
+except OSError as err:
+    spawn_error = err.errno
+for p in started:
+    p.kill(); p.wait()
+n_started = len(started)
+written = 0
+try:
+    for i in range(10):
+        with open(f"/tmp/big{i}", "wb") as f:
+            f.write(b"x" * 15 * 2**20)
+        written += 1
+except OSError as err:
+    write_error = err.errno
+for i in range(written + 1):
+    if os.path.exists(f"/tmp/big{i}"):
+        os.remove(f"/tmp/big{i}")
+'''
+    run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+    assert run.ok, run
+    assert learner_value(session, "n_started") < 32, "the process limit must stop a flood of processes"
+    assert learner_value(session, "spawn_error") == 11  # EAGAIN
+    assert learner_value(session, "written") < 4, "the scratch space is limited"
+    assert learner_value(session, "write_error") == 28  # ENOSPC
+
+
+def test_nothing_the_learner_started_survives_the_sandbox():
+    require_sandbox()
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    kernel = Kernel(Limits(cell_timeout=30), sandbox=True)
+    kernel.start()
+    code = f'''
+import os, subprocess
+subprocess.Popen(["sleep", "{marker}1"])
+if os.fork() == 0:  # a daemon: new session, parent gone
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{marker}2"])
+    os._exit(0)
+'''
+    run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+    assert run.ok, run
+    time.sleep(0.5)
+    mine = lambda: [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if any(marker in a for a in (p.info["cmdline"] or []))]
+    assert len(mine()) == 2, "both children should be running inside the sandbox"
+    kernel.shutdown()
+    deadline = time.monotonic() + 10
+    while mine() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mine() == [], f"processes outlived the sandbox: {mine()}"
+
+
+def test_course_grade_refuses_without_the_sandbox_unless_told(tmp_path):
+    """Where bwrap cannot start (here: simulated with an empty PATH for bwrap), grading needs --no-sandbox."""
+    from grading_helpers import exercise, write
+
+    write(tmp_path / "subs" / "ada" / "00_welcome.ipynb", exercise())
+    env = dict(os.environ, PATH=str(tmp_path / "empty-bin"))
+    base = [sys.executable, "-m", "course_lib.cli", "grade", str(tmp_path / "subs"), "--solutions", str(SOLUTIONS),
+            "--out", str(tmp_path / "out"), "--jobs", "1"]
+    proc = subprocess.run(base, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "sandbox is not available" in proc.stdout and "--no-sandbox" in proc.stdout, proc.stdout
+    assert not (tmp_path / "out").exists()
+    proc = subprocess.run(base + ["--no-sandbox"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "WITHOUT the sandbox" in proc.stderr and "hidden tests" in proc.stderr, proc.stderr
+    assert "without the sandbox" in (tmp_path / "out" / "grades.json").read_text()
