@@ -7,7 +7,120 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .core import (CheckFailed, NotAttempted, call, check_close, check_count, check_tensor, passed)
+from .core import (CheckFailed, NotAttempted, call, check_all, check_close, check_count, check_sealed, check_tensor, passed)
+
+
+# The answers worked out by hand (exercises 1 and 3) and the values of the mistakes their hints name,
+# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
+_SEALED = {
+    'head_dim': (None, '35080543e38e74113dff', {
+        'used n_heads instead of d_model / n_heads':
+            '55d452a4643943c966f2',
+        'used d_model: each head gets only d_model / n_heads of the features':
+            'f122644be479ede0cdbb',
+    }),
+    'shape_after_view': (None, '302b84d1756a47087059', {
+        'split the features as (d_k, n_heads): view splits the last axis into (n_heads, d_k)':
+            '86d4b758f18dd9c850ac',
+        'gave the shape after the transpose: view only splits the last axis, (B, T, n_heads, d_k)':
+            '67041833da0576424907',
+    }),
+    'shape_heads': (None, '956523f2002a6f73bf74', {
+        'forgot what transpose(1, 2) does: it swaps T and the head axis':
+            '6bdb1a06e8a2e30d5d5e',
+        'swapped the wrong axes: transpose(1, 2) swaps axes 1 and 2 (T and the heads), not the last two':
+            '5076f95a9e272a9b671d',
+    }),
+    'shape_scores': (None, 'e032662fcddbf1fc4a9d', {
+        'compared features instead of tokens: scores are (T x T) per head, one row per query token':
+            'a2ffd2bcb18b406d275e',
+        'left out the head axis: every head has its own scores':
+            '96163033b0a63ef73f1c',
+        "gave q's shape: q @ k.transpose(-2, -1) is (T, d_k) @ (d_k, T) in every head":
+            'b5da505f10f89e161a54',
+    }),
+    'shape_merged': (None, 'ab6bf53a70573f7abd06', {
+        'stopped before the reshape: merging ends with (B, T, d_model)':
+            'a695b998efbb95ef9123',
+        'kept a per-head width: the heads are concatenated back to d_model features':
+            '2e46d598b02673028c78',
+        'kept the heads in front of T: merging transposes back before the reshape':
+            'e2909617fa7b36835414',
+    }),
+    'shape_cross_scores': (None, '8bd631b857c86764c65a', {
+        'swapped queries and keys: rows are the 10 queries, columns the 7 keys of the context':
+            'f70fb89031997b3944a9',
+        'used the query length for the keys: the keys come from the 7-token context':
+            'd90b1c6c4e95b3b3aaf5',
+        'used the context length for the queries too: the queries are still the 10 tokens':
+            'b140131a1e5d0bd285f2',
+    }),
+    'n_params_bias': (None, 'f7c2e7ca1ec704955ad9', {
+        'forgot the output projection W_O (three matrices instead of four)':
+            'a6b20478bddfb4c99329',
+        'gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the heads together use d_model × d_model':
+            'cb06f69586ed98456b34',
+        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
+            '8a86780317117b16b3c8',
+        'multiplied the count by the number of heads: the head count does not change the parameter count. The heads share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model':
+            '4997b564f8bbec5db5ee',
+        'multiplied the weights by the number of heads: the head count does not change the parameter count; the heads share out each d_model × d_model matrix':
+            'ceb55eb0bdf2659d6e77',
+        'left out the biases (one per output feature of each of the four layers: 4 · d_model)':
+            '5880966a7869ee58fcdb',
+    }),
+    'n_params_no_bias': (None, '083fe8f866cacfdfc3e1', {
+        'forgot the output projection W_O (three matrices instead of four)':
+            '549ec5c731f4b5670ada',
+        'gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the heads together use d_model × d_model':
+            'd36cdb18a24f2c03756d',
+        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
+            '085f80af21ba1e238e29',
+        'multiplied the count by the number of heads: the head count does not change the parameter count. The heads share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model (or else you multiplied the weights by the number of heads: the head count does not change the parameter count; the heads share out each d_model × d_model matrix)':
+            '6c69e457dfb83c615f6d',
+        'counted biases, but these layers were built with bias=False':
+            '2acd9edfc7d548724eaf',
+    }),
+    'head_q_weights': (None, 'a094178bba498594cf9b', {
+        "counted a d_k x d_k block: a head's W_q maps all d_model input features to its d_k features":
+            '2f06c21ed4dd87d85752',
+        'counted the whole W_q: the 4 heads share it out, each gets d_model x d_k':
+            '4dd5009c411c27cf6b28',
+        'added biases: the question asks for the weights only':
+            '54f3e8253589adde4218',
+    }),
+}
+
+
+
+def _sealed(name: str, value: Any, kind: str, hint: str | None = None) -> None:
+    decimals, answer, mistakes = _SEALED[name]
+    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+
+
+def check_head_shapes(head_dim: Any, shape_after_view: Any, shape_heads: Any, shape_scores: Any, shape_merged: Any,
+                      shape_cross_scores: Any) -> None:
+    """Exercise 1: the shapes through the head split of MultiHeadAttention(96, 8) on a (4, 10, 96) batch."""
+    check_all(
+        lambda: _sealed("head_dim", head_dim, "count", "the heads share out the d_model features equally: d_k = d_model // n_heads"),
+        lambda: _sealed("shape_after_view", shape_after_view, "shape", "view splits the last axis: (B, T, d_model) -> (B, T, n_heads, d_k)"),
+        lambda: _sealed("shape_heads", shape_heads, "shape", "transpose(1, 2) swaps axes 1 and 2"),
+        lambda: _sealed("shape_scores", shape_scores, "shape", "each head compares every query token with every key token"),
+        lambda: _sealed("shape_merged", shape_merged, "shape", "merging undoes the split: back to (B, T, d_model)"),
+        lambda: _sealed("shape_cross_scores", shape_cross_scores, "shape",
+                        "in cross-attention the queries come from x, the keys from the context"),
+    )
+
+
+def check_param_counts(n_params_bias: Any, n_params_no_bias: Any, head_q_weights: Any) -> None:
+    """Exercise 3: the parameters of MultiHeadAttention(256, 4), of (256, 16, bias=False), and one head's W_q block."""
+    hint = ("count each nn.Linear(d_model, d_model): a weight matrix of d_model × d_model numbers, "
+            "plus d_model biases if it has them.")
+    check_all(
+        lambda: _sealed("n_params_bias", n_params_bias, "count", hint),
+        lambda: _sealed("n_params_no_bias", n_params_no_bias, "count", hint),
+        lambda: _sealed("head_q_weights", head_q_weights, "count", "one head's block of W_q maps the d_model inputs to its d_k outputs."),
+    )
 
 
 def _randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
@@ -82,6 +195,11 @@ def check_merge_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] =
            + (", and it undoes split_heads" if split_fn is not None else ""))
 
 
+def check_split_merge(split_fn: Callable, merge_fn: Callable) -> None:
+    """Exercise 2: split_heads and merge_heads, each checked and both reported."""
+    check_all(lambda: check_split_heads(split_fn), lambda: check_merge_heads(merge_fn, split_fn=split_fn))
+
+
 def check_mha_param_count(name: str, value: Any, d_model: int, n_heads: int, bias: bool = True) -> None:
     """The number of parameters of MultiHeadAttention(d_model, n_heads, bias), naming the usual miscounts."""
     d, h = d_model, n_heads
@@ -125,7 +243,8 @@ def _combine_mistakes(heads: torch.Tensor, w_o: torch.Tensor, b_o: torch.Tensor 
     return wrong
 
 
-def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True),), seed: int = 0) -> None:
+def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True), (1, 2, 3, 4, False)),
+                         seed: int = 0) -> None:
     """`fn(heads, w_o, b_o)`: heads (B, h, T, d_k), w_o (d_model, d_model), b_o (d_model,) or None -> (B, T, d_model).
 
     The reference is concatenate-then-project: merge the heads and apply nn.Linear's map. Cases are
@@ -142,7 +261,13 @@ def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int,
         except NotAttempted:
             raise
         except CheckFailed as err:
-            if not any(word in err.problem for word in ("shape", "size", "multiplied", "dimension")):
+            error = err.problem.split(" when called as ")[0]  # the error itself, without the shapes of the call
+            if b_o is None and "NoneType" in error:
+                raise CheckFailed("combine_by_sum", err.problem,
+                                  "b_o may be None (a layer built with bias=False): add the bias only when there is one, "
+                                  "e.g. `if b_o is not None: out = out + b_o`") from None
+            shape_errors = ("cannot be multiplied", "must match the size", "size mismatch", "Expected size", "shape mismatch")
+            if not any(words in error for words in shape_errors):
                 raise
             raise CheckFailed("combine_by_sum", err.problem,
                               f"mind the shapes: heads[:, i] is (B, T, d_k) = {(B, T, d_k)}, and head i's block of w_o is "
@@ -167,7 +292,8 @@ def _params(d: int, seed: int, bias: bool = True) -> dict[str, torch.Tensor | No
     return p
 
 
-def _mha(x, p, n_heads, mask=None, *, scale="d_k", values="v", split="ok", merge="ok", project_out=True, mask_mode="ok"):
+def _mha(x, p, n_heads, mask=None, *, scale="d_k", values="v", split="ok", merge="ok", project_out=True, mask_mode="ok",
+         softmax_dim=-1):
     """A configurable multi-head attention: the defaults are right, each keyword makes one known mistake."""
     F = torch.nn.functional
     B, T, d = x.shape
@@ -188,7 +314,9 @@ def _mha(x, p, n_heads, mask=None, *, scale="d_k", values="v", split="ok", merge
         scores = scores.masked_fill(~mask, float("-inf"))
     if mask is not None and mask_mode == "inverted":
         scores = scores.masked_fill(mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
+    if mask is not None and mask_mode == "zero":
+        scores = scores.masked_fill(~mask, 0.0)
+    weights = torch.softmax(scores, dim=softmax_dim)
     if mask is not None and mask_mode == "after_softmax":
         weights = weights * mask
     out = weights @ v  # (B, h, T, d_k)
@@ -226,6 +354,12 @@ _MHA_MISTAKES = {
     "used the mask the wrong way round (True means 'may attend')": dict(mask_mode="inverted"),
     "applied the mask after the softmax: masked scores must be set to -inf before it, so that the "
     "remaining weights still sum to 1": dict(mask_mode="after_softmax"),
+    "filled the masked scores with 0 instead of -inf: a score of 0 still gets the weight exp(0) in the softmax, "
+    "so the future tokens still count; use masked_fill(~mask, float('-inf'))": dict(mask_mode="zero"),
+    "took the softmax over the wrong axis (over the queries, dim=-2): each row of scores, over the keys "
+    "(dim=-1), must sum to 1": dict(softmax_dim=-2),
+    "took the softmax over the heads (dim=1): each head's rows of scores, over the keys (dim=-1), must sum to 1":
+        dict(softmax_dim=1),
 }
 
 
@@ -248,10 +382,15 @@ def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, st
         for description, kw in _MHA_MISTAKES.items():
             if "mask_mode" in kw and mask is None:
                 continue
+            if kw.get("softmax_dim") == 1 and h == 1:
+                continue  # one head: a softmax over the head axis is all ones, not a mistake worth naming here
             if "no_transpose" in (kw.get("split"), kw.get("merge")) and h == 1:
                 continue  # with one head the transpose changes nothing
             wrong[description] = _mha(x, p, h, mask, **kw)
-        check_close(f"mha_forward({shown})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True)
+        check_close(f"mha_forward({shown})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True,
+                    hint="project x with W_q, W_k, W_v; split into heads (view, then transpose(1, 2)); in each head "
+                         "softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the keys (dim=-1), with masked scores set to "
+                         "-inf before it; multiply by v, merge the heads (transpose back, then reshape) and apply W_O")
     passed("mha_forward", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")
 
 
