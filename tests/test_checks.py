@@ -57,6 +57,36 @@ def test_failed_check_renders_without_a_traceback_in_a_live_kernel():
         assert "Traceback" not in shown and "File " not in shown and "----" not in shown, shown
 
 
+def test_check_all_reports_every_failed_part_in_one_check_failed(capsys):
+    right = checks.seal(17, name="a", decimals=None)
+    checks.check_all(lambda: checks.check_sealed("a", 17, right, kind="count"), lambda: checks.passed("b"))
+    assert capsys.readouterr().out.splitlines() == ["✔ a: passed", "✔ b: passed"]
+    with pytest.raises(checks.CheckFailed) as info:
+        checks.check_all(lambda: checks.check_sealed("a", 16, right, kind="count", hint="count again"),
+                         lambda: checks.passed("b"),
+                         lambda: checks.check_sealed("c", "x", right, kind="count"))
+    assert type(info.value) is checks.CheckFailed, "the grader counts a CheckFailed as a failed test"
+    text = str(info.value)
+    assert text.splitlines()[0] == "✘ a: 16 is not right." and "Hint: count again" in text, text
+    assert "✘ c: expected a whole number (an int), got str" in text and "✔" not in text, text
+    assert info.value._render_traceback_() == text.splitlines()
+    with pytest.raises(checks.NotAttempted):  # an unattempted part is not a wrong one
+        checks.check_all(lambda: checks.check_sealed("a", 16, right, kind="count"), lambda: checks.answer("never_defined_here"))
+
+
+@pytest.mark.parametrize("value, match", [
+    (17, None), (17.0, None), (np.int64(17), None), (np.float32(17), None), (17.5, "did a division leave a fraction"),
+    ("17", "expected a whole number (an int), got str"), (True, "expected a whole number"), (None, "got None"), (18, "looks like you added one"),
+])
+def test_check_sealed_counts(value, match):
+    right, wrong = checks.seal(17, name="n", decimals=None), checks.seal(18, name="n", decimals=None)
+    if match is None:
+        checks.check_sealed("n", value, right, kind="count", mistakes={"added one": wrong})
+    else:
+        text = fails_with(checks.check_sealed, "n", value, right, kind="count", mistakes={"added one": wrong}, match=match)
+        assert "17 " not in text.replace("17.5", "").replace("'17'", ""), text
+
+
 # --- lesson 00 ---------------------------------------------------------------------------------------
 
 
