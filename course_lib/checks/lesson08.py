@@ -100,7 +100,7 @@ def _sealed(name: str, value: Any, kind: str, hint: str | None = None) -> None:
 
 def check_head_shapes(head_dim: Any, shape_after_view: Any, shape_heads: Any, shape_scores: Any, shape_merged: Any,
                       shape_cross_scores: Any) -> None:
-    """Exercise 1: the shapes through the head split of MultiHeadAttention(96, 8) on a (4, 10, 96) batch."""
+    """Exercise 1: the shapes through the head split of MultiHeadAttention(96, 8) on 4 sequences of 10 tokens."""
     check_all(
         lambda: _sealed("head_dim", head_dim, "count", "the heads share out the d_model features equally: d_k = d_model // n_heads"),
         lambda: _sealed("shape_after_view", shape_after_view, "shape", "view splits the last axis: (B, T, d_model) -> (B, T, n_heads, d_k)"),
