@@ -234,3 +234,162 @@ def generate(
         for module, mode in modes:
             module.training = mode
     return idx
+
+
+# ================================================================================================
+# Sequence-to-sequence decoding
+# ================================================================================================
+#
+# An encoder-decoder (`models.Seq2SeqTransformer`) encodes the source ONCE, then writes the target
+# one token at a time: the decoder sees <bos> plus everything written so far, and its last position's
+# distribution gives the next token. Training never does this (teacher forcing feeds the true
+# target); decoding must, because the true target is what we are trying to find.
+#
+# - greedy: take the most likely token at every step. Fast, but a choice that looks best now can
+#   force worse words later.
+# - beam search: keep the `beam_size` best partial translations by total log-probability, extend
+#   each by every token, keep the best `beam_size` again; a finished hypothesis (<eos>) stays as it
+#   is. With beam_size=1 it is greedy.
+#
+# The model must offer `encode(src) -> memory` and `decode(tgt_in, memory, src) -> logits` and a
+# `config` with `bos_id`, `eos_id`, `pad_id` and `max_len` (as `Seq2SeqTransformer` does).
+
+
+def _seq2seq_ids(model: nn.Module, src) -> tuple[int, int, int, int]:
+    config = getattr(model, "config", None)
+    missing = [n for n in ("bos_id", "eos_id", "pad_id", "max_len") if not hasattr(config, n)]
+    if missing or not hasattr(model, "encode") or not hasattr(model, "decode"):
+        raise TypeError(
+            "seq2seq decoding needs a model with encode(src), decode(tgt_in, memory, src) and a config with "
+            f"bos_id, eos_id, pad_id, max_len (like models.Seq2SeqTransformer); got {type(model).__name__}"
+        )
+    if not isinstance(src, torch.Tensor) or src.ndim != 2 or src.is_floating_point():
+        got = f"shape {tuple(src.shape)}, dtype {src.dtype}" if isinstance(src, torch.Tensor) else type(src).__name__
+        raise ValueError(f"src must be a (B, S) tensor of source token ids, got {got}")
+    return config.bos_id, config.eos_id, config.pad_id, config.max_len
+
+
+def _check_max_len(max_len, limit: int) -> int:
+    if max_len is None:
+        return limit
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or not 1 <= max_len <= limit:
+        raise ValueError(f"max_len must be an int from 1 to the model's max_len={limit} (tokens after <bos>), got {max_len!r}")
+    return max_len
+
+
+def _never_bos_or_pad(logp: torch.Tensor, bos: int, pad: int) -> torch.Tensor:
+    """Rule out <bos> and <pad> as next tokens (they are never targets). The other tokens keep their
+    log-probabilities under the full softmax, so scores agree with `sequence_log_prob`."""
+    logp = logp.clone()
+    logp[..., [bos, pad]] = float("-inf")
+    return logp  # (..., V)
+
+
+@torch.no_grad()
+def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy decoding of a batch of sources.
+
+    Returns ``(tokens, log_prob)``: tokens ``(B, 1 + L)`` start with <bos>, hold each sentence's
+    tokens up to and including its <eos>, then <pad>; ``L <= max_len`` (default: the model's
+    max_len - 1, so that <bos> + tokens fit its position table). log_prob ``(B,)`` is the sum of the
+    chosen tokens' log-probabilities (<eos> included). The model's train/eval mode is restored.
+    """
+    bos, eos, pad, limit = _seq2seq_ids(model, src)
+    max_len = _check_max_len(max_len, limit - 1)
+    was_training = model.training
+    model.eval()
+    try:
+        memory = model.encode(src)  # (B, S, C): the source is encoded once
+        B = src.shape[0]
+        tokens = torch.full((B, 1), bos, dtype=torch.long, device=src.device)  # (B, 1)
+        log_prob = torch.zeros(B, device=src.device)  # (B,)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
+        for _ in range(max_len):
+            logits = model.decode(tokens, memory, src)[:, -1]  # (B, V): only the last position predicts the next token
+            logp = torch.log_softmax(logits.float(), dim=-1)  # (B, V)
+            best = _never_bos_or_pad(logp, bos, pad).argmax(dim=-1)  # (B,)
+            log_prob += torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])  # (B,)
+            best = torch.where(done, pad, best)  # finished sentences only get padding
+            tokens = torch.cat([tokens, best[:, None]], dim=1)  # (B, t + 1)
+            done |= best == eos
+            if bool(done.all()):
+                break
+    finally:
+        model.train(was_training)
+    return tokens, log_prob
+
+
+@torch.no_grad()
+def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len: int | None = None, *,
+                length_penalty: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Beam search over a batch of sources; returns the best hypothesis of each, like `greedy_decode`.
+
+    Every step extends each of the ``beam_size`` hypotheses of a source by every token and keeps the
+    ``beam_size`` highest totals of log-probability (a finished hypothesis is carried along
+    unchanged). At the end the best finished hypothesis wins, ranked by
+    ``log_prob / length ** length_penalty`` (0 = the raw sum, which favours short sentences; about
+    0.6-1.0 is common for natural languages). Returns ``(tokens (B, 1 + L), log_prob (B,))`` with
+    the raw log-probability of the returned tokens. The model's train/eval mode is restored.
+    """
+    bos, eos, pad, limit = _seq2seq_ids(model, src)
+    max_len = _check_max_len(max_len, limit - 1)
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
+        raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
+    was_training = model.training
+    model.eval()
+    try:
+        B, K, device = src.shape[0], beam_size, src.device
+        src_k = src.repeat_interleave(K, dim=0)  # (B*K, S): every hypothesis carries its source
+        memory = model.encode(src_k)  # (B*K, S, C)
+        tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=device)  # (B*K, 1)
+        scores = torch.full((B, K), float("-inf"), device=device)  # (B, K)
+        scores[:, 0] = 0.0  # one live hypothesis per source at first (K copies would tie)
+        done = torch.zeros(B, K, dtype=torch.bool, device=device)  # (B, K)
+        lengths = torch.zeros(B, K, device=device)  # (B, K) tokens after <bos>, <eos> included
+        for _ in range(max_len):
+            logits = model.decode(tokens, memory, src_k)[:, -1]  # (B*K, V)
+            V = logits.shape[-1]
+            logp = _never_bos_or_pad(torch.log_softmax(logits.float(), dim=-1), bos, pad).view(B, K, V)  # (B, K, V)
+            # A finished hypothesis may only be extended by <pad>, at no cost: it stays one candidate.
+            finished = torch.full((V,), float("-inf"), device=device)
+            finished[pad] = 0.0
+            logp = torch.where(done[..., None], finished, logp)  # (B, K, V)
+            candidates = (scores[..., None] + logp).view(B, K * V)  # (B, K*V)
+            scores, flat = candidates.topk(K, dim=-1)  # (B, K) best totals and where they came from
+            parent, token = flat // V, flat % V  # (B, K) which hypothesis, which new token
+            rows = (parent + torch.arange(B, device=device)[:, None] * K).view(-1)  # (B*K,) rows of `tokens`
+            tokens = torch.cat([tokens[rows], token.view(-1, 1)], dim=1)  # (B*K, t + 1)
+            was_done = done.gather(1, parent)  # (B, K)
+            lengths = lengths.gather(1, parent) + (~was_done).float()
+            done = was_done | (token == eos)
+            if bool(done.all()):
+                break
+        # Rank: finished hypotheses first, then by the (optionally length-normalised) score.
+        rank = scores / lengths.clamp(min=1) ** length_penalty if length_penalty else scores.clone()
+        rank = torch.where(done, rank, rank - 1e9)  # (B, K): an unfinished one wins only if none finished
+        best = rank.argmax(dim=-1)  # (B,)
+        rows = best + torch.arange(B, device=device) * K  # (B,)
+        return tokens[rows], scores.gather(1, best[:, None])[:, 0]
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def sequence_log_prob(model: nn.Module, src: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """The log-probability ``(B,)`` the model gives to whole target sequences, by teacher forcing.
+
+    tokens ``(B, 1 + L)``: <bos>, the target ids, <eos>, then <pad> (as the decoders return them);
+    the sum runs over every token after <bos> up to and including the first <eos> (padding adds nothing).
+    """
+    bos, eos, pad, _ = _seq2seq_ids(model, src)
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(src, tokens[:, :-1])  # (B, L, V): position t predicts tokens[:, t + 1]
+        logp = torch.log_softmax(logits.float(), dim=-1).gather(2, tokens[:, 1:, None])[..., 0]  # (B, L)
+        real = tokens[:, 1:] != pad  # (B, L)
+        return (logp * real).sum(dim=1)  # (B,)
+    finally:
+        model.train(was_training)

@@ -244,3 +244,230 @@ def gpt_forward_flops(config: GPTConfig, T: int) -> int:
     V, C, L = config.vocab_size, config.n_embd, config.n_layer
     matmul_weights = L * (4 * C * C + 8 * C * C) + V * C
     return 2 * matmul_weights * T + L * 4 * T * T * C
+
+
+# ================================================================================================
+# Encoder-decoder
+# ================================================================================================
+#
+# The transformer of "Attention Is All You Need", for translation (lesson 10):
+#
+#     src (B, S) source ids                          tgt_in (B, T) <bos> + target ids (shifted right)
+#       -> embedding * sqrt(C) + sinusoids (B, S, C)   -> embedding * sqrt(C) + sinusoids   (B, T, C)
+#       -> encoder: blocks with NO causal mask         -> decoder: blocks with causal self-attention,
+#          (every source word sees every other)           cross-attention into the encoder's LAST
+#       -> final LayerNorm: memory (B, S, C)  ------>     layer's output (memory), feed-forward
+#                                                      -> final LayerNorm, linear to logits (B, T, V_tgt)
+#
+# Padding: source keys that are <pad> get no attention, in the encoder and in the cross-attention;
+# target keys that are <pad> get none in the decoder's self-attention. Position t's logits are the
+# distribution of target word t + 1 given the whole source and target words 0..t.
+
+from course_lib import positional  # noqa: E402  (used by this section only)
+
+
+@dataclass
+class Seq2SeqConfig:
+    """The shape of a `Seq2SeqTransformer`. The defaults fit lesson 10's translation task."""
+
+    src_vocab_size: int  # V_src: number of source tokens (specials included)
+    tgt_vocab_size: int  # V_tgt: number of target tokens (specials included)
+    d_model: int = 64  # C: width of every token's vector, in the encoder and the decoder
+    n_heads: int = 4  # attention heads per attention layer; d_model must be a multiple of it
+    n_encoder_layers: int = 2  # encoder blocks (self-attention + FFN)
+    n_decoder_layers: int = 2  # decoder blocks (causal self-attention + cross-attention + FFN)
+    d_ff: int | None = None  # hidden width of the FFNs (None = 4 * d_model)
+    dropout: float = 0.1  # on embeddings, attention weights and sub-layer outputs (training only)
+    max_len: int = 64  # longest source or target sequence (rows of the sinusoid table)
+    norm_first: bool = True  # pre-norm blocks (False: the 2017 paper's post-norm Add & Norm)
+    activation: str = "relu"  # the FFNs' non-linearity, "relu" (the paper) or "gelu"
+    pad_id: int = 0  # padding id, in both vocabularies
+    bos_id: int = 1  # the decoder's first input
+    eos_id: int = 2  # the token that ends a target sentence
+
+    def __post_init__(self):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
+                     "n_decoder_layers", "max_len"):
+            _positive_int("Seq2SeqConfig", name, getattr(self, name))
+        if self.d_ff is not None:
+            _positive_int("Seq2SeqConfig", "d_ff", self.d_ff)
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"Seq2SeqConfig.d_model must be a multiple of n_heads (each head gets d_model // n_heads "
+                f"features), got d_model={self.d_model} and n_heads={self.n_heads}"
+            )
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"Seq2SeqConfig.dropout must be a number in [0, 1), got {self.dropout!r}")
+        for name in ("pad_id", "bos_id", "eos_id"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.tgt_vocab_size:
+                raise ValueError(f"Seq2SeqConfig.{name} must be a target id in [0, {self.tgt_vocab_size}), got {value!r}")
+
+
+def _check_ids(name: str, ids, vocab_size: int, max_len: int) -> None:
+    if not isinstance(ids, torch.Tensor) or ids.ndim != 2:
+        got = f"shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise ValueError(f"{name} must be a (B, length) tensor of token ids, got {got}")
+    if ids.is_floating_point() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if ids.shape[1] > max_len:
+        raise ValueError(f"{name} has {ids.shape[1]} positions, more than max_len={max_len}")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"{name} ids must be in [0, {vocab_size}), got values from {int(ids.min())} to {int(ids.max())}")
+
+
+class TransformerEncoder(nn.Module):
+    """``n_layers`` `layers.TransformerBlock` without a causal mask, then a final LayerNorm.
+
+    ``forward(x, mask=None)``: x ``(B, S, C)``; mask (True = may attend), e.g. a source key-padding
+    mask ``(B, 1, 1, S)``. Returns ``(B, S, C)``: one vector per source token, each computed from
+    the whole sentence. The final norm matches `torch.nn.Transformer`'s ``encoder_norm`` (needed
+    after pre-norm blocks, whose stream is never normalised; torch keeps it for post-norm too).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
+                 norm_first: bool = True, activation: str = "relu"):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            layers.TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation)
+            for _ in range(n_layers)
+        )
+        self.norm = layers.LayerNorm(d_model)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for block in self.layers:
+            x = block(x, mask)  # (B, S, C)
+        return self.norm(x)  # (B, S, C)
+
+
+class TransformerDecoder(nn.Module):
+    """``n_layers`` `layers.TransformerBlock` with cross-attention, then a final LayerNorm.
+
+    ``forward(y, memory, mask=None, memory_mask=None)``: y ``(B, T, C)`` the target so far;
+    memory ``(B, S, C)`` the encoder's output (its LAST layer, after the final norm: every decoder
+    layer attends to the same memory); mask for the self-attention (causal, and target padding);
+    memory_mask for the cross-attention (source padding). Returns ``(B, T, C)``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
+                 norm_first: bool = True, activation: str = "relu"):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            layers.TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, cross_attention=True,
+                                    activation=activation)
+            for _ in range(n_layers)
+        )
+        self.norm = layers.LayerNorm(d_model)
+
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+        for block in self.layers:
+            y = block(y, mask, context=memory, context_mask=memory_mask)  # (B, T, C)
+        return self.norm(y)  # (B, T, C)
+
+
+class Seq2SeqTransformer(nn.Module):
+    """An encoder-decoder transformer (see the section comment above).
+
+    ``forward(src, tgt_in) -> logits``: src ``(B, S)`` source ids, tgt_in ``(B, T)`` the decoder's
+    input (<bos> + target ids, padded with ``pad_id``); returns logits ``(B, T, V_tgt)``. Training
+    feeds the whole shifted target at once (teacher forcing: every position learns in parallel);
+    decoding calls `encode` once and `decode` once per new token (see `generation.greedy_decode`).
+
+    Submodules: ``src_emb`` (V_src x C), ``tgt_emb`` (V_tgt x C), ``encoder``, ``decoder``,
+    ``lm_head`` (C -> V_tgt); the sinusoid table ``positions`` (max_len x C) is a buffer, not a parameter.
+    """
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise TypeError(f"Seq2SeqTransformer expects a Seq2SeqConfig, got {type(config).__name__}")
+        self.config = config
+        C = config.d_model
+        self.src_emb = nn.Embedding(config.src_vocab_size, C)  # (V_src, C)
+        self.tgt_emb = nn.Embedding(config.tgt_vocab_size, C)  # (V_tgt, C)
+        self.register_buffer("positions", positional.sinusoidal_encoding(config.max_len, C), persistent=False)
+        self.drop = nn.Dropout(config.dropout)
+        kwargs = dict(norm_first=config.norm_first, activation=config.activation)
+        self.encoder = TransformerEncoder(C, config.n_heads, config.n_encoder_layers, config.d_ff, config.dropout, **kwargs)
+        self.decoder = TransformerDecoder(C, config.n_heads, config.n_decoder_layers, config.d_ff, config.dropout, **kwargs)
+        self.lm_head = nn.Linear(C, config.tgt_vocab_size)  # the de-embedding, C -> V_tgt
+        with torch.no_grad():
+            # Embedding entries of size 1 / sqrt(C), times sqrt(C) in `_embed`: token vectors of the
+            # same size as the sinusoids they are added to (torch's default N(0, 1) would drown them).
+            for table in (self.src_emb, self.tgt_emb):
+                table.weight.normal_(0.0, C**-0.5)
+        self.keep_attention_weights(False)
+
+    def keep_attention_weights(self, keep: bool = True) -> "Seq2SeqTransformer":
+        """Keep every attention layer's weights on ``.last_weights`` (for plots), or use torch's fused
+        kernel (faster, same numbers) and keep none. Returns the model."""
+        for module in self.modules():
+            if isinstance(module, attention.MultiHeadAttention) and hasattr(module, "keep_weights"):
+                module.keep_weights = keep
+        return self
+
+    def _embed(self, ids: torch.Tensor, table: nn.Embedding) -> torch.Tensor:
+        x = table(ids) * math.sqrt(self.config.d_model)  # (B, L, C)
+        return self.drop(x + self.positions[: ids.shape[1]])  # (B, L, C)
+
+    def source_mask(self, src: torch.Tensor) -> torch.Tensor:
+        """``(B, 1, 1, S)``, True where the source token is real: any query may attend to it."""
+        return (src != self.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
+
+    def target_mask(self, tgt_in: torch.Tensor) -> torch.Tensor:
+        """``(B, 1, T, T)``: target query t may attend to key j when j <= t (causal) and j is not padding."""
+        T = tgt_in.shape[1]
+        keys = (tgt_in != self.config.pad_id)[:, None, None, :]  # (B, 1, 1, T)
+        return keys & attention.causal_mask(T, device=tgt_in.device)  # (B, 1, T, T)
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """The memory ``(B, S, C)``: one vector per source token from the encoder's last layer."""
+        _check_ids("src", src, self.config.src_vocab_size, self.config.max_len)
+        return self.encoder(self._embed(src, self.src_emb), self.source_mask(src))  # (B, S, C)
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, T, V_tgt)`` for the target prefix ``tgt_in`` given the encoded source."""
+        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, self.config.max_len)
+        if memory.shape[:2] != src.shape or tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(
+                f"memory must be (B, S, C) for src (B, S) and tgt_in (B, T), got memory {tuple(memory.shape)}, "
+                f"src {tuple(src.shape)}, tgt_in {tuple(tgt_in.shape)}"
+            )
+        y = self.decoder(self._embed(tgt_in, self.tgt_emb), memory, self.target_mask(tgt_in), self.source_mask(src))  # (B, T, C)
+        return self.lm_head(y)  # (B, T, V_tgt)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        if isinstance(src, torch.Tensor) and isinstance(tgt_in, torch.Tensor) and src.ndim == 2 and tgt_in.ndim == 2 \
+                and src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"src and tgt_in must have the same batch size, got {tuple(src.shape)} and {tuple(tgt_in.shape)}")
+        return self.decode(tgt_in, self.encode(src), src)  # (B, T, V_tgt)
+
+    def cross_attention_weights(self) -> list[torch.Tensor]:
+        """The last forward pass's cross-attention weights, one ``(B, n_heads, T, S)`` per decoder layer
+        (call `keep_attention_weights` first)."""
+        weights = [block.cross_attn.last_weights for block in self.decoder.layers]
+        if any(w is None for w in weights):
+            raise RuntimeError("no attention weights were kept: call model.keep_attention_weights(True) before the forward pass")
+        return weights
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+@torch.no_grad()
+def copy_from_torch_transformer(model: Seq2SeqTransformer, reference: nn.Transformer) -> Seq2SeqTransformer:
+    """Copy the weights of a ``torch.nn.Transformer`` (``batch_first=True``, the same sizes, norm_first
+    and activation) into `model`'s encoder and decoder. Embeddings, positions and ``lm_head`` are not
+    part of ``nn.Transformer`` and are left alone. Returns `model`."""
+    if not isinstance(reference, nn.Transformer):
+        raise TypeError(f"expected a torch.nn.Transformer, got {type(reference).__name__}")
+    pairs = [(model.encoder, reference.encoder), (model.decoder, reference.decoder)]
+    for ours, theirs in pairs:
+        if len(ours.layers) != len(theirs.layers):
+            raise ValueError(f"layer counts differ: ours {len(ours.layers)}, torch's {len(theirs.layers)}")
+        for block, layer in zip(ours.layers, theirs.layers):
+            layers.copy_torch_weights(block, layer)
+        ours.norm.weight.copy_(theirs.norm.weight)
+        ours.norm.bias.copy_(theirs.norm.bias)
+    return model
