@@ -119,7 +119,7 @@ def attention_explorer(words, q, k, v, *, feature_names=None, scale: bool = True
             table = torch.cat([v, out_vectors[i : i + 1]], dim=0)  # (N + 1, d_v)
             heatmap(table, row_labels=[f"v[{w}]" for w in words] + ["output"], col_labels=feature_names,
                     cmap="RdBu_r", symmetric=True, ax=ax2, xlabel="feature",
-                    title=r"values $v_j$ and the output $\sum_j \alpha_j v_j$")
+                    title=r"values $v_j$ and the output $\Sigma_j\, \alpha_j v_j$")
             plt.show()
 
     choice.observe(draw, names="value")
