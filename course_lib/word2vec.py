@@ -391,7 +391,13 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
             context.index_add_(0, o, g_context, alpha=-lr)
             context.index_add_(0, n.reshape(-1), g_noise.reshape(-1, D), alpha=-lr)
             step += 1
-            running += float(loss.sum())
+            total = float(loss.sum())
+            if not math.isfinite(total):  # summed steps of a word repeated many times in one batch overshot
+                raise FloatingPointError(
+                    f"word2vec diverged at step {step} (the loss became {total}): lower lr (now {config.lr}) or "
+                    f"batch_size (now {B}); on a small corpus, or with subsample=0, a frequent word repeats many "
+                    "times in one batch and its summed update overshoots")
+            running += total
             running_pairs += c.shape[0]
             pairs_seen += c.shape[0]
             if step % log_every == 0:

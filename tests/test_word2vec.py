@@ -390,3 +390,8 @@ def test_bad_queries_are_explained(small):
         WordVectors(["a", "a"], torch.zeros(2, 4))
     with pytest.raises(ValueError, match="at least one question"):
         word2vec.analogy_accuracy(small, [])
+
+
+def test_divergence_is_explained_not_returned_as_nan():
+    with pytest.raises(FloatingPointError, match=r"word2vec diverged at step \d+ .*lower lr \(now 1.0\) or batch_size \(now 1024\)"):
+        train_word2vec([["the", "cat", "sat", "on", "the", "mat"]] * 400, dim=8, epochs=3, subsample=0, lr=1.0, progress=False)
