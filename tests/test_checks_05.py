@@ -1,0 +1,203 @@
+"""The lesson 05 exercise checks: the references agree with course_lib.tokenizers, right answers pass
+(written in any reasonable form), and each typical wrong answer is named in the hint."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_lib import checks
+from course_lib.checks import lesson05
+from course_lib.tokenizers import BPETokenizer
+from grading_helpers import fails_with
+
+WHOLE = r"(?s).+"  # one chunk: the exercises train on the whole text, like the reference
+CAFE = ("the café near the station serves crêpes and coffee. the café opens early. "
+        "we met at the café, ordered two crêpes, and stayed at the café until noon.")
+
+
+@pytest.fixture(scope="module")
+def cafe():
+    tok = BPETokenizer().train(CAFE, vocab_size=256 + 30)
+    merges = {pair: 256 + k for k, pair in enumerate(tok.merges)}
+    vocab = {i: tok.token_bytes(i) for i in range(tok.vocab_size)}
+    return tok, merges, vocab
+
+
+# --- the references -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, n", lesson05._TRAIN_CASES + lesson05._TRAIN_HIDDEN_CASES + [("aaabdaaabac", 3), (CAFE, 40)])
+def test_reference_train_matches_the_library(text, n):
+    assert lesson05.reference_train(text, n) == BPETokenizer(pattern=WHOLE).train(text, 256 + n).merges
+
+
+def test_reference_encode_and_decode_match_the_library(cafe):
+    tok, merges, vocab = cafe
+    for text in ["the café", "crêpes 🙂", "東京", "", "stayed at the station until noon", CAFE]:
+        ids = lesson05.reference_encode(text, merges)
+        assert ids == tok.encode(text), text
+        assert lesson05.reference_decode(ids, vocab) == tok.decode(ids) == text
+    assert lesson05.reference_decode([0xC3], vocab) == tok.decode([0xC3]) == "\ufffd"
+
+
+def test_the_buggy_decode_is_really_buggy(cafe):
+    tok, merges, vocab = cafe
+    assert lesson05.buggy_decode(tok.encode("the café"), vocab) == "the café"  # the prompt's example works
+    assert lesson05.buggy_decode(tok.encode("crêpes"), vocab) != "crêpes"
+
+
+def test_every_train_mistake_is_distinguishable_on_the_visible_cases():
+    for description, flags in lesson05._TRAIN_MISTAKES.items():
+        assert any(lesson05.reference_train(t, n, **flags) != lesson05.reference_train(t, n) for t, n in lesson05._TRAIN_CASES), description
+
+
+# --- exercises 1-3: by hand ---------------------------------------------------------------------
+
+
+def test_pair_counts():
+    lesson05.check_pair_counts(3, 3.0, np.int64(3))
+    fails_with(lesson05.check_pair_counts, 3, 3, 2, match="non-overlapping")
+    fails_with(lesson05.check_pair_counts, 3, 3, 4, match="counted the letters")
+    text = fails_with(lesson05.check_pair_counts, 2, 3, 2, match="count_wo: 2 is not right")  # every wrong part is reported
+    assert "count_aa: 2 is not right" in text and "non-overlapping" in text, text
+    fails_with(lesson05.check_pair_counts, "3", 3, 3, match="whole number")
+
+
+def test_one_merge_accepts_the_pair_in_any_form():
+    for first in ["ow", ("o", "w"), ["o", "w"], (111, 119)]:
+        lesson05.check_one_merge(first, ["w", "ow", "ow", "ow"])
+    lesson05.check_one_merge("ow", ("w", "ow", "ow", "ow"))
+    fails_with(lesson05.check_one_merge, "wo", ["w", "ow", "ow", "ow"], match="smaller byte values")
+    fails_with(lesson05.check_one_merge, "ow", ["wo", "wo", "wo", "w"], match="the tie goes to ('o', 'w')")
+    fails_with(lesson05.check_one_merge, "ow", ["ow", "ow", "ow"], match="dropped the first 'w'")
+    fails_with(lesson05.check_one_merge, "ow", "w|ow|ow|ow", match="list of token strings")
+    fails_with(lesson05.check_one_merge, "ow", ["w", "", "ow"], match="empty string")
+    fails_with(lesson05.check_one_merge, 3, ["w", "ow", "ow", "ow"], match="expected the pair as a string")
+    text = fails_with(lesson05.check_one_merge, "ow", ["w", "o", "w", "ow", "ow"], match="is not right")
+    assert "['w', 'o', 'w', 'ow', 'ow']" in text, "the learner's own list is shown, not the joined text"
+
+
+def test_compression():
+    lesson05.check_compression("ZYYc", 2, "aabaaaaba")
+    lesson05.check_compression(" ZYYc ", 2.0, "aabaaaaba")  # surrounding spaces and a float count are fine
+    fails_with(lesson05.check_compression, "YYZc", 2, "aabaaaaba", match="first symbol is older")
+    fails_with(lesson05.check_compression, "ZbZbZc", 1, "aabaaaaba", match="stopped after one merge")
+    fails_with(lesson05.check_compression, "XYc", 3, "aabaaaaba", match="occurs only once")
+    fails_with(lesson05.check_compression, "ZYYc", 2, "YZZba", match="undo the newest rule (X) first")
+    fails_with(lesson05.check_compression, "ZYYc", 2, "YZYa", match="stopped after undoing X:")
+    fails_with(lesson05.check_compression, "ZYYc", 2, "ZbZZba", match="Z still stands for aa")
+    text = fails_with(lesson05.check_compression, "ZYcY", 2, "aabaaaaba", match="not right")
+    assert "ZYYc" not in text, "a hand-worked answer must not be revealed"
+
+
+# --- exercise 4: merge_pair ---------------------------------------------------------------------
+
+
+def test_merge_pair_reference_passes_and_mistakes_are_named():
+    lesson05.check_merge_pair(lesson05.reference_merge_pair)
+    lesson05.check_merge_pair(lesson05.reference_merge_pair, hidden=True)
+    lesson05.check_merge_pair(lambda ids, pair, new: tuple(lesson05.reference_merge_pair(ids, pair, new)))  # a tuple is fine
+    lesson05.check_merge_pair(lambda ids, pair, new: np.array(lesson05.reference_merge_pair(ids, pair, new), dtype=int), hidden=True)
+    for description, mistake in lesson05._MERGE_MISTAKES.items():
+        fails_with(lesson05.check_merge_pair, mistake, match=description.split(":")[0])
+    fails_with(lesson05.check_merge_pair, lambda ids, pair, new: None, match="forget to `return`")
+    fails_with(lesson05.check_merge_pair, lambda ids, pair, new: "256", match="expected a list of ints")
+
+    def in_place(ids, pair, new_id):
+        ids[:] = lesson05.reference_merge_pair(ids, pair, new_id)
+        return ids
+
+    fails_with(lesson05.check_merge_pair, in_place, match="changed the list it was given")
+
+    def blank(ids, pair, new_id):
+        raise NotImplementedError()
+
+    with pytest.raises(checks.NotAttempted):
+        lesson05.check_merge_pair(blank)
+
+
+# --- exercises 5 and 6: by hand -----------------------------------------------------------------
+
+
+def test_encode_by_hand():
+    lesson05.check_encode_by_hand(["lo", "wer"], ("low", "est"))
+    fails_with(lesson05.check_encode_by_hand, ["low", "er"], ["low", "est"], match="merged from left to right")
+    fails_with(lesson05.check_encode_by_hand, ["l", "o", "w", "er"], ["low", "est"], match="stopped after the first merge")
+    fails_with(lesson05.check_encode_by_hand, ["lo", "wer"], ["low", "e", "st"], match="e + st (merge 6) applies")
+    text = fails_with(lesson05.check_encode_by_hand, ["lowe", "r"], ["low", "est"], match="not right")
+    assert "'wer'" not in text, text
+
+
+def test_vocab_arithmetic():
+    lesson05.check_vocab_arithmetic(50000, 265.0, 6)
+    fails_with(lesson05.check_vocab_arithmetic, 50001, 265, 6, match="forgot the special token")
+    fails_with(lesson05.check_vocab_arithmetic, 50257, 265, 6, match="gave the vocabulary size")
+    fails_with(lesson05.check_vocab_arithmetic, 50256, 265, 6, match="subtracted only the special token")
+    fails_with(lesson05.check_vocab_arithmetic, 50000, 266, 6, match="counted the merges from 0")
+    fails_with(lesson05.check_vocab_arithmetic, 50000, 9, 6, match="taken by the bytes")
+    fails_with(lesson05.check_vocab_arithmetic, 50000, 265, 5, match="'ï' takes two bytes")
+    text = fails_with(lesson05.check_vocab_arithmetic, 49000, 265, 6, match="not right")
+    assert "50000" not in text and "50,000" not in text, text
+
+
+# --- exercise 7: encode -------------------------------------------------------------------------
+
+
+def test_encode_reference_passes_and_mistakes_are_named():
+    lesson05.check_encode(lesson05.reference_encode)
+    lesson05.check_encode(lesson05.reference_encode, hidden=True)
+    for description, mistake in lesson05._ENCODE_MISTAKES.items():
+        fails_with(lesson05.check_encode, mistake, match=description.split(":")[0])
+    fails_with(lesson05.check_encode, lambda text, merges: text.encode(), match="expected a list of ints")
+    fails_with(lesson05.check_encode, lambda text, merges: 1 / 0, match="ZeroDivisionError")
+
+
+def test_encode_accepts_the_library_as_a_black_box():
+    def library_encode(text, merges):
+        tok = BPETokenizer(pattern=WHOLE)
+        tok._set_merges(sorted(merges, key=merges.get))
+        return tok.encode(text)
+
+    lesson05.check_encode(library_encode, hidden=True)
+
+
+# --- exercise 8: the decode bug -----------------------------------------------------------------
+
+
+def test_broken_example(cafe):
+    _, merges, vocab = cafe
+    lesson05.check_broken_example("crêpes", merges, vocab)
+    lesson05.check_broken_example("東京", merges, vocab)
+    fails_with(lesson05.check_broken_example, "the café", merges, vocab, match="gives 'the café' back correctly")
+    fails_with(lesson05.check_broken_example, "hello", merges, vocab, match="more than one byte")
+    fails_with(lesson05.check_broken_example, b"caf\xc3", merges, vocab, match="expected a string")
+
+
+def test_fixed_decode(cafe):
+    _, merges, vocab = cafe
+    lesson05.check_fixed_decode(lesson05.reference_decode, merges, vocab)
+    lesson05.check_fixed_decode(lesson05.reference_decode, merges, vocab, hidden=True)
+    fails_with(lesson05.check_fixed_decode, lesson05.buggy_decode, merges, vocab, match="still decoded token by token")
+    fails_with(lesson05.check_fixed_decode, lesson05._decode_ignore, merges, vocab, match="errors='ignore'")
+    fails_with(lesson05.check_fixed_decode, lesson05._decode_latin1, merges, vocab, match="latin-1")
+    strict = lambda ids, vocab: b"".join(vocab[i] for i in ids).decode("utf-8")  # noqa: E731
+    fails_with(lesson05.check_fixed_decode, strict, merges, vocab, match="errors='replace'")
+    fails_with(lesson05.check_fixed_decode, lambda ids, vocab: b"".join(vocab[i] for i in ids), merges, vocab,
+               match="expected a string")
+
+
+# --- exercise 9: training -----------------------------------------------------------------------
+
+
+def test_train_reference_passes_in_any_form_and_mistakes_are_named():
+    lesson05.check_train(lesson05.reference_train)
+    lesson05.check_train(lesson05.reference_train, hidden=True)
+    lesson05.check_train(lambda text, n: [list(p) for p in lesson05.reference_train(text, n)])  # lists, not tuples
+    lesson05.check_train(lambda text, n: {p: 256 + k for k, p in enumerate(lesson05.reference_train(text, n))})  # a dict
+    lesson05.check_train(lambda text, n: BPETokenizer(pattern=WHOLE).train(text, 256 + n).merges, hidden=True)
+    for description, flags in lesson05._TRAIN_MISTAKES.items():
+        fails_with(lesson05.check_train, lambda text, n, flags=flags: lesson05.reference_train(text, n, **flags),
+                   match=description.split(":")[0])
+    fails_with(lesson05.check_train, lambda text, n: lesson05.reference_train(text, n)[:-1], match="merges agree")
+    fails_with(lesson05.check_train, lambda text, n: [(1, 2, 3)], match="pairs of ints")
+    fails_with(lesson05.check_train, lambda text, n: None, match="forget to `return`")
