@@ -1,0 +1,335 @@
+"""course_lib.models.GPT: the same numbers as the architecture assembled from torch's built-in layers
+(forward and gradients), causality, the KV-cache forward, parameter and FLOP counts, error
+messages, and the committed Tiny Shakespeare checkpoint."""
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from course_lib import layers
+from course_lib.attention import KVCache
+from course_lib.models import GPT, GPTConfig, gpt_forward_flops, gpt_parameter_count
+
+SMALL = dict(vocab_size=11, block_size=12, n_layer=2, n_head=2, n_embd=16)
+
+
+def _model(seed: int = 0, **overrides) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(**{**SMALL, **overrides}))
+
+
+def _idx(B: int, T: int, V: int = SMALL["vocab_size"], seed: int = 1) -> torch.Tensor:
+    return torch.randint(V, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+# --- the same architecture from torch built-ins -----------------------------------------------------
+
+
+class BuiltinGPT(nn.Module):
+    """GPT assembled from torch's own layers: nn.Embedding, nn.TransformerEncoderLayer (pre-norm, GELU,
+    causal mask), nn.LayerNorm and nn.Linear."""
+
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.tok = nn.Embedding(c.vocab_size, c.n_embd)
+        self.pos = nn.Embedding(c.block_size, c.n_embd)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True, bias=c.bias)
+            for _ in range(c.n_layer)
+        )
+        self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
+        self.head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        if c.tie_weights:
+            self.head.weight = self.tok.weight
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(T))
+        blocked = torch.ones(T, T, dtype=torch.bool).triu(1)  # torch's convention: True = may NOT attend
+        for layer in self.layers:
+            x = layer(x, src_mask=blocked, is_causal=True)
+        return self.head(self.ln(x))
+
+
+@torch.no_grad()
+def _copy_into(ours: GPT, ref: BuiltinGPT) -> None:
+    ours.tok_emb.weight.copy_(ref.tok.weight)
+    ours.pos_emb.weight.copy_(ref.pos.weight)
+    for block, layer in zip(ours.blocks, ref.layers):
+        layers.copy_torch_weights(block, layer)
+    ours.ln_f.weight.copy_(ref.ln.weight)
+    if ref.ln.bias is not None:
+        ours.ln_f.bias.copy_(ref.ln.bias)
+    ours.lm_head.weight.copy_(ref.head.weight)
+
+
+def _pairs(ours: GPT, ref: BuiltinGPT):
+    """(our gradient, the built-in's gradient, name) for every weight; q/k/v are stacked like in_proj."""
+    yield ours.tok_emb.weight.grad, ref.tok.weight.grad, "token embedding"
+    yield ours.pos_emb.weight.grad, ref.pos.weight.grad, "position embedding"
+    for i, (block, layer) in enumerate(zip(ours.blocks, ref.layers)):
+        a = block.self_attn
+        yield torch.cat([a.w_q.weight.grad, a.w_k.weight.grad, a.w_v.weight.grad]), layer.self_attn.in_proj_weight.grad, f"block {i} qkv"
+        yield a.w_o.weight.grad, layer.self_attn.out_proj.weight.grad, f"block {i} w_o"
+        yield block.ff.lin1.weight.grad, layer.linear1.weight.grad, f"block {i} lin1"
+        yield block.ff.lin2.weight.grad, layer.linear2.weight.grad, f"block {i} lin2"
+        yield block.norm1.weight.grad, layer.norm1.weight.grad, f"block {i} norm1"
+        yield block.norm2.weight.grad, layer.norm2.weight.grad, f"block {i} norm2"
+        if layer.linear1.bias is not None:
+            yield torch.cat([a.w_q.bias.grad, a.w_k.bias.grad, a.w_v.bias.grad]), layer.self_attn.in_proj_bias.grad, f"block {i} qkv bias"
+            yield block.ff.lin2.bias.grad, layer.linear2.bias.grad, f"block {i} lin2 bias"
+            yield block.norm1.bias.grad, layer.norm1.bias.grad, f"block {i} norm1 bias"
+    yield ours.ln_f.weight.grad, ref.ln.weight.grad, "final norm"
+    yield ours.lm_head.weight.grad, ref.head.weight.grad, "de-embedding"
+
+
+@pytest.mark.parametrize("bias,tie", [(True, False), (False, True)])
+@pytest.mark.parametrize("keep_weights", [False, True], ids=["fused", "from-scratch"])
+def test_gpt_matches_the_architecture_built_from_torch_layers(bias, tie, keep_weights):
+    config = GPTConfig(**SMALL, bias=bias, tie_weights=tie)
+    torch.manual_seed(0)
+    ref = BuiltinGPT(config).double()
+    ours = GPT(config).double()
+    _copy_into(ours, ref)
+    for block in ours.blocks:
+        block.self_attn.keep_weights = keep_weights
+    idx, targets = _idx(3, 10), _idx(3, 10, seed=2)
+
+    logits, loss = ours(idx, targets)
+    ref_logits = ref(idx)
+    ref_loss = F.cross_entropy(ref_logits.reshape(-1, config.vocab_size), targets.reshape(-1))
+    assert_close(logits, ref_logits, msg=lambda m: f"logits differ from the built-in model: {m}")
+    assert_close(loss, ref_loss)
+    loss.backward()
+    ref_loss.backward()
+    n = 0
+    for got, want, name in _pairs(ours, ref):
+        assert got is not None and want is not None, f"no gradient for {name}"
+        assert_close(got, want, msg=lambda m, name=name: f"gradient of {name} differs: {m}")
+        n += 1
+    assert n >= 12, f"only {n} gradients were compared"
+
+
+def test_weight_tying_shares_one_matrix():
+    tied, untied = _model(tie_weights=True), _model(tie_weights=False)
+    assert tied.lm_head.weight is tied.tok_emb.weight, "with tie_weights the de-embedding must BE the token embedding"
+    assert untied.lm_head.weight is not untied.tok_emb.weight
+    V, C = SMALL["vocab_size"], SMALL["n_embd"]
+    assert untied.num_parameters() - tied.num_parameters() == V * C, (untied.num_parameters(), tied.num_parameters())
+    # a step through the head changes the embedding too
+    logits, loss = tied(_idx(2, 5), _idx(2, 5, seed=3))
+    loss.backward()
+    assert tied.tok_emb.weight.grad is tied.lm_head.weight.grad
+
+
+# --- behaviour ---------------------------------------------------------------------------------------
+
+
+def test_shapes_and_loss():
+    model = _model()
+    idx, targets = _idx(4, 12), _idx(4, 12, seed=5)
+    logits, loss = model(idx)
+    assert logits.shape == (4, 12, SMALL["vocab_size"]), logits.shape
+    assert loss is None, "without targets the loss must be None"
+    logits, loss = model(idx, targets)
+    want = F.cross_entropy(logits.reshape(-1, SMALL["vocab_size"]), targets.reshape(-1))
+    assert_close(loss, want)
+    masked = targets.clone()
+    masked[:, :6] = -100
+    _, loss_masked = model(idx, masked)
+    assert_close(loss_masked, F.cross_entropy(logits[:, 6:].reshape(-1, SMALL["vocab_size"]), targets[:, 6:].reshape(-1)))
+
+
+def test_initial_loss_is_near_ln_vocab_size():
+    model = _model(0, vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128)
+    idx = _idx(8, 64, V=65)
+    _, loss = model(idx, _idx(8, 64, V=65, seed=9))
+    assert abs(loss.item() - math.log(65)) < 0.1, f"initial loss {loss.item():.3f}, expected about ln(65) = {math.log(65):.3f}"
+
+
+@pytest.mark.parametrize("keep_weights", [False, True], ids=["fused", "from-scratch"])
+def test_a_future_token_never_changes_earlier_logits(keep_weights):
+    model = _model(0, dropout=0.0)
+    for block in model.blocks:
+        block.self_attn.keep_weights = keep_weights
+    idx = _idx(2, 12)
+    base, _ = model(idx)
+    for t in (0, 5, 11):
+        changed = idx.clone()
+        changed[:, t:] = (changed[:, t:] + 1 + torch.arange(12 - t)) % SMALL["vocab_size"]  # every token from t on differs
+        out, _ = model(changed)
+        assert torch.equal(out[:, :t], base[:, :t]) or torch.allclose(out[:, :t], base[:, :t], atol=1e-6, rtol=0), (
+            f"changing tokens {t}.. changed the logits of positions before {t}"
+        )
+        assert not torch.allclose(out[:, t], base[:, t]), f"changing token {t} did not change position {t}'s logits"
+
+
+def test_causality_of_gradients():
+    model = _model()
+    emb = model.tok_emb
+    idx = _idx(1, 8)
+    x = emb(idx).detach().requires_grad_(True)
+    emb_forward = emb.forward
+    emb.forward = lambda _: x  # feed the embeddings we hold, to take gradients with respect to them
+    try:
+        logits, _ = model(idx)
+    finally:
+        emb.forward = emb_forward
+    grad = torch.autograd.grad(logits[0, 3].sum(), x)[0]  # (1, 8, C)
+    assert grad[0, 4:].abs().max() == 0, "position 3's logits depend on later positions"
+    assert grad[0, :4].abs().max() > 0
+
+
+def test_kv_cache_forward_matches_the_full_forward():
+    model = _model().double()
+    idx = _idx(3, 12)
+    full, _ = model(idx)
+    cache = model.new_kv_cache()
+    assert len(cache) == SMALL["n_layer"] and all(isinstance(c, KVCache) for c in cache)
+    pieces, start = [], 0
+    for size in (5, 1, 1, 3, 2):  # a prompt, then single tokens, then a few at once
+        out, _ = model(idx[:, start : start + size], kv_cache=cache)
+        pieces.append(out)
+        start += size
+        assert len(cache[0]) == start, f"the cache should hold {start} positions, holds {len(cache[0])}"
+    assert_close(torch.cat(pieces, dim=1), full)
+
+
+def test_dropout_is_off_in_eval_and_on_in_training():
+    model = _model(dropout=0.5)
+    idx = _idx(2, 8)
+    model.eval()
+    assert torch.equal(model(idx)[0], model(idx)[0])
+    model.train()
+    assert not torch.equal(model(idx)[0], model(idx)[0]), "dropout=0.5 in training mode should make two passes differ"
+
+
+# --- counts ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overrides", [{}, {"bias": False}, {"tie_weights": True}, {"bias": False, "tie_weights": True, "n_layer": 3, "n_embd": 24, "n_head": 3}])
+def test_parameter_count_formula_matches_the_model(overrides):
+    config = GPTConfig(**{**SMALL, **overrides})
+    counts = gpt_parameter_count(config)
+    model = GPT(config)
+    assert counts["total"] == model.num_parameters() == sum(p.numel() for p in model.parameters()), (counts, model.num_parameters())
+    assert counts["token embedding"] == model.tok_emb.weight.numel()
+    assert counts["attention"] == sum(p.numel() for b in model.blocks for p in b.self_attn.parameters())
+    assert counts["feed-forward"] == sum(p.numel() for b in model.blocks for p in b.ff.parameters())
+
+
+def test_recipe_parameter_count():
+    config = GPTConfig(65, 64, 4, 4, 128, 0.0, bias=False, tie_weights=True)
+    # 65*128 + 64*128 + 4 * (12 * 128^2 + 2 * 128) + 128
+    assert gpt_parameter_count(config)["total"] == 804_096
+
+
+@pytest.mark.parametrize("T", [1, 7, 12])
+def test_flops_formula_matches_torch_flop_counter(T):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = GPTConfig(**SMALL)
+    model = GPT(config)
+    for block in model.blocks:
+        block.self_attn.keep_weights = True  # plain matmuls, which the counter sees one by one
+    with FlopCounterMode(display=False) as counter:
+        model(_idx(1, T))
+    assert counter.get_total_flops() == gpt_forward_flops(config, T), (counter.get_total_flops(), gpt_forward_flops(config, T))
+
+
+def test_attention_flops_grow_quadratically_with_the_context():
+    config = GPTConfig(**SMALL)
+    L, C = config.n_layer, config.n_embd
+    per_token = gpt_forward_flops(config, 1) - 4 * L * C  # 2 FLOPs per matmul weight
+    quadratic = lambda T: gpt_forward_flops(config, T) - T * per_token  # noqa: E731
+    assert quadratic(4) == 4 * L * C * 16 and quadratic(8) == 4 * quadratic(4), (quadratic(4), quadratic(8))
+
+
+# --- errors ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"n_embd": 10, "n_head": 3}, "multiple of n_head"),
+    ({"vocab_size": 0}, "vocab_size must be a positive int"),
+    ({"block_size": 2.5}, "block_size must be a positive int"),
+    ({"dropout": 1.0}, r"dropout must be a number in \[0, 1\)"),
+    ({"bias": 1}, "bias must be True or False"),
+])
+def test_config_errors(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        GPTConfig(**{**SMALL, **kwargs})
+
+
+def test_forward_errors():
+    model = _model()
+    with pytest.raises(TypeError, match="expects a GPTConfig"):
+        GPT({"vocab_size": 11})
+    with pytest.raises(TypeError, match="integer token ids"):
+        model(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"shaped \(B, T\).*idx\[None\]"):
+        model(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="13 tokens.*block_size is 12.*crop the context"):
+        model(torch.zeros(1, 13, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"token ids must be in 0..10 \(vocab_size=11\), got ids from 0 to 11"):
+        model(torch.tensor([[0, 11]]))
+    with pytest.raises(ValueError, match="targets must be a tensor of token ids shaped like idx"):
+        model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="kv_cache must be a list of 2 KVCache"):
+        model(torch.zeros(1, 3, dtype=torch.long), kv_cache=[KVCache()])
+    cache = model.new_kv_cache()
+    model(torch.zeros(1, 10, dtype=torch.long), kv_cache=cache)
+    with pytest.raises(ValueError, match="3 tokens after 10 cached positions.*13 positions"):
+        model(torch.zeros(1, 3, dtype=torch.long), kv_cache=cache)
+
+
+# --- the training script and the committed checkpoint --------------------------------------------------
+
+
+def _shakespeare_or_skip():
+    from course_lib.data import tiny_shakespeare
+
+    try:
+        return tiny_shakespeare()
+    except RuntimeError as err:
+        pytest.skip(f"Tiny Shakespeare is not available: {err}")
+
+
+def test_committed_checkpoint_is_the_recipe_and_reaches_its_loss():
+    from course_lib.train_gpt import CHECKPOINT, load_checkpoint, make_get_batch, recipe_model_config, shakespeare_data
+    from course_lib.training import estimate_loss, TrainConfig
+
+    model, vocab, info = load_checkpoint()
+    assert CHECKPOINT.stat().st_size < 5_000_000, f"the checkpoint should stay small, it is {CHECKPOINT.stat().st_size:,} bytes"
+    assert model.config == recipe_model_config(65), model.config
+    assert info["iters"] == 2000 and info["train_config"]["lr"] == 1e-3 and info["train_config"]["eval_iters"] == 20, info["train_config"]
+    assert info["val_loss"] < 2.0, f"the checkpoint's validation loss is {info['val_loss']}"
+    assert not model.training
+    text = _shakespeare_or_skip()
+    data_vocab, train_ids, val_ids = shakespeare_data(text)
+    assert vocab.tokens == data_vocab.tokens, "the checkpoint's vocabulary is not Tiny Shakespeare's sorted characters"
+    # the stored loss is what the model scores on the same 20 validation batches
+    config = TrainConfig(eval_iters=20, seed=info["seed"])
+    losses = estimate_loss(model, make_get_batch(train_ids, val_ids, 64), config, splits=("val",))
+    assert abs(losses["val"] - info["val_loss"]) < 2e-3, (losses, info["val_loss"])
+
+
+def test_train_script_runs_and_saves_a_loadable_checkpoint(tmp_path, capsys):
+    _shakespeare_or_skip()
+    from course_lib import train_gpt
+
+    out = tmp_path / "gpt.pt"
+    assert train_gpt.main(["--iters", "2", "--eval-interval", "2", "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
+    printed = capsys.readouterr().out
+    assert "final validation loss" in printed and f"saved {out}" in printed, printed
+    model, vocab, info = train_gpt.load_checkpoint(out)
+    assert len(vocab) == 65 and info["iters"] == 2 and len(info["history"]["val"]) == 2, info
+    assert abs(info["history"]["val"][0] - math.log(65)) < 0.1, f"the untrained loss should be near ln(65): {info['history']}"
+    with pytest.raises(FileNotFoundError, match="python -m course_lib.train_gpt"):
+        train_gpt.load_checkpoint(tmp_path / "missing.pt")
