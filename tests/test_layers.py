@@ -325,3 +325,22 @@ def test_block_regression_value():
 
 
 EXPECTED_FIRST_FEATURE = [-1.6649, -0.4703, -0.8304]  # torch.manual_seed(0), default init, CPU
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_block_with_kv_cache_matches_the_full_causal_pass(norm_first):
+    """Token by token with a KV cache gives the same outputs as one causal pass (what generation relies on)."""
+    from course_lib import attention
+
+    if not hasattr(attention, "KVCache"):
+        pytest.skip("attention.KVCache is not available")
+    torch.manual_seed(0)
+    block = TransformerBlock(8, 2, norm_first=norm_first).to(DTYPE).eval()
+    x = torch.randn(2, 6, 8, dtype=DTYPE)
+    with torch.no_grad():
+        full = block(x, causal_mask(6))
+        cache = attention.KVCache()
+        first = block(x[:, :2], causal_mask(2), cache=cache)  # a prompt of 2 tokens
+        steps = [first] + [block(x[:, t : t + 1], causal_mask(1, past=t), cache=cache) for t in range(2, 6)]
+    assert len(cache) == 6, f"the cache should hold 6 positions, holds {len(cache)}"
+    assert_close(torch.cat(steps, dim=1), full)
