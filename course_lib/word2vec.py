@@ -62,7 +62,7 @@ class Word2VecConfig:
     epochs: int = 5  # passes over the corpus
     seed: int = 0  # seeds every random choice: initial vectors, subsampling, windows, order, noise words
     min_count: int = 1  # words seen fewer times than this are left out of the vocabulary
-    lr: float = 0.05  # starting learning rate of SGD, decaying linearly to lr * 1e-4; twice word2vec's
+    lr: float = 0.1  # starting learning rate of SGD, decaying linearly to lr * 1e-4; four times word2vec's
     # 0.025, because one step on a batch stands in for many of word2vec's one-pair steps
     batch_size: int = 1024  # (centre, context) pairs per SGD step
     subsample: float = 1e-3  # t in the keep probability (sqrt(f / t) + 1) * t / f; 0 keeps every word

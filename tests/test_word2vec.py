@@ -324,7 +324,7 @@ def test_seeded_regression(small):
     # Pinned from a run of this code: a change to the sampling, the schedule or the update shows here.
     assert len(small) == 581, len(small)
     assert small.vocab[:4] == ["the", "is", "a", "and"], small.vocab[:4]
-    assert abs(small.loss_history[-1] - 2.629) < 0.01, small.loss_history[-1]
+    assert abs(small.loss_history[-1] - 1.842) < 0.01, small.loss_history[-1]
 
 
 def test_the_corpus_is_used_as_given():
