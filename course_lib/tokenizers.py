@@ -18,7 +18,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -219,7 +219,6 @@ def _is_integer_scalar(x) -> bool:
 def _split(text: str, level: str) -> list[str]:
     """Word level: whitespace-separated words; character level: every character."""
     return text.split() if level == "word" else list(text)
-
 
 
 # --- BPETokenizer (lesson 05) ---------------------------------------------------------------------
