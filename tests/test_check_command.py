@@ -19,6 +19,7 @@ def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_fi
     rows = [line for line in proc.stdout.splitlines() if re.match(r"\s*Exercise \d", line)]
     assert len(rows) == 7 and all(line.rstrip().endswith("not attempted") for line in rows), proc.stdout
     assert "Total" in proc.stdout and "0/16" in proc.stdout, proc.stdout
+    assert proc.stdout.count("Hint: replace `raise NotImplementedError()`") == 7, "the whole message, hint included"
     assert "Traceback" not in proc.stdout + proc.stderr and "NameError" not in proc.stdout, proc.stdout
     assert digest(path.parent)["00_welcome.ipynb"] == before["00_welcome.ipynb"], "course check modified the notebook"
 
@@ -60,3 +61,18 @@ def test_course_check_on_something_that_is_not_a_notebook(tmp_path):
     path = write(tmp_path / "00_welcome.ipynb", b"not json")
     proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a valid notebook" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_course_check_prints_the_whole_not_attempted_message_and_points_syntax_errors_at_the_answer_cell(tmp_path):
+    nb = learner({
+        # a misspelled name: the hint that names the near miss is on the message's second line
+        "ex3_answer": "def recptive_field(num_layers, kernel_size):\n    return 1 + num_layers * (kernel_size - 1)\n",
+        "ex4_answer": "def layers_needed(distance, kernel_size):\n    return distance +* 2\n",
+    })
+    path = write(tmp_path / "00_welcome.ipynb", nb)
+    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nothing called `receptive_field` is defined yet; `recptive_field` is" in proc.stdout, proc.stdout
+    assert "your answer cell stopped with SyntaxError: invalid syntax (your answer cell, line 2)" in proc.stdout, proc.stdout
+    assert "ipykernel" not in proc.stdout and "ipython-input" not in proc.stdout, proc.stdout

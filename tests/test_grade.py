@@ -1,20 +1,33 @@
 """`course grade`: every kind of submission gets a sane, explained result; none earns points its
-answers did not earn; the batch always finishes; submission files are never modified.
+answers did not earn; the batch always finishes; submission files are never modified; nothing the
+learners' code starts outlives the batch.
 
 The crafted submissions are generated from the lesson 00 solution notebook (see grading_helpers),
 graded once by the real command (`python -m course_lib.cli grade`) in a module-scoped fixture,
-and each test reads its student's rows from grades.json. Limits are tight so the suite stays fast.
+and each test reads its student's rows from grades.json. Besides honest mistakes and broken
+notebooks, the class holds one submission per attack of issue 14's red-team pass (each named in
+its test). The command runs under a small wrapper that adopts every orphaned process (a child
+subreaper), so a process that outlived the grader is seen, and with a private temporary folder,
+so a folder left behind is seen too. Limits are tight so the suite stays fast.
+
+The crafted class needs the sandbox: where bubblewrap does not work these tests skip (with one
+warning), and under CI they fail. The last tests (every solution notebook, the command's errors)
+run either way.
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from grading_helpers import (
+    IN_CI,
     REPO,
     SOLUTIONS,
     WELCOME,
@@ -24,6 +37,8 @@ from grading_helpers import (
     exercise,
     learner,
     load_json,
+    require_sandbox,
+    sandbox_available,
     solution,
     write,
 )
@@ -33,16 +48,40 @@ from course_lib.grading.grade import SubmissionResult, grade_all, write_results
 from course_lib.grading.grade import TestResult as Row
 from course_lib.grading.notebook import read_notebook
 from course_lib.grading.sandbox import Limits
-from course_lib.checks import lesson00
 
 WRONG_RF = "def receptive_field(num_layers, kernel_size):\n    return num_layers * (kernel_size - 1)\n"
+RIGHT = {  # right answers, for crafted cells that do something else first
+    "ex1": "def reproducible_sample(seed):\n    seed_everything(seed)\n    return torch.randn(5)\n",
+    "ex2": "rnn_steps_keys_are, rnn_steps_1_20, rnn_steps_1_100 = 17, 19, 99\n",
+    "ex5": "n_patches, seq_len = 196, 197\n",
+}
+
+# Runs the grader as its child and adopts every process the grader leaves behind (PR_SET_CHILD_SUBREAPER):
+# whatever is still alive a second after the grader exits outlived the batch.
+ADOPT_ORPHANS = r"""
+import ctypes, json, subprocess, sys, time
+import psutil
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+time.sleep(1.0)
+left = []
+for p in psutil.Process().children(recursive=True):
+    try:
+        left.append(p.cmdline())
+        p.kill()
+    except psutil.Error:
+        pass
+print(json.dumps({"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "left": left}))
+"""
 
 
-def crafted(tmp: Path) -> dict:
-    """student_id -> submission content (notebook dict, bytes, or None for "no file")."""
+def crafted(tmp: Path, subs: Path, out: Path, teacher: Path) -> dict:
+    """student_id -> submission content (notebook dict, bytes, None for "no file", or a link to make).
+    `teacher` is the solution notebook the class is graded with (a private copy of lesson 00's)."""
     outside = tmp / "outside"
     outside.mkdir()
     victim = write(outside / "victim.txt", "keep me")
+    classmate = subs / "full" / "00_welcome.ipynb"
     nb_dup = learner()
     dup = copy_nb(by_id(nb_dup, "ex3_answer"))
     dup["source"] = "def receptive_field(num_layers, kernel_size):\n    return 0\n"
@@ -64,9 +103,14 @@ def crafted(tmp: Path) -> dict:
             cell["metadata"]["nbgrader"]["grade_id"] = "l99_" + cell["metadata"]["nbgrader"]["grade_id"]
     built_elsewhere = learner()
     built_elsewhere["metadata"]["course_lib"]["built_from"] = "solutions/01_one_hot_and_dot_products.ipynb"
+    grades_csv = str(out / "grades.csv")
     return {
-        "full": WELCOME.read_bytes(),  # the teacher's own notebook, hidden tests and all
+        # --- honest work, honest mistakes, broken notebooks -------------------------------------------
+        "full": teacher.read_bytes(),  # the teacher's own notebook, hidden tests and all
         "blank": exercise(),
+        ".dotted": learner(),  # an id starting with "." still gets its row
+        "=1+1": learner(),  # ids a spreadsheet would run as formulas are quoted in grades.csv
+        "@SUM(A1)": learner(),
         "mistakes": learner({
             "ex3_answer": WRONG_RF,
             "ex5_answer": "n_patches = 14\nseq_len = 197\n",
@@ -92,71 +136,11 @@ def crafted(tmp: Path) -> dict:
         "output": learner({
             "ex1_answer": "print('x' * 10**7)\n",
             "ex5_answer": "for i in range(10**7):\n    print(i)\n",
+            # low: update_display_data escaped the output limit (805 MB through a 1 MB cap)
+            "ex7_answer": "h = display('x', display_id=True)\nfor _ in range(10**5):\n    h.update('y' * 10**4)\n",
         }),
+        "syntax": learner({"ex4_answer": "def layers_needed(distance, kernel_size):\n    return (distance\n"}),
         "edited_tests": nb_edited,
-        "patch_answers": learner({
-            "ex1_answer": "import numpy as np\ntorch.equal = lambda *a, **k: True\ntorch.allclose = lambda *a, **k: True\n"
-                          "np.allclose = lambda *a, **k: True\ndef reproducible_sample(seed):\n    return torch.zeros(5)\n",
-            "ex2_answer": "import course_lib.checks as c\nc.check_count = lambda *a, **k: None\n"
-                          "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
-            "ex3_answer": "lesson00.check_receptive_field = lambda *a, **k: None\n"
-                          "def receptive_field(num_layers, kernel_size):\n    return 0\n",
-            "ex4_answer": "lesson00.check_layers_needed.__code__ = (lambda *a, **k: None).__code__\n"
-                          "def layers_needed(distance, kernel_size):\n    return 0\n",
-            "ex5_answer": "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None\n"
-                          "import builtins\nbuiltins.isinstance = lambda obj, kind, _real=isinstance: True if kind is int else _real(obj, kind)\n"
-                          "n_patches = seq_len = 195.0\n",
-            "ex7_answer": "class _Anything:\n    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
-                          "checks = _Anything()\nattention_steps_1_20 = attention_steps_1_100 = 99\n",
-        }),
-        "patch_during_test": learner({
-            "ex1_answer": "def reproducible_sample(seed):\n    import numpy, torch\n"
-                          "    numpy.allclose = lambda *a, **k: True\n    return torch.full((5,), float(seed))\n",
-            # a pre_run_cell callback that forges the grader's "nothing changed" report
-            "ex2_answer": "def _forge(info):\n    src = getattr(info, 'raw_cell', '') or ''\n"
-                          "    if src.startswith('_course_guard'):\n        print(src.split('=', 1)[1].strip().strip(\"'\") + '[]')\n"
-                          "get_ipython().events.register('pre_run_cell', _forge)\n"
-                          "import course_lib.checks.lesson00 as c\nc.check_count = lambda *a, **k: None\n"
-                          "rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = 0\n",
-            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import sys\n"
-                          "    sys.modules['course_lib.checks.lesson00'].check_count = lambda *a, **k: None\n    return 0\n",
-            # a thread that would undo the patch before the grader looks
-            "ex4_answer": "def layers_needed(distance, kernel_size):\n    import threading, time, course_lib.checks.lesson00 as c\n"
-                          "    real = c.check_count\n    c.check_count = lambda *a, **k: None\n"
-                          "    def undo():\n        time.sleep(0.05)\n        c.check_count = real\n"
-                          "    threading.Thread(target=undo).start()\n    return 0\n",
-            # a post_run_cell callback that undoes the patch right after the test cell
-            "ex6_answer": "def patch_count(height, width, patch):\n    import course_lib.checks.lesson00 as c\n"
-                          "    real = c.check_count\n    c.check_count = lambda *a, **k: None\n"
-                          "    def undo(*args):\n        c.check_count = real\n"
-                          "    get_ipython().events.register('post_run_cell', undo)\n    return 0\n",
-        }),
-        "late_cheats": learner({
-            # patch, then have the kernel killed by a timer right after the test, before the grader's check
-            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    import signal, course_lib.checks.lesson00 as c\n"
-                          "    c.check_count = lambda *a, **k: None\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
-                          "    signal.setitimer(signal.ITIMER_REAL, 0.2)\n    return 0\n",
-            # ask the grader's hook to re-take its snapshot after replacing `checks`
-            "ex7_answer": "class _Anything:\n    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
-                          "checks = _Anything()\nexec('_forged = \"@@course-guard-forged@@:snapshot\"')\n"
-                          "attention_steps_1_20 = attention_steps_1_100 = 99\n",
-        }),
-        "reads_solutions": learner({
-            "ex2_answer": "import course_lib, os\nroot = os.path.dirname(os.path.dirname(course_lib.__file__))\n"
-                          "open('/proc/self/root' + root + '/solutions/00_welcome.ipynb').read()\n",
-            "ex3_answer": "import course_lib, pathlib\n"
-                          "_src = (pathlib.Path(course_lib.__file__).resolve().parents[1] / 'solutions' / '00_welcome.ipynb').read_text()\n"
-                          + WRONG_RF,
-            "ex4_answer": "import os, course_lib\nos.listdir(os.path.join(os.path.dirname(os.path.dirname(course_lib.__file__)), 'solutions'))\n",
-            "ex5_answer": "import os\nopen(f'/proc/{os.getppid()}/cmdline').read()\n",
-        }),
-        "writes_outside": learner({
-            "ex1_answer": f"open({str(outside / 'pwned.txt')!r}, 'w').write('pwned')\n",
-            "ex2_answer": f"import os\nos.remove({str(victim)!r})\n",
-            "ex6_answer": "open('notes.txt', 'w').write('scratch is fine')\n"
-                          "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
-            "ex7_answer": f"import subprocess\nsubprocess.run(['touch', {str(outside / 'pwned2.txt')!r}])\n",
-        }),
         "not_json": b"{ this is not a notebook",
         "empty": b"",
         "no_cells": {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
@@ -165,30 +149,225 @@ def crafted(tmp: Path) -> dict:
         "duplicates": nb_dup,
         "renamed": nb_renamed,
         "missing": None,
+        # --- critical: the teacher's machine, other students, the results ---------------------------
+        # Children that outlive grading and rewrite the results once the grader has written them.
+        "escape": learner({"ex1_answer": f"""
+import multiprocessing, os, subprocess, sys, time
+RESULTS = {grades_csv!r}
+def _rewrite():
+    while not os.path.exists(RESULTS):
+        time.sleep(0.1)
+    open(RESULTS, "w").write("escape,00_welcome,16,16,graded\\n")
+multiprocessing.get_context("fork").Process(target=_rewrite).start()
+subprocess.Popen([sys.executable, "-c", "import os, time\\nwhile not os.path.exists(%r): time.sleep(0.1)\\nopen(%r, 'w').write('pwned')"
+                  % (RESULTS, RESULTS)], start_new_session=True)
+if os.fork() == 0:  # a daemon: new session, parent gone
+    os.setsid()
+    if os.fork() == 0:
+        _rewrite()
+    os._exit(0)
+""" + RIGHT["ex1"]}),
+        # Paths relative to a directory descriptor; the grader's command line through /proc.
+        "dir_fd": learner({
+            "ex2_answer": f"""
+import os
+root = os.open("/", os.O_RDONLY)
+fd = os.open({str(teacher.relative_to("/"))!r}, os.O_RDONLY, dir_fd=root)
+solution = os.read(fd, 10**7).decode()
+""" + RIGHT["ex2"],
+            "ex3_answer": f"""
+import os
+root = os.open("/", os.O_RDONLY)
+os.remove({str(classmate.relative_to("/"))!r}, dir_fd=root)
+def receptive_field(num_layers, kernel_size):
+    return 1 + num_layers * (kernel_size - 1)
+""",
+            "ex4_answer": f"""
+import os
+root = os.open("/", os.O_RDONLY)
+fd = os.open({str(teacher.relative_to("/"))!r}, os.O_WRONLY | os.O_TRUNC, dir_fd=root)
+os.write(fd, b"{{}}")
+def layers_needed(distance, kernel_size):
+    return -(-distance // (kernel_size - 1))
+""",
+            "ex5_answer": """
+import glob, os
+found = []
+for path in glob.glob("/proc/*/cmdline") + glob.glob("/proc/*/environ"):
+    try:
+        words = open(path, "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    found += [w.decode() for w in words if w.endswith(b".ipynb") or b"solutions" in w]
+for candidate in found:
+    if os.path.exists(candidate):
+        n_patches, seq_len = 196, 197  # a solution notebook: would have copied the answers
+if not found:
+    raise RuntimeError("found no notebook path in any command line")
+""",
+        }),
+        # One line replacing the grader's own modules, and the checks, in the learner's process.
+        "module_swap": learner({"ex3_answer": """
+import sys, types
+sys.modules["course_lib.grading.kernel"] = types.ModuleType("nothing to see")
+sys.modules["course_lib.checks.lesson00"].check_receptive_field = lambda *a, **k: None
+sys.modules["course_lib.checks"] = types.ModuleType("checks")
+""" + WRONG_RF}),
+        # C++ file I/O without any audit event.
+        "torch_files": learner({
+            "ex1_answer": f"import torch\nstolen = torch.from_file({str(teacher)!r}, size=100, dtype=torch.uint8)\n" + RIGHT["ex1"],
+            "ex5_answer": f"import torch\ntorch.save({{'pwned': 1}}, {str(classmate)!r})\n" + RIGHT["ex5"],
+            "ex6_answer": f"import torch\ntorch.save({{'pwned': 1}}, {str(victim)!r})\n"
+                          "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
+        }),
+        # Signals to the parent: a killed worker cost everyone in it their grades.
+        "signals": learner({"ex2_answer": """
+import os, signal
+fd = os.pidfd_open(os.getppid())
+signal.pidfd_send_signal(fd, signal.SIGKILL)
+visible = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+if len(visible) <= 4:  # inside the sandbox: everything it can see is the sandbox
+    for pid in visible:
+        if pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+""" + RIGHT["ex2"]}),
+        "linked_file": ("notebook link", teacher),  # a symlink to the solutions notebook
+        "linked_dir": ("folder link", subs / "full"),  # a symlink to another student's folder
+        # --- high: marks not earned, inside the kernel ---------------------------------------------
+        "kernel_tricks": learner({
+            # patched numpy, torch and builtins, a descriptor on Tensor.numpy, a filtered stdout
+            "ex1_answer": """
+import builtins, sys
+import numpy._core.numeric as numeric
+import torch
+numeric.isclose = lambda *a, **k: True
+torch.allclose = lambda *a, **k: True
+torch.Tensor.numpy = property(lambda self: (lambda *a, **k: __import__("numpy").zeros(5)))
+lenient = dict(vars(builtins), isinstance=lambda obj, kind: True)
+get_ipython().user_ns["__builtins__"] = lenient
+sys.stdout.write = lambda text: len(text)
+def reproducible_sample(seed):
+    return torch.zeros(5)
+""",
+            # expected values read from the checking code's frames, through __int__/__ne__/__array__
+            "ex2_answer": """
+import sys
+class _Spy:
+    def _expected(self):
+        f = sys._getframe(1)
+        while f is not None:
+            for key in ("expected", "want", "answer"):
+                if key in f.f_locals and isinstance(f.f_locals[key], int):
+                    return f.f_locals[key]
+            f = f.f_back
+        return 0
+    def __int__(self):
+        return self._expected()
+    __index__ = __int__
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    def __array__(self, *args, **kwargs):
+        import numpy
+        return numpy.array(self._expected())
+    __hash__ = object.__hash__
+rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = _Spy()
+""",
+            # forged success: IPython's ExecutionResult and run_cell
+            "ex3_answer": """
+from IPython.core.interactiveshell import ExecutionResult
+ExecutionResult.success = property(lambda self: True)
+ExecutionResult.error_in_exec = property(lambda self: None)
+""" + WRONG_RF,
+            # sys.settrace writing actual = expected into a check's locals
+            "ex4_answer": """
+import sys
+def _tracer(frame, event, arg):
+    if "expected" in frame.f_locals and "value" in frame.f_locals:
+        frame.f_locals["value"] = frame.f_locals["expected"]
+    return _tracer
+sys.settrace(_tracer)
+def layers_needed(distance, kernel_size):
+    return 0
+""",
+            # a value whose __array_interface__ points at memory (a check's bytecode, say)
+            "ex5_answer": """
+class _Pointer:
+    @property
+    def __array_interface__(self):
+        return {"shape": (1,), "typestr": "<i8", "data": (id(self), False), "version": 3}
+n_patches = seq_len = _Pointer()
+""",
+            # the checks module's __class__ swapped
+            "ex6_answer": """
+import types
+import course_lib.checks as c
+class _Lenient(types.ModuleType):
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+c.__class__ = _Lenient
+def patch_count(height, width, patch):
+    return 0
+""",
+            # objects made by the setup cell mutated
+            "ex7_answer": """
+lesson00.__dict__.clear()
+checks.__dict__.clear()
+torch.randn = lambda *a, **k: None
+attention_steps_1_20 = attention_steps_1_100 = 99
+""",
+        }),
+        "writes_outside": learner({
+            "ex1_answer": f"open({str(outside / 'pwned.txt')!r}, 'w').write('pwned')\n",
+            "ex2_answer": f"import os\nos.remove({str(victim)!r})\n",
+            "ex6_answer": "open('notes.txt', 'w').write('scratch is fine')\n"
+                          "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
+            "ex7_answer": f"import subprocess\nsubprocess.run(['touch', {str(outside / 'pwned2.txt')!r}], check=True)\n",
+        }),
     }
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    require_sandbox()
     tmp = tmp_path_factory.mktemp("grading")
-    subs = tmp / "submissions"
-    for student, content in crafted(tmp).items():
-        (subs / student).mkdir(parents=True)
-        if content is not None:
+    subs, out, solutions = tmp / "submissions", tmp / "out", tmp / "solutions"
+    teacher = write(solutions / WELCOME.name, WELCOME.read_bytes())  # the copy graded with: stable while it runs
+    for student, content in crafted(tmp, subs, out, teacher).items():
+        if isinstance(content, tuple) and content[0] == "folder link":
+            os.symlink(content[1], subs / student)
+            continue
+        (subs / student).mkdir(parents=True, exist_ok=True)
+        if isinstance(content, tuple):
+            os.symlink(content[1], subs / student / "00_welcome.ipynb")
+        elif content is not None:
             write(subs / student / "00_welcome.ipynb", content)
     before = digest(subs)
-    out = tmp / "out"
+    solutions_before = digest(solutions)
+    # A private temporary folder (searchable by others, as /tmp is): nothing may be left in it.
+    private_tmp = Path(tempfile.mkdtemp(prefix="course-grade-test-"))
+    os.chmod(private_tmp, 0o711)
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "course_lib.cli", "grade", str(subs), "--solutions", str(SOLUTIONS), "--out", str(out),
-         "--assignment", "00_welcome", "--jobs", "2", "--timeout", "6", "--total-timeout", "150", "--memory", "1024",
-         "--max-output", "200000"],
-        cwd=tmp, capture_output=True, text=True, timeout=900)
+    wrapper = subprocess.run(
+        [sys.executable, "-c", ADOPT_ORPHANS, sys.executable, "-m", "course_lib.cli", "grade", str(subs),
+         "--solutions", str(solutions), "--out", str(out), "--assignment", "00_welcome", "--jobs", "2",
+         "--timeout", "6", "--total-timeout", "150", "--memory", "1024", "--max-output", "200000"],
+        cwd=tmp, capture_output=True, text=True, timeout=1200, env=dict(os.environ, TMPDIR=str(private_tmp)))
     seconds = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert wrapper.returncode == 0, wrapper.stdout + wrapper.stderr
+    proc = json.loads(wrapper.stdout)
+    assert proc["returncode"] == 0, proc["stdout"] + proc["stderr"]
+    left_in_tmp = sorted(p.name for p in private_tmp.iterdir())
+    shutil.rmtree(private_tmp, ignore_errors=True)
     data = load_json(out / "grades.json")
     results = {r["student_id"]: r for r in data["results"]}
-    return {"tmp": tmp, "subs": subs, "out": out, "before": before, "results": results, "stdout": proc.stdout, "seconds": seconds}
+    return {"tmp": tmp, "subs": subs, "out": out, "solutions": solutions, "before": before, "solutions_before": solutions_before,
+            "results": results, "stdout": proc["stdout"], "left": proc["left"], "left_in_tmp": left_in_tmp,
+            "seconds": seconds, "csv": (out / "grades.csv").read_text()}
 
 
 def results_of(graded, student) -> dict[str, dict]:
@@ -196,27 +375,51 @@ def results_of(graded, student) -> dict[str, dict]:
 
 
 def feedback(graded, student) -> str:
-    return (graded["out"] / "feedback" / student / "00_welcome.md").read_text()
+    from course_lib.grading.grade import _safe
+
+    return (graded["out"] / "feedback" / _safe(student) / "00_welcome.md").read_text()
 
 
 def test_every_student_has_exactly_one_row_and_a_feedback_file(graded):
-    rows = (graded["out"] / "grades.csv").read_text().splitlines()
-    assert rows[0].split(",")[:4] == ["student_id", "assignment", "score", "max_score"]
+    from course_lib.grading.grade import _safe
+
     students = sorted(p.name for p in graded["subs"].iterdir())
-    assert [r.split(",")[0] for r in rows[1:]] == students, rows
+    assert sorted(graded["results"]) == students
+    assert len(graded["csv"].splitlines()) == len(students) + 1
     for student in students:
-        assert (graded["out"] / "feedback" / student / "00_welcome.md").is_file(), student
-        assert graded["results"][student]["max_score"] == 16
+        assert (graded["out"] / "feedback" / _safe(student) / "00_welcome.md").is_file(), student
+    assert ".dotted" in graded["results"] and graded["results"][".dotted"]["score"] == 16
 
 
-def test_submission_files_are_never_modified(graded):
-    assert digest(graded["subs"]) == graded["before"]
+def test_ids_that_look_like_formulas_are_quoted_in_the_csv(graded):
+    rows = graded["csv"].splitlines()
+    assert rows[0] == "student_id,assignment,score,max_score,status"
+    assert "\"'=1+1\",00_welcome,16,16,graded" in rows and "\"'@SUM(A1)\",00_welcome,16,16,graded" in rows, rows
+    assert not any(row.startswith(("=", "@", "+", "-")) for row in rows)
+    assert graded["results"]["=1+1"]["score"] == 16, "the id itself is kept as it is in grades.json"
 
 
-def test_full_marks_for_the_solution_and_zero_for_the_blank_exercise(graded):
-    assert graded["results"]["full"]["score"] == 16, graded["results"]["full"]
+def test_submission_and_solution_files_are_never_modified(graded):
+    assert digest(graded["subs"]) == graded["before"], "a submission file was modified"
+    assert digest(graded["solutions"]) == graded["solutions_before"], "the solution notebook was modified"
+
+
+def test_nothing_outlives_the_batch(graded):
+    """critical: children started with fork, a spawn context or a new session ran on after the grader
+    and rewrote grades.csv; a killed worker left temporary folders behind."""
+    assert graded["left"] == [], f"processes outlived the grader: {graded['left']}"
+    assert graded["left_in_tmp"] == [], f"left in the temporary folder: {graded['left_in_tmp']}"
+    time.sleep(1.0)
+    assert "pwned" not in graded["csv"] and "escape,00_welcome,16,16,graded" in graded["csv"]
+    assert (graded["out"] / "grades.csv").read_text() == graded["csv"], "grades.csv changed after the grader finished"
+    r = graded["results"]["escape"]
+    assert r["score"] == 16 and r["status"] == "graded", r
+
+
+def test_full_and_blank_notebooks(graded):
+    assert graded["results"]["full"]["score"] == 16
     assert all(t["status"] == "passed" for t in graded["results"]["full"]["tests"])
-    assert graded["results"]["full"]["notes"] == [], "a clean run must not report tampering or restarts"
+    assert graded["results"]["full"]["notes"] == [], "a clean run must not report anything"
     blank = graded["results"]["blank"]
     assert blank["score"] == 0 and {t["status"] for t in blank["tests"]} == {"not attempted"}, blank
 
@@ -225,7 +428,7 @@ def test_hidden_tests_run_and_mistakes_are_named_in_feedback(graded):
     t = results_of(graded, "mistakes")
     assert graded["results"]["mistakes"]["score"] == 10
     assert t["ex3_test"]["status"] == "failed" and "+1 for the centre" in t["ex3_test"]["message"]
-    assert t["ex5_test"]["status"] == "failed" and "one side only" in t["ex5_test"]["message"]
+    assert t["ex5_test"]["status"] == "failed"
     assert t["ex7_test"]["status"] == "failed", "an int subclass that claims equality must not pass"
     assert "forgot the +1 for the centre position" in feedback(graded, "mistakes")
 
@@ -251,7 +454,7 @@ def test_sys_exit_and_os_exit_cost_only_their_exercise(graded):
 def test_killing_or_crashing_the_kernel_costs_only_that_exercise(graded):
     r, t = graded["results"]["crash"], results_of(graded, "crash")
     assert r["score"] == 13, r
-    assert t["ex2_test"]["status"] == "error" and "does not allow os.kill" in t["ex2_test"]["message"]
+    assert t["ex2_test"]["status"] == "error" and "kernel stopped" in t["ex2_test"]["message"]
     assert t["ex7_test"]["status"] == "error" and "kernel stopped" in t["ex7_test"]["message"]
 
 
@@ -262,12 +465,19 @@ def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     assert "allocate" in t["ex5_test"]["message"], t["ex5_test"]
 
 
-def test_floods_of_output_are_cut_off(graded):
+def test_floods_of_output_are_cut_off_display_updates_included(graded):
+    """low: update_display_data escaped the output limit."""
     r, t = graded["results"]["output"], results_of(graded, "output")
-    assert r["score"] == 12, r
-    for gid in ("ex1_test", "ex5_test"):
+    assert r["score"] == 11, r
+    for gid in ("ex1_test", "ex5_test", "ex7_test"):
         assert t[gid]["status"] == "error" and "output limit" in t[gid]["message"], t[gid]
     assert len(json.dumps(r)) < 50_000, "the recorded output must be capped"
+
+
+def test_a_syntax_error_points_at_the_answer_cell(graded):
+    t = results_of(graded, "syntax")["ex4_test"]
+    assert t["status"] == "error" and "SyntaxError" in t["message"] and "your answer cell, line 2" in t["message"], t
+    assert "ipykernel" not in t["message"] and "ipython-input" not in t["message"], t
 
 
 def test_edited_or_deleted_test_cells_are_ignored(graded):
@@ -276,50 +486,73 @@ def test_edited_or_deleted_test_cells_are_ignored(graded):
     assert t["ex3_test"]["status"] == "failed" and t["ex6_test"]["status"] == "passed"
 
 
-def test_monkeypatching_in_answer_cells_is_undone_before_the_tests(graded):
-    r, t = graded["results"]["patch_answers"], results_of(graded, "patch_answers")
-    assert r["score"] == 3, r
-    assert t["ex6_test"]["status"] == "passed"
-    assert all(t[g]["points"] == 0 for g in ("ex1_test", "ex2_test", "ex3_test", "ex4_test", "ex5_test", "ex7_test")), t
-    notes = " ".join(r["notes"])
-    for patched in ("torch.equal", "numpy.allclose", "course_lib.checks.check_count", "check_receptive_field",
-                    "builtins.isinstance", "'checks'"):
-        assert patched in notes, f"{patched} not reported in {notes}"
-    assert "does not allow replacing a function's __code__" in t["ex4_test"]["message"], t["ex4_test"]
-
-
-def test_monkeypatching_while_a_test_runs_earns_nothing(graded):
-    r, t = graded["results"]["patch_during_test"], results_of(graded, "patch_during_test")
-    assert r["score"] == 3, r
-    for gid in ("ex1_test", "ex3_test", "ex6_test"):
-        assert t[gid]["status"] == "error" and "changed the checking tools" in t[gid]["message"], t[gid]
-    assert "IPython post_run_cell callbacks" in t["ex6_test"]["message"], t["ex6_test"]
-    assert t["ex2_test"]["points"] == 0 and t["ex4_test"]["points"] == 0, (t["ex2_test"], t["ex4_test"])
-    assert "does not allow starting threads" in t["ex4_test"]["message"], t["ex4_test"]
-
-
-def test_cheats_on_the_grader_itself_earn_nothing(graded):
-    r, t = graded["results"]["late_cheats"], results_of(graded, "late_cheats")
-    assert r["score"] == 12, r
-    assert t["ex3_test"]["points"] == 0 and t["ex3_test"]["status"] == "error", t["ex3_test"]
-    assert t["ex7_test"]["status"] == "failed" and "99 is not right" in t["ex7_test"]["message"], t["ex7_test"]
-
-
-def test_reading_the_teachers_files_is_refused(graded):
-    r, t = graded["results"]["reads_solutions"], results_of(graded, "reads_solutions")
+def test_paths_relative_to_a_directory_descriptor_reach_nothing(graded):
+    """critical: os.open/os.remove with dir_fd bypassed the path policy; /proc/<ppid> showed the
+    grader's command line. In the sandbox the teacher's and classmates' files are not there at all."""
+    r, t = graded["results"]["dir_fd"], results_of(graded, "dir_fd")
     assert r["score"] == 6, r
-    for gid in ("ex2_test", "ex3_test", "ex4_test", "ex5_test"):
-        assert t[gid]["points"] == 0 and "does not allow" in t[gid]["message"], t[gid]
+    for gid in ("ex2_test", "ex3_test", "ex4_test"):
+        assert t[gid]["status"] == "error" and "FileNotFoundError" in t[gid]["message"], t[gid]
+    assert t["ex5_test"]["status"] == "error" and "found no notebook path" in t["ex5_test"]["message"], t["ex5_test"]
 
 
-def test_writing_outside_the_scratch_folder_is_refused(graded):
+def test_replacing_modules_in_the_kernel_changes_nothing(graded):
+    """critical: one line replaced the path-policy helper in sys.modules; here the checks too."""
+    r, t = graded["results"]["module_swap"], results_of(graded, "module_swap")
+    assert r["score"] == 13, r
+    assert t["ex3_test"]["status"] == "failed" and "+1 for the centre" in t["ex3_test"]["message"], t["ex3_test"]
+
+
+def test_torch_file_io_reaches_nothing(graded):
+    """critical: torch.from_file / torch.save read and wrote anywhere."""
+    r, t = graded["results"]["torch_files"], results_of(graded, "torch_files")
+    assert r["score"] == 9, r
+    assert t["ex1_test"]["status"] == "error" and "RuntimeError" in t["ex1_test"]["message"], t["ex1_test"]
+    for gid in ("ex5_test", "ex6_test"):
+        assert t[gid]["status"] == "error" and "RuntimeError" in t[gid]["message"] and "Parent directory" in t[gid]["message"], t[gid]
+    assert (graded["tmp"] / "outside" / "victim.txt").read_text() == "keep me"
+
+
+def test_signals_reach_only_the_sandbox(graded):
+    """critical: pidfd_send_signal to the parent killed a worker (everyone in it got 0) or the grader."""
+    r = graded["results"]["signals"]
+    assert r["score"] == 16 and r["status"] == "graded", r
+    assert not any(x["status"] == "grader error" for x in graded["results"].values()), "no worker may die"
+
+
+def test_symbolic_links_in_the_submissions_folder_are_not_followed(graded):
+    """critical: a symlink to the solutions notebook, or to another student's folder, was graded."""
+    for student in ("linked_file", "linked_dir"):
+        r = graded["results"][student]
+        assert r["score"] == 0 and r["status"] == "unreadable", r
+        assert "symbolic link" in " ".join(r["notes"]), r["notes"]
+        assert "symbolic link" in feedback(graded, student)
+    assert "linked_dir: is a symbolic link" in " ".join(load_json(graded["out"] / "grades.json")["warnings"])
+
+
+def test_tricks_inside_the_kernel_change_only_the_learners_own_values(graded):
+    """high: forged results, frames read through __int__/__ne__/__array__, sys.settrace, a swapped
+    module __class__, patched numpy/torch/builtins, a descriptor on Tensor.numpy, __array_interface__,
+    a filtered stdout, mutated setup objects: the checks run elsewhere, so none earns a point."""
+    r, t = graded["results"]["kernel_tricks"], results_of(graded, "kernel_tricks")
+    assert r["score"] == 0, r
+    # Tensor.numpy patched in the kernel spoils the learner's own tensors on the way out: refused, not trusted
+    assert t["ex1_test"]["status"] == "error" and "cannot read" in t["ex1_test"]["message"], t["ex1_test"]
+    assert all(x["status"] == "failed" for gid, x in t.items() if gid != "ex1_test"), t
+    assert "expected" in t["ex2_test"]["message"] and "_Spy" in t["ex2_test"]["message"], t["ex2_test"]
+    assert "+1 for the centre" in t["ex3_test"]["message"], t["ex3_test"]
+    assert "_Pointer" in t["ex5_test"]["message"], t["ex5_test"]
+    assert "99 is not right" in t["ex7_test"]["message"], t["ex7_test"]
+
+
+def test_writing_outside_the_sandbox_reaches_nothing(graded):
     r, t = graded["results"]["writes_outside"], results_of(graded, "writes_outside")
     assert r["score"] == 11, r
     outside = graded["tmp"] / "outside"
     assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"], "nothing may be written or deleted outside"
-    assert "does not allow writing" in t["ex1_test"]["message"]
-    assert "does not allow subprocess" in t["ex7_test"]["message"]
-    assert t["ex6_test"]["status"] == "passed", "writing inside the scratch folder is allowed"
+    assert "FileNotFoundError" in t["ex1_test"]["message"] and "FileNotFoundError" in t["ex2_test"]["message"]
+    assert "CalledProcessError" in t["ex7_test"]["message"], t["ex7_test"]
+    assert t["ex6_test"]["status"] == "passed", "writing inside the sandbox's scratch folder is allowed"
 
 
 @pytest.mark.parametrize("student, status, words", [
@@ -350,7 +583,7 @@ def test_renamed_answer_cells_count_as_not_submitted(graded):
 
 
 def test_the_batch_runs_in_parallel_within_its_time_budget(graded):
-    assert graded["seconds"] < 400, f"grading the crafted class took {graded['seconds']:.0f} s"
+    assert graded["seconds"] < 600, f"grading the crafted class took {graded['seconds']:.0f} s"
     for student in graded["results"]:
         assert graded["results"][student]["seconds"] < 150, (student, graded["results"][student]["seconds"])
 
@@ -381,7 +614,10 @@ def graded_course(tmp_path_factory):
     for path in ALL_SOLUTIONS:
         write(subs / "solution" / path.name, path.read_bytes())
         write(subs / "blank" / path.name, build_exercise(read_notebook(path), path.name))
-    results = grade_all(subs, SOLUTIONS, tmp / "out", jobs=2, limits=Limits(), progress=lambda line: None)
+    in_sandbox = sandbox_available()[0]
+    if not in_sandbox and IN_CI:
+        require_sandbox()  # fails: CI grades in the sandbox
+    results = grade_all(subs, SOLUTIONS, tmp / "out", jobs=2, limits=Limits(), sandbox=in_sandbox, progress=lambda line: None)
     return {(r.student_id, r.assignment): r for r in results}
 
 

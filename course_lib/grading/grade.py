@@ -345,10 +345,6 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
               assignments: list[str] | None = None, sandbox: bool = True, progress=print) -> list[SubmissionResult]:
     """Grade every submission; `sandbox=False` only when the caller has said so (see NO_SANDBOX_WARNING)."""
     limits = limits or Limits()
-    if sandbox:
-        ok, why = sandbox_status()
-        if not ok:
-            raise ValueError(f"the sandbox is not available: {why}")
     submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
     todo, warnings = discover(submissions, solutions, assignments)
     # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
@@ -356,6 +352,13 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         problems = validate_solution_notebook(read_notebook(sol), sol.name)
         if problems:
             raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
+    if sandbox:
+        ok, why = sandbox_status()
+        if not ok:
+            raise ValueError(f"the grading sandbox is not available: {why}.\n"
+                             "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade "
+                             "inside a throwaway container (see the README), or, knowing what that exposes, run again "
+                             "with --no-sandbox.")
     if not sandbox:
         warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
     for w in warnings:

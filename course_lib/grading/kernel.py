@@ -78,10 +78,12 @@ class Kernel:
                 reply, out = self.error(err), []
             finally:
                 self.busy = False
+            reply["id"] = header.get("id")  # the grader matches replies to requests by this
             try:
                 frame = wire.pack(reply, out)
             except (wire.WireError, TypeError, ValueError) as err:
-                frame = wire.pack(self.error(ValueError(f"the result could not be passed to the checks: {err}")))
+                frame = wire.pack(dict(self.error(ValueError(f"the result could not be passed to the checks: {err}")),
+                                       id=header.get("id")))
             self.sock.sendall(frame)
 
     def error(self, err: BaseException, syntax_where: str | None = None) -> dict:
@@ -300,6 +302,7 @@ def make_shell():
     # Tracebacks go to the grader as the exception's name and message, not as text to count.
     shell.showtraceback = lambda *args, **kwargs: None
     shell.showsyntaxerror = lambda *args, **kwargs: None
+    shell.enable_gui = lambda gui=None: None  # `%matplotlib inline` in a notebook: there is no GUI loop to start
     return shell
 
 

@@ -27,6 +27,7 @@ draws from the kernel's own, so a check that needs reproducible draws passes a g
 from __future__ import annotations
 
 import builtins
+import contextlib
 import time
 from typing import Any
 
@@ -94,7 +95,7 @@ class Session:
         try:
             return dec.decode(reply.get("value")), dec
         except wire.WireError as err:
-            raise KernelStopped("died", f"the kernel sent a garbled value ({err})", alive=True) from None
+            raise KernelStopped("died", f"the learner's kernel sent a value the grader cannot read ({err})", alive=True) from None
 
     def make_proxy(self, item: list) -> Remote:
         if len(item) < 5 or type(item[0]) is not int:
@@ -305,29 +306,43 @@ def _ref(proxy: Remote) -> int:
     return object.__getattribute__(proxy, "_ref")
 
 
-class _AlarmHeld:
-    """Hold back the cell's SIGALRM time limit while a request is in flight (the request has its own),
-    so that a request is never cut in the middle and the kernel's replies stay in step."""
-
-    def __enter__(self):
-        import signal
-        import threading
-
-        self.held = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
-        if self.held:
-            self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-        return self
-
-    def __exit__(self, *exc):
-        if self.held:
-            import signal
-
-            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
-        return False
+class CellTimeout(BaseException):
+    """A checker cell ran past its time limit (not catchable as an Exception, so a check cannot swallow it)."""
 
 
-def _alarm_held() -> _AlarmHeld:
-    return _AlarmHeld()
+class _Requests:
+    """Whether a request to the kernel is in flight, and whether the cell's time ran out meanwhile.
+
+    The cell's time limit is a SIGALRM (see `runner`); cutting a request in the middle would leave
+    its reply to be read as the answer to the next one, so while a request is in flight the alarm
+    only takes note, and the cell stops as soon as the request is over (a request has its own limit)."""
+
+    depth = 0
+    expired = False
+
+
+def on_alarm() -> None:
+    """What the cell's time limit does: stop now, or right after the request in flight."""
+    if _Requests.depth:
+        _Requests.expired = True
+    else:
+        raise CellTimeout()
+
+
+@contextlib.contextmanager
+def _alarm_held():
+    _Requests.depth += 1
+    try:
+        yield
+    finally:
+        _Requests.depth -= 1
+        if _Requests.depth == 0 and _Requests.expired:
+            _Requests.expired = False
+            raise CellTimeout()
+
+
+def reset_alarm() -> None:
+    _Requests.depth, _Requests.expired = 0, False
 
 
 # --- the stand-ins ----------------------------------------------------------------------------------------

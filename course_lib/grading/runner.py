@@ -32,7 +32,7 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .remote import Session
+from .remote import CellTimeout, Session, on_alarm, reset_alarm
 from .sandbox import CellRun, Kernel, KernelStopped, Limits
 
 MAX_RESTARTS = 3
@@ -53,10 +53,6 @@ class RunReport:
     restarts: int = 0
 
 
-class CellTimeout(BaseException):
-    """A checker cell ran past its time limit (raised by SIGALRM; not catchable as an Exception)."""
-
-
 class _Capped(io.StringIO):
     def write(self, text: str) -> int:
         if self.tell() < MAX_CAPTURED:
@@ -72,8 +68,9 @@ def _time_limit(deadline: float):
         return
 
     def expire(signum, frame):
-        raise CellTimeout()
+        on_alarm()
 
+    reset_alarm()
     old = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic()))
     try:
@@ -81,6 +78,7 @@ def _time_limit(deadline: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        reset_alarm()
 
 
 def _names(code: types.CodeType) -> set[str]:

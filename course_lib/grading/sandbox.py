@@ -349,12 +349,15 @@ class Kernel:
         self.generation = 0  # counts starts: handles from an earlier start are dead
         self._base_mb = 0.0
         self._last_memory_check = 0.0
+        self.request_id = 0  # replies carry the id of their request; a late reply to an abandoned one is dropped
+        self._received = bytearray()  # bytes of replies not yet used
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
     def start(self) -> None:
         self.generation += 1
         self.pending_release = []
+        self._received = bytearray()
         parent, child = socket.socketpair()
         config = {"memory_mb": self.limits.memory_mb, "file_mb": self.limits.file_mb,
                   "cpu_s": int(self.limits.total_timeout * 2 + 60), "open_files": self.limits.open_files,
@@ -483,17 +486,17 @@ class Kernel:
         total time limit, not the cell's); `KernelStopped` if no normal reply comes."""
         if not self.alive():
             raise KernelStopped("died", "the kernel was not running", alive=False)
+        self.request_id += 1
+        header = dict(header, id=self.request_id)
         if self.pending_release:
-            header = dict(header, release=self.pending_release)
+            header["release"] = self.pending_release
             self.pending_release = []
         return self._exchange(header, list(buffers), deadline=deadline, stage="request", cut=cut)
 
     def _exchange(self, header: dict | None, buffers: list[bytes], *, deadline: float, stage: str,
                   cut: bool = False) -> tuple[dict, list[bytes]]:
         data = memoryview(wire.pack(header, buffers) if header is not None else b"")
-        received = bytearray()
-        need: int | None = None
-        n_header = 0
+        want_id = header.get("id") if header is not None else None
         status = None  # why we interrupted
         interrupted_at = None
         limit_bytes = self.limits.message_mb * 2**20 + 2**20
@@ -542,19 +545,15 @@ class Kernel:
                     self.kill()
                     self._drain_output()
                     raise KernelStopped("died", self._message("died", cut), alive=False)
-                received += chunk
+                self._received += chunk
                 try:
-                    if need is None and len(received) >= wire.PREFIX.size:
-                        n_header, n_buffers = wire.unpack_prefix(bytes(received[:wire.PREFIX.size]), limit_bytes)
-                        need = wire.PREFIX.size + n_header + n_buffers
-                    if need is not None and len(received) >= need:
-                        if len(received) > need:
-                            raise wire.WireError("more data than one reply")
-                        reply, out = wire.unpack_body(bytes(received[wire.PREFIX.size:]), n_header)
-                        break
+                    found = self._next_reply(want_id, limit_bytes)
                 except wire.WireError as err:
                     self.kill()  # a kernel that speaks nonsense cannot be trusted with the next request
                     raise KernelStopped("died", f"the kernel sent a garbled reply ({err})", alive=False) from None
+                if found is not None:
+                    reply, out = found
+                    break
             elif self.proc.poll() is not None:
                 self._drain_output()
                 raise KernelStopped("died", self._message("died", cut), alive=False)
@@ -565,6 +564,21 @@ class Kernel:
         if status is not None:
             raise KernelStopped(status, self._message(status, cut), alive=True)
         return reply, out
+
+    def _next_reply(self, want_id, limit_bytes: int) -> tuple[dict, list[bytes]] | None:
+        """The reply to request `want_id` if it has arrived whole; replies to earlier requests (abandoned
+        when a time limit cut them short) are dropped."""
+        while len(self._received) >= wire.PREFIX.size:
+            n_header, n_buffers = wire.unpack_prefix(bytes(self._received[:wire.PREFIX.size]), limit_bytes)
+            end = wire.PREFIX.size + n_header + n_buffers
+            if len(self._received) < end:
+                return None
+            body = bytes(self._received[wire.PREFIX.size:end])
+            del self._received[:end]
+            reply, out = wire.unpack_body(body, n_header)
+            if reply.get("id") == want_id:
+                return reply, out
+        return None
 
     def _message(self, status: str, cut: bool) -> str:
         return {
