@@ -220,7 +220,7 @@ def tiny_shakespeare(cache_dir: str | os.PathLike | None = None, url: str = TINY
 # and a reordering (what to say next depends on the sentence's structure, not on the word at the
 # same position); cross-attention plots show where each target word looks.
 #
-#     the big dog sees a small cat near the old man
+#     the big dog sees a small cat near the tall man
 #  -> kano grun lo ka toma vel lo ap miru pim na mo vidat
 
 import random  # noqa: E402  (this section's own imports, kept with it)
@@ -228,7 +228,7 @@ from dataclasses import dataclass  # noqa: E402
 
 TRANSLATION_LEXICON: dict[str, dict[str, str]] = {
     "det": {"the": "lo", "a": "na"},
-    "adj": {"big": "grun", "small": "pim", "red": "rosk", "old": "vel", "happy": "jol", "quiet": "sut"},
+    "adj": {"big": "grun", "small": "pim", "red": "rosk", "tall": "vel", "happy": "jol", "quiet": "sut"},
     "noun": {
         "dog": "kano", "cat": "miru", "bird": "pita", "man": "toma", "woman": "suna",
         "child": "bimi", "teacher": "doka", "farmer": "gelo", "horse": "hipa", "fish": "piska",
@@ -264,7 +264,7 @@ def _noun_phrase(words: list[str], start: int) -> tuple[list[str], int]:
 def translate(sentence: str | list[str]) -> list[str]:
     """The reference translation of one source sentence (a string or a list of words).
 
-    >>> " ".join(translate("the big dog sees a small cat near the old man"))
+    >>> " ".join(translate("the big dog sees a small cat near the tall man"))
     'kano grun lo ka toma vel lo ap miru pim na mo vidat'
 
     A sentence outside the grammar raises ValueError saying where it stopped making sense.

@@ -16,7 +16,7 @@ from course_lib import data
 
 
 def test_translate_reorders_and_maps_words():
-    assert data.translate("the big dog sees a small cat near the old man") == (
+    assert data.translate("the big dog sees a small cat near the tall man") == (
         "kano grun lo ka toma vel lo ap miru pim na mo vidat".split()
     )
     assert data.translate(["a", "fish", "likes", "the", "horse"]) == "piska na ka hipa lo mo amat".split()
