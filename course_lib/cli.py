@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+LABCONFIG = Path(__file__).resolve().parent / "labconfig"  # JupyterLab settings for `course lab` (see its README)
 
 
 def _widgets_status() -> tuple[bool, str]:
@@ -67,8 +68,14 @@ def doctor() -> int:
     return 0 if healthy else 1
 
 
-def lab(extra: list[str]) -> int:
+def lab(extra: list[str], teacher: bool = False) -> int:
     """Replace this process with JupyterLab, rooted at the repository, the welcome lesson open.
+
+    A learner's JupyterLab starts clean: no news pop-up and no update check (course_lib/labconfig/settings),
+    and without nbgrader's menus, "Validate" button, assignment toolbar and formgrader, which are
+    teacher tools (the Jupyter config folder course_lib/labconfig/learner turns them off for this
+    JupyterLab only). `teacher=True` (`course lab --teacher`) keeps nbgrader. Token authentication is
+    JupyterLab's default and stays on.
 
     `exec` rather than a child process, so Ctrl-C and signals reach Jupyter itself.
     """
@@ -76,10 +83,16 @@ def lab(extra: list[str]) -> int:
         sys.executable, "-m", "jupyterlab",
         f"--ServerApp.root_dir={REPO}",  # the whole course: notebooks/, exercises/, solutions/
         "--LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb",
+        f"--LabApp.app_settings_dir={LABCONFIG / 'settings'}",
         *extra,
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         cmd.append("--allow-root")  # containers and Colab-like machines run as root; Jupyter refuses otherwise
+    if not teacher:
+        # Before the environment's own config (where nbgrader enables itself), after the user's ~/.jupyter.
+        os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            [str(LABCONFIG / "learner"), *filter(None, os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep))]
+        )
     os.chdir(REPO)
     os.execv(sys.executable, cmd)
     return 1  # not reached
@@ -89,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="From One-Hot to Transformer: course tools")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="report the environment the course runs in")
-    sub.add_parser("lab", help="start JupyterLab on the welcome lesson (other options go to jupyter lab)")
+    p_lab = sub.add_parser("lab", help="start JupyterLab on the welcome lesson (other options go to jupyter lab)")
+    p_lab.add_argument("--teacher", action="store_true",
+                       help="keep nbgrader's teacher tools (menus, Validate, Create Assignment, Formgrader)")
 
     p_build = sub.add_parser("build", help="write exercises/ from solutions/")
     p_build.add_argument("notebooks", nargs="*", help="only these solution notebooks (names like 00_welcome.ipynb)")
@@ -199,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if args.command == "lab":  # everything we do not know is for jupyter lab (--port, --no-browser, ...)
-        return lab(extra)
+        return lab(extra, teacher=args.teacher)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "doctor":
