@@ -235,6 +235,8 @@ def test_feature_layer_names_abs_instead_of_relu(lamps):
 
     inputs = np.stack([multi_hot("red", "is"), multi_hot("blue", "is"), multi_hot("red"), multi_hot("is"), multi_hot("hall")])
     cases = [(multi_hot("red", "is"), W1), (inputs, W1)]  # the exercise's visible cases
+    W2 = skips.conjunction_weights(lamps.tokens, [("red", "is"), ("blue", "is")], weight=2)
+    cases += [(multi_hot("red", "is"), W2), (inputs, W2)]
     lesson03.check_feature_layer("f", lesson03.reference_feature_layer, cases)
     lesson03.check_feature_layer("f", lambda x, W: torch.relu(torch.as_tensor(np.concatenate([x, np.ones(x.shape[:-1] + (1,))], -1) @ W)).numpy(), cases)
     with_bias = lambda x: np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)  # noqa: E731
@@ -242,15 +244,23 @@ def test_feature_layer_names_abs_instead_of_relu(lamps):
     fails_with(lesson03.check_feature_layer, "f", lambda x, W: with_bias(x) @ W, cases, match="forgot the ReLU")
 
 
-def test_and_gate_of_four_words(lamps):
+def test_and_gate_of_four_words_with_the_lessons_margin(lamps):
     group = ["blue", "lamp", "hall", "off"]
-    W = skips.conjunction_weights(lamps.tokens, [group])
-    lesson03.check_and_gate("W_four", W, lamps.tokens, group)
-    lesson03.check_and_gate("W_four", W.ravel().tolist(), lamps.tokens, group)
-    for bias, phrase in [(-2.0, "not negative enough"), (-1.0, "not negative enough"), (-4.0, "never fires")]:
+    W = skips.conjunction_weights(lamps.tokens, [group], weight=2)
+    lesson03.check_and_gate("W_four", W, lamps.tokens, group, word_weight=2)
+    lesson03.check_and_gate("W_four", W.ravel().tolist(), lamps.tokens, group, word_weight=2.0)
+    lesson03.check_and_gate("W_four", W.astype(int), lamps.tokens, group, word_weight=2)
+    for bias, phrase in [(-3.0, "not negative enough"), (-5.0, "not negative enough"), (-8.0, "never fires"),
+                         (-6.0, "the bias must bring that down to exactly 1")]:
         wrong = W.copy()
         wrong[-1, 0] = bias
-        fails_with(lesson03.check_and_gate, "W_four", wrong, lamps.tokens, group, match=phrase)
+        text = fails_with(lesson03.check_and_gate, "W_four", wrong, lamps.tokens, group, word_weight=2, match=phrase)
+        assert "-7" not in text, text
+    fails_with(lesson03.check_and_gate, "W_four", skips.conjunction_weights(lamps.tokens, [group]), lamps.tokens, group, word_weight=2,
+               match="weight of +2")
+    extra = W.copy()
+    extra[lamps.index("now"), 0] = 2.0
+    fails_with(lesson03.check_and_gate, "W_four", extra, lamps.tokens, group, word_weight=2, match="each group word +2")
 
 
 # --- exercise 3: select_mask --------------------------------------------------------------------

@@ -366,8 +366,8 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
                    word_weight: float | None = 1.0) -> None:
     """Check hand-made weights W (V + 1, 1) whose feature relu([x, 1] @ W) is 1 exactly when every word of
     `group` is present in the multi-hot x (other words may be present too) and 0 otherwise. With
-    `word_weight` (the exercise asks for +1), each group word must have that weight; None accepts any
-    working gate."""
+    `word_weight` (the exercise asks for +2, the lesson's margin), each group word must have that weight;
+    None accepts any working gate."""
     from itertools import combinations
 
     tokens = list(tokens)
@@ -405,17 +405,21 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
                     shown = "{" + ", ".join(list(subset) + extra) + "}"
                     bias = a[-1, 0]
                     k = len(group)
+                    word_weights = [float(a[tokens.index(w), 0]) for w in group]
+                    total = sum(word_weights)  # what the whole group adds before the bias
                     if r == len(group):
-                        hint = (f"with +1 per word, all {k} words sum to {k}; the bias must bring that down to exactly 1 "
-                                "(the lesson's rule for k words: bias -(k - 1)).")
-                        if bias < -(k - 1) and out == 0:
+                        hint = (f"with these weights all {k} words sum to {total:g}; the bias must bring that down to "
+                                "exactly 1 (the lesson's rule for k words of weight w each: bias -(w·k - 1)).")
+                        if bias < 1 - total and out == 0:
                             hint = (f"it looks like the bias is too negative ({bias:g}): the feature never fires. "
                                     "W" + hint[1:])
-                    elif bias > -(k - 1):
+                    elif bias > 1 - total:
+                        most = total - min(word_weights)
                         hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when only "
-                                f"{r} of the {k} words are present. Any {k - 1} of them sum to {k - 1}, and that must not "
-                                f"be enough to fire; all {k} must give exactly 1.")
+                                f"{r} of the {k} words are present. Any {k - 1} of them sum to at most {most:g}, and that "
+                                f"must not be enough to fire; all {k} must give exactly 1.")
                     else:
-                        hint = "the weights of words outside the group must be 0, each group word +1."
+                        hint = ("the weights of words outside the group must be 0"
+                                + (f", each group word {word_weight:+g}." if word_weight is not None else "."))
                     raise CheckFailed(name, f"for the input words {shown} the feature gives {out:g}, expected {want:g}.", hint)
     passed(name)
