@@ -48,6 +48,7 @@ def test_cosine_by_hand_reports_both_wrong_parts():
 
 @pytest.mark.parametrize("shapes", [
     ((4, 7, 50), (4, 7, 16), 22400), ([4, 7, 50], torch.Size([4, 7, 16]), 22400.0), (tuple(np.array([4, 7, 50])), (4, 7, 16), np.int64(22400)),
+    (np.array([4, 7, 50]), torch.tensor([4, 7, 16]), torch.tensor(22400).item()),
 ])
 def test_lookup_shapes_pass_right_answers_written_any_way(shapes):
     lesson01.check_lookup_shapes(*shapes)
@@ -65,6 +66,7 @@ def test_lookup_shapes_pass_right_answers_written_any_way(shapes):
     (((4, 7, 50), (4, 7, 16), 44800), "multiplications and the additions separately"),
     (((4, 7, 50), (4, 7, 16), 22400.5), "whole number"),
     (((4, 7, 50), "4, 7, 16", 22400), "tuple of ints"),
+    ((np.array([4.0, 7.0, 50.0]), (4, 7, 16), 22400), "tuple of ints"),
 ])
 def test_lookup_shapes_name_the_mistakes(shapes, match):
     text = fails_with(lesson01.check_lookup_shapes, *shapes, match=match)

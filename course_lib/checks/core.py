@@ -435,6 +435,8 @@ def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3
     if value is None:
         raise CheckFailed(name, "got None: did you forget to assign the variable (or to `return` the result)?")
     if kind == "shape":
+        if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 1:
+            value = value.tolist()  # a shape written as an array of ints is still a shape
         if not isinstance(value, (tuple, list, torch.Size)) or not all(
                 isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
             raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
