@@ -51,6 +51,7 @@ class RunReport:
     results: dict[int, CellRun] = field(default_factory=dict)  # step index -> what happened
     notes: list[str] = field(default_factory=list)  # things the teacher and learner should know
     restarts: int = 0
+    kernel_cpu: float = 0.0  # CPU seconds the learner's kernels used (for benchmarks)
 
 
 class _Capped(io.StringIO):
@@ -272,4 +273,5 @@ def run_steps(steps: list[Step], *, limits: Limits, sandbox: bool, split: bool, 
     finally:
         core._answer_hook = saved_hook
         kernel.shutdown()
+        report.kernel_cpu = kernel.cpu_seconds
     return report

@@ -350,6 +350,7 @@ class Kernel:
         self._base_mb = 0.0
         self._last_memory_check = 0.0
         self.request_id = 0  # replies carry the id of their request; a late reply to an abandoned one is dropped
+        self.cpu_seconds = 0.0  # CPU time of the kernels started so far (measured when each one is shut down)
         self._received = bytearray()  # bytes of replies not yet used
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -445,10 +446,17 @@ class Kernel:
             pass
 
     def shutdown(self) -> None:
-        self.kill()
+        """Close the connection (the kernel then exits by itself), then kill whatever is left."""
+        self.cpu_seconds += self._cpu()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+        self.kill()
         if self.proc is not None and self.proc.stdout is not None:
             self.proc.stdout.close()
         self.out_fd = None
@@ -466,6 +474,15 @@ class Kernel:
                 os.kill(self.kernel_pid, signal.SIGINT)
             except OSError:
                 pass
+
+    def _cpu(self) -> float:
+        """CPU seconds used so far by everything in the sandbox (for benchmarks)."""
+        try:
+            procs = [psutil.Process(self.proc.pid)]
+            procs += procs[0].children(recursive=True)
+            return sum(sum(p.cpu_times()[:4]) for p in procs)
+        except (psutil.Error, AttributeError):
+            return 0.0
 
     def _rss_mb(self) -> float:
         try:
