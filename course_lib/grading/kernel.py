@@ -51,7 +51,7 @@ class Kernel:
         self.next_id = 1
         self.calls: OrderedDict[int, tuple[list, list]] = OrderedDict()  # tracked call -> (inputs, outputs)
         self.owner: dict[str, str] = {}  # name -> "learner" (bound by an answer cell) or "teacher"
-        self.busy = False  # an interrupt only stops learner code, never the kernel's own bookkeeping
+        self.busy = False  # an interrupt only stops a request, never the kernel's sending and receiving
 
     # --- the loop ----------------------------------------------------------------------------------
 
@@ -71,6 +71,7 @@ class Kernel:
                 self.objects.pop(ref, None)
                 self.calls.pop(ref, None)
             try:
+                self.busy = True  # from here on learner code may run (a call, a repr, an __int__)
                 reply, out = getattr(self, "op_" + str(header.get("op")))(header, buffers)
             except KeyboardInterrupt:
                 reply, out = self.error(KeyboardInterrupt("interrupted")), []
@@ -142,9 +143,7 @@ class Kernel:
     def op_run(self, header, buffers):
         kind = header.get("kind")
         before = self.user_names()
-        self.busy = True
         result = self.shell.run_cell(str(header.get("code", "")), store_history=True)
-        self.busy = False
         after = self.user_names()
         for name, value in after.items():
             if before.get(name, _MISSING) is not value:
@@ -183,13 +182,11 @@ class Kernel:
         if track and module is not None:  # its parameters that the checker tracks, in named_parameters() order
             params = [p for _, p in module.named_parameters()]
             inputs += [p for p, want in zip(params, header.get("params") or []) if want]
-        self.busy = True
         if torch is not None:
             with torch.set_grad_enabled(bool(header.get("grad", False))):
                 value = fn(*args, **kwargs)
         else:
             value = fn(*args, **kwargs)
-        self.busy = False
         enc = wire.Encoder(self.make_ref, limit=self.message_limit)
         reply = {"ok": True, "value": enc.encode(value)}
         if track:
@@ -215,19 +212,15 @@ class Kernel:
         pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
         result = [None] * len(inputs)
         if pairs and inputs:
-            self.busy = True
             found = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs],
                                         allow_unused=True, retain_graph=True)
-            self.busy = False
             result = [None if g is None else g.detach() for g in found]
         item, out = self.encode(result)
         return {"ok": True, "value": item}, out
 
     def op_getattr(self, header, buffers):
         target = self.resolve_ref(header.get("target") or [None])
-        self.busy = True
         value = getattr(target, str(header.get("name")))
-        self.busy = False
         item, out = self.encode(value)
         return {"ok": True, "value": item}, out
 
@@ -241,9 +234,7 @@ class Kernel:
         target = self.resolve_ref(header.get("target") or [None])
         args = self.decode(header.get("args", ["list", []]), buffers)
         fn = {"len": len, "list": list, "getitem": lambda obj, key: obj[key], "str": str, "bool": bool}[header.get("fn")]
-        self.busy = True
         value = fn(target, *args)
-        self.busy = False
         item, out = self.encode(value)
         return {"ok": True, "value": item}, out
 

@@ -34,6 +34,11 @@ from typing import Any
 from . import wire
 from .sandbox import Kernel, KernelStopped
 
+# nn.Module methods that never give a differentiable result: calling them needs no autograd node.
+BOOKKEEPING = {"load_state_dict", "state_dict", "train", "eval", "to", "cpu", "double", "float", "half", "type",
+               "requires_grad_", "extra_repr", "named_buffers", "buffers", "children", "named_children", "modules",
+               "named_modules", "apply"}
+
 _classes: dict[tuple[type, str], type] = {}
 _errors: dict[tuple[str, type], type] = {}
 
@@ -150,7 +155,7 @@ class Session:
             raise TypeError(str(err)) from None
         header = {"op": "call", "target": [_ref(proxy)], "attr": attr, "args": items[0], "kwargs": items[1],
                   "grad": torch.is_grad_enabled()}
-        mirrors = module._mirrors() if module is not None else []
+        mirrors = module._mirrors() if module is not None and attr not in BOOKKEEPING else []
         if module is not None:
             header["module"] = True
         leaves = [t for t in enc.tensors if t.requires_grad] + [p for _, p in mirrors if p.requires_grad]

@@ -213,11 +213,7 @@ class _Launch:
         self.limits, self.inner, self.sandbox = limits, inner, sandbox
         self.protect = [Path(os.path.realpath(p)) for p in protect]
         self.temp_root, self.keep_fds = temp_root, keep_fds
-        self.stage: str | None = None
-        self.args_fd: int | None = None
-
-    def env(self, base: dict) -> dict:
-        return base
+        self.stage: str | None = None  # (as root) the empty folders the launcher binds the sandbox's folders onto
 
     def popen(self, **kwargs) -> subprocess.Popen:
         if not self.sandbox:
@@ -227,7 +223,6 @@ class _Launch:
         read_end, write_end = os.pipe()
         os.write(write_end, b"\0".join(a.encode() for a in argv) + b"\0")
         os.close(write_end)
-        self.args_fd = read_end
         # The options travel through a pipe, so the sandbox's /proc/1/cmdline does not list the mounts.
         command = [shutil.which("bwrap"), "--args", str(read_end), "--", *self.inner]
         if user is not None:
@@ -237,7 +232,6 @@ class _Launch:
             return subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(*self.keep_fds, read_end), **kwargs)
         finally:
             os.close(read_end)
-            self.args_fd = None
 
     def _bwrap_argv(self) -> tuple[list[str], tuple | None]:
         lim = self.limits
