@@ -160,13 +160,22 @@ def _as_words(name: str, value: Any) -> str:
     return " ".join(sorted(words))
 
 
+def _sealed_words(name: str, value: Any, hint: str) -> None:
+    """A hand-written list of words, compared in any order; a failure shows the learner's own list."""
+    text = _as_words(name, value)
+    try:
+        _sealed(name, text, "text", hint)
+    except CheckFailed as err:
+        raise CheckFailed(name, f"{_short(list(value))} is not right.", err.hint) from None
+
+
 def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
     """ "a fox jumps over the lazy dog" with a window of 2: skip-gram pairs, the contexts of "over", CBOW examples."""
     check_all(
         lambda: _sealed("n_pairs", n_pairs, "count",
                         "count, for each word in turn, the neighbours at most 2 positions to its left and to its right"),
-        lambda: _sealed("contexts_over", _as_words("contexts_over", contexts_over), "text",
-                        "the context of a centre word is every word at most 2 positions away from it, on both sides"),
+        lambda: _sealed_words("contexts_over", contexts_over,
+                              "the context of a centre word is every word at most 2 positions away from it, on both sides"),
         lambda: _sealed("n_cbow", n_cbow, "count", "CBOW predicts each centre word once, from its whole window"),
     )
 
