@@ -24,8 +24,9 @@ The details follow the original word2vec (and gensim, which the tests compare ag
   more than far ones;
 - centre vectors start small and random, context vectors at zero; the learning rate falls linearly
   from `lr` to `lr / 10,000` over the run.
-Unlike the original, pairs are processed in shuffled mini-batches of `batch_size` (plain torch
-tensors and autograd, one SGD step per batch), which is what makes it fast in Python.
+Unlike the original, which updates after every single pair, pairs are processed in shuffled
+mini-batches of `batch_size`, one SGD step per batch, with the gradients worked out by hand
+(`sgns_gradients`, checked against torch autograd in the tests): that is what makes it fast in Python.
 
 Typical use::
 
@@ -361,7 +362,7 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
     min_lr = config.lr * 1e-4  # the learning rate falls linearly from lr to min_lr over the whole run
     log_every = None  # steps per point of the loss curve, set from the size of the first epoch
 
-    disable = (not progress) or bool(os.environ.get("TQDM_DISABLE")) or tqdm is None
+    disable = (not progress) or os.environ.get("TQDM_DISABLE", "").lower() not in ("", "0", "false") or tqdm is None
     bar = None if disable else tqdm(total=config.epochs, desc="word2vec", unit="epoch", leave=False)
     step, pairs_seen, running, running_pairs = 0, 0, 0.0, 0
     history, history_pairs = [], []

@@ -395,3 +395,14 @@ def test_bad_queries_are_explained(small):
 def test_divergence_is_explained_not_returned_as_nan():
     with pytest.raises(FloatingPointError, match=r"word2vec diverged at step \d+ .*lower lr \(now 1.0\) or batch_size \(now 1024\)"):
         train_word2vec([["the", "cat", "sat", "on", "the", "mat"]] * 400, dim=8, epochs=3, subsample=0, lr=1.0, progress=False)
+
+
+def test_progress_bar_shows_unless_disabled(monkeypatch, capsys):
+    corpus = load_sentences("english")[:300]
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    train_word2vec(corpus, dim=4, epochs=2)
+    assert "word2vec" in capsys.readouterr().err, "a progress bar named 'word2vec' should be drawn on stderr"
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    train_word2vec(corpus, dim=4, epochs=2)
+    train_word2vec(corpus, dim=4, epochs=2, progress=False)
+    assert capsys.readouterr().err == "", "TQDM_DISABLE=1 (and progress=False) must switch the bar off"
