@@ -363,7 +363,8 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
     log_every = None  # steps per point of the loss curve, set from the size of the first epoch
 
     disable = (not progress) or os.environ.get("TQDM_DISABLE", "").lower() not in ("", "0", "false") or tqdm is None
-    bar = None if disable else tqdm(total=config.epochs, desc="word2vec", unit="epoch", leave=False)
+    # disable=False explicitly: tqdm reads TQDM_DISABLE once, when it is imported; we read it on every call.
+    bar = None if disable else tqdm(total=config.epochs, desc="word2vec", unit="epoch", leave=False, disable=False)
     step, pairs_seen, running, running_pairs = 0, 0, 0.0, 0
     history, history_pairs = [], []
     for epoch in range(config.epochs):
