@@ -31,6 +31,10 @@ for var, sub in [
     (_home / sub).mkdir(parents=True, exist_ok=True)
     os.environ[var] = str(_home / sub)
 os.environ["TQDM_DISABLE"] = "1"
+# pytest-xdist already runs one worker per core (make test: -n 2 on two cores). Torch's own thread pool
+# on top of that oversubscribes the cores, and its tiny matrix products then spend most of their time
+# waiting for each other (a GPT training step: 0.8 s with one thread each, 13-20 s with two).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Tests never download: Tiny Shakespeare is read from ../shared/data when it is there, and a
 # notebook that needs it is skipped (with the reason) when it is not.
 os.environ["COURSE_DATA_DIR"] = str(SHARED_DATA if SHARED_DATA.is_dir() else _home / "no-data")
