@@ -137,3 +137,14 @@ def test_figures_have_titles_and_axis_labels():
     assert fig.axes[0].get_xlabel() and fig.axes[0].get_ylabel()
     fig = viz.clock_hands([0, 1], d_model=4, title="clocks")
     assert fig.get_suptitle() == "clocks"
+
+
+def test_lessons_use_colour_blind_safe_colour_maps():
+    used = {}
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                for name in re.findall(r"cmap\s*=\s*[\"']([\w_]+)[\"']", "".join(cell["source"])):
+                    used.setdefault(name, []).append(path.name)
+    unsafe = {name: files for name, files in used.items() if name not in viz.COLOURBLIND_SAFE_CMAPS}
+    assert not unsafe, f"colour maps that are not colour-blind safe: {unsafe}; use one of {viz.COLOURBLIND_SAFE_CMAPS}"

@@ -63,3 +63,16 @@ def test_attention_explorer_names_the_value_features():
     explorer.children[0].value = 2  # picking another query redraws
     with pytest.raises(ValueError, match="3 feature names for values with 4 features"):
         widgets.attention_explorer(["x", "y", "z"], q, k, v, feature_names=names[:3])
+
+
+def test_stored_widget_outputs_of_the_lessons_are_friendly_lines():
+    found = 0
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                if WIDGET_VIEW in data:
+                    found += 1
+                    text = "".join(data.get("text/plain", ""))
+                    assert text.startswith("Run this cell"), f"{path.name} cell {i} stores the widget as {text[:60]!r}"
+    assert found >= 3, f"expected the stored outputs of at least 3 widget cells, found {found}"
