@@ -1,0 +1,9 @@
+"""Lessons in JupyterLab, group 1 of lessons.GROUPS (see lessons.py)."""
+import pytest
+
+from lessons import lesson_group, run_lesson
+
+
+@pytest.mark.parametrize("notebook", lesson_group(1), ids=lambda path: path.stem)
+def test_lesson_runs_cleanly_in_jupyterlab(notebook, lab, browser):
+    run_lesson(notebook, lab, browser)
