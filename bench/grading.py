@@ -36,8 +36,8 @@ def _class(folder: Path, assignment: str, copies: int) -> int:
 
 
 def _cpu_per_submission(assignment: str, sandbox: bool, repeat: int) -> float:
-    """CPU seconds to grade the solution and the blank exercise once each, averaged: the checker's
-    (this process) plus the learner's kernel's, measured in this process with the grader's own runner."""
+    """CPU seconds to grade the solution and the blank exercise `repeat` times each, averaged: the
+    checker's (this process) plus the learner's kernel's, measured here with the grader's own runner."""
     import resource
 
     from course_lib.grading.build import build_exercise
@@ -97,13 +97,18 @@ def run(copies: int = 8, jobs: int = 2, assignment: str = "06_attention", cpus: 
         n = _class(folder, assignment, copies)
         _grade(folder, assignment, jobs, modes[0])  # warm-up: imports and the page cache
         wall = {mode: float("inf") for mode in modes}
-        for _ in range(repeat):
-            for mode in modes:
+        for i in range(repeat):
+            for mode in modes if i % 2 == 0 else modes[::-1]:  # alternate which mode goes first
                 loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
                 wall[mode] = min(wall[mode], _grade(folder, assignment, jobs, mode))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    cpu = {mode: _cpu_per_submission(assignment, mode, repeat) for mode in modes}
+    for mode in modes:  # warm-up of this process (the checker's imports), then alternate again
+        _cpu_per_submission(assignment, mode, 1)
+    cpu = {mode: float("inf") for mode in modes}
+    for i in range(repeat):
+        for mode in modes if i % 2 == 0 else modes[::-1]:
+            cpu[mode] = min(cpu[mode], _cpu_per_submission(assignment, mode, 1))
     load = f"load average {min(loads):.1f}-{max(loads):.1f}"
     rows = []
     for mode in modes:
