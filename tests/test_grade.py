@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 from grading_helpers import (
     IN_CI,
-    REPO,
     SOLUTIONS,
     WELCOME,
     by_id,
