@@ -22,52 +22,10 @@ import statistics
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 BATCH, BLOCK = 12, 64
 NEW_TOKENS = (64, 128, 256, 512)
-
-
-class BuiltinGPT(nn.Module):
-    """The GPT architecture from torch's built-in layers (nn.TransformerEncoderLayer with a causal mask)."""
-
-    def __init__(self, c):
-        super().__init__()
-        self.tok = nn.Embedding(c.vocab_size, c.n_embd)
-        self.pos = nn.Embedding(c.block_size, c.n_embd)
-        self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
-                                       batch_first=True, norm_first=True, bias=c.bias)
-            for _ in range(c.n_layer)
-        )
-        self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
-        self.head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
-        if c.tie_weights:
-            self.head.weight = self.tok.weight
-
-    def forward(self, idx):
-        T = idx.shape[1]
-        x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))  # (B, T, C)
-        blocked = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu(1)  # torch's convention: True = blocked
-        for layer in self.layers:
-            x = layer(x, src_mask=blocked, is_causal=True)
-        return self.head(self.ln(x))  # (B, T, V)
-
-
-@torch.no_grad()
-def copy_weights(ours, ref: BuiltinGPT) -> None:
-    """Give the course's GPT the built-in model's weights (so both compute the same function)."""
-    from course_lib import layers
-
-    ours.tok_emb.weight.copy_(ref.tok.weight)
-    ours.pos_emb.weight.copy_(ref.pos.weight)
-    for block, layer in zip(ours.blocks, ref.layers):
-        layers.copy_torch_weights(block, layer)
-    ours.ln_f.weight.copy_(ref.ln.weight)
-    if ref.ln.bias is not None:
-        ours.ln_f.bias.copy_(ref.ln.bias)
-    ours.lm_head.weight.copy_(ref.head.weight)
 
 
 def _sync(device):
@@ -76,7 +34,7 @@ def _sync(device):
 
 def training_throughput(repeat: int = 7, steps: int = 5) -> list[dict]:
     from course_lib.device import get_device, seed_everything
-    from course_lib.models import GPT
+    from course_lib.models import GPT, BuiltinGPT, copy_builtin_gpt_weights
     from course_lib.train_gpt import recipe_model_config
 
     device = get_device()
@@ -87,7 +45,7 @@ def training_throughput(repeat: int = 7, steps: int = 5) -> list[dict]:
     models = {"builtin": ref}
     for keep in (False, True):
         ours = GPT(config).to(device)
-        copy_weights(ours, ref)
+        copy_builtin_gpt_weights(ours, ref)
         for block in ours.blocks:
             block.self_attn.keep_weights = keep
         models["fused" if not keep else "from scratch"] = ours

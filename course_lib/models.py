@@ -4,7 +4,8 @@ and the decoder-only GPT of lesson 11.
 Sections:
 
 - "Encoder-decoder": `TransformerEncoder`, `TransformerDecoder`, `Seq2SeqTransformer` (lesson 10);
-- "GPT": `GPTConfig`, `GPT`, and the parameter and FLOP counts of a GPT (lesson 11).
+- "GPT": `GPTConfig`, `GPT`, the parameter and FLOP counts of a GPT (lesson 11), and `BuiltinGPT`, the
+  same architecture from torch's own layers (the reference for tests and benchmarks).
 
 Shapes use the vocabulary of `course_lib.attention`: ``B`` batch, ``T`` positions, ``C`` = ``n_embd``
 = ``d_model`` features per position, ``V`` vocabulary size.
@@ -244,6 +245,48 @@ def gpt_forward_flops(config: GPTConfig, T: int) -> int:
     V, C, L = config.vocab_size, config.n_embd, config.n_layer
     matmul_weights = L * (4 * C * C + 8 * C * C) + V * C
     return 2 * matmul_weights * T + L * 4 * T * T * C
+
+
+class BuiltinGPT(nn.Module):
+    """The same architecture as `GPT`, assembled from torch's own layers (nn.Embedding,
+    nn.TransformerEncoderLayer with a causal mask, pre-norm and GELU, nn.LayerNorm, nn.Linear): the
+    independent reference that the tests compare `GPT` with and the benchmarks time it against."""
+
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.tok = nn.Embedding(c.vocab_size, c.n_embd)
+        self.pos = nn.Embedding(c.block_size, c.n_embd)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True, bias=c.bias)
+            for _ in range(c.n_layer)
+        )
+        self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
+        self.head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        if c.tie_weights:
+            self.head.weight = self.tok.weight
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        T = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))  # (B, T, C)
+        blocked = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu(1)  # torch's convention: True = blocked
+        for layer in self.layers:
+            x = layer(x, src_mask=blocked, is_causal=True)  # (B, T, C)
+        return self.head(self.ln(x))  # (B, T, V)
+
+
+@torch.no_grad()
+def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
+    """Give the course's GPT the weights of a `BuiltinGPT`, so that both compute the same function."""
+    ours.tok_emb.weight.copy_(ref.tok.weight)
+    ours.pos_emb.weight.copy_(ref.pos.weight)
+    for block, layer in zip(ours.blocks, ref.layers):
+        layers.copy_torch_weights(block, layer)
+    ours.ln_f.weight.copy_(ref.ln.weight)
+    if ref.ln.bias is not None:
+        ours.ln_f.bias.copy_(ref.ln.bias)
+    ours.lm_head.weight.copy_(ref.head.weight)
+    return ours
 
 
 # ================================================================================================

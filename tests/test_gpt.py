@@ -4,17 +4,15 @@ messages, and the committed Tiny Shakespeare checkpoint."""
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from course_lib import layers
 from course_lib.attention import KVCache
-from course_lib.models import GPT, GPTConfig, gpt_forward_flops, gpt_parameter_count
+from course_lib.models import (GPT, BuiltinGPT, GPTConfig, copy_builtin_gpt_weights, gpt_forward_flops,
+                               gpt_parameter_count)
 
 SMALL = dict(vocab_size=11, block_size=12, n_layer=2, n_head=2, n_embd=16)
 
@@ -29,45 +27,6 @@ def _idx(B: int, T: int, V: int = SMALL["vocab_size"], seed: int = 1) -> torch.T
 
 
 # --- the same architecture from torch built-ins -----------------------------------------------------
-
-
-class BuiltinGPT(nn.Module):
-    """GPT assembled from torch's own layers: nn.Embedding, nn.TransformerEncoderLayer (pre-norm, GELU,
-    causal mask), nn.LayerNorm and nn.Linear."""
-
-    def __init__(self, c: GPTConfig):
-        super().__init__()
-        self.tok = nn.Embedding(c.vocab_size, c.n_embd)
-        self.pos = nn.Embedding(c.block_size, c.n_embd)
-        self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
-                                       batch_first=True, norm_first=True, bias=c.bias)
-            for _ in range(c.n_layer)
-        )
-        self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
-        self.head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
-        if c.tie_weights:
-            self.head.weight = self.tok.weight
-
-    def forward(self, idx):
-        T = idx.shape[1]
-        x = self.tok(idx) + self.pos(torch.arange(T))
-        blocked = torch.ones(T, T, dtype=torch.bool).triu(1)  # torch's convention: True = may NOT attend
-        for layer in self.layers:
-            x = layer(x, src_mask=blocked, is_causal=True)
-        return self.head(self.ln(x))
-
-
-@torch.no_grad()
-def _copy_into(ours: GPT, ref: BuiltinGPT) -> None:
-    ours.tok_emb.weight.copy_(ref.tok.weight)
-    ours.pos_emb.weight.copy_(ref.pos.weight)
-    for block, layer in zip(ours.blocks, ref.layers):
-        layers.copy_torch_weights(block, layer)
-    ours.ln_f.weight.copy_(ref.ln.weight)
-    if ref.ln.bias is not None:
-        ours.ln_f.bias.copy_(ref.ln.bias)
-    ours.lm_head.weight.copy_(ref.head.weight)
 
 
 def _pairs(ours: GPT, ref: BuiltinGPT):
@@ -97,7 +56,7 @@ def test_gpt_matches_the_architecture_built_from_torch_layers(bias, tie, keep_we
     torch.manual_seed(0)
     ref = BuiltinGPT(config).double()
     ours = GPT(config).double()
-    _copy_into(ours, ref)
+    copy_builtin_gpt_weights(ours, ref)
     for block in ours.blocks:
         block.self_attn.keep_weights = keep_weights
     idx, targets = _idx(3, 10), _idx(3, 10, seed=2)

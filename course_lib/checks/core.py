@@ -425,12 +425,13 @@ def _matches(value: Any, sealed: str, name: str, decimals: int | None) -> bool:
 
 
 def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3, mistakes: Mapping[str, str] | None = None,
-                 hint: str | None = None, kind: str = "number") -> None:
+                 hint: str | None = None, kind: str = "number", shape: Sequence[int] | None = None) -> None:
     """Check an answer worked out by hand against its seal, never printing the expected value.
 
     `mistakes` maps a description ("forgot the minus sign") to the seal of the value that mistake
     gives. `kind` says what a well-formed answer is: "number", "numbers" (a list/array), "count" (a
-    whole number; compared exactly), "shape" (a tuple of ints; compared exactly) or "text".
+    whole number; compared exactly), "shape" (a tuple of ints; compared exactly) or "text". `shape`
+    (with "numbers"): an array of another shape is called that, which gives nothing away.
     """
     if value is None:
         raise CheckFailed(name, "got None: did you forget to assign the variable (or to `return` the result)?")
@@ -457,6 +458,8 @@ def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3
                               f"{type(value).__name__} ({_short(value)}).")
         if kind == "number" and np.size(_to_array(value)) != 1:
             raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
+        if shape is not None:
+            check_shape(name, _to_array(value), shape)
     else:
         raise ValueError(f"kind must be 'number', 'numbers', 'count', 'shape' or 'text', got {kind!r}")
     if _matches(value, sealed, name, decimals):

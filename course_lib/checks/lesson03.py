@@ -6,8 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_all, check_close, check_function, check_sealed,
-                   check_shape, passed)
+from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_all, check_function, check_sealed, check_shape, passed)
 
 
 def reference_votes(pair_counts: Mapping, context: Sequence[str], *, distinct: bool = True, normalise: bool = True,

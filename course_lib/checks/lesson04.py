@@ -6,12 +6,10 @@ import copy
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .core import (CheckFailed, NotAttempted, _close, _short, call, check_all, check_close, check_sealed, check_shape,
-                   check_tensor, passed)
+from .core import (CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, check_tensor, passed)
 
 # The answers worked out by hand (exercises 1 to 4) and the values of the mistakes their hints name,
 # kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
@@ -112,20 +110,9 @@ _SEALED = {
 
 
 
-def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None) -> None:
+def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None, shape: tuple[int, ...] | None = None) -> None:
     decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
-
-
-def _sealed_array(name: str, value: Any, shape: tuple[int, ...], hint: str) -> None:
-    """A hand-worked list of numbers: say so when its length is wrong (that gives nothing away), then compare seals."""
-    try:
-        a = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=float)
-    except (TypeError, ValueError):
-        a = None  # not a regular array of numbers: check_sealed says so
-    if a is not None and a.shape != shape:
-        check_shape(name, a, shape)
-    _sealed(name, value, hint=hint)
+    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind, shape=shape)
 
 
 # --- exercise 1: P(sat | cat) by hand -------------------------------------------------------------------
@@ -134,8 +121,8 @@ def _sealed_array(name: str, value: Any, shape: tuple[int, ...], hint: str) -> N
 def check_softmax_by_hand(scores_cat: Any, p_sat: Any) -> None:
     """v_cat = [1, 2]; context vectors sat [1, 1], the [0, 1], mat [1, 0], dog [-1, 0]."""
     check_all(
-        lambda: _sealed_array("scores_cat", scores_cat, (4,),
-                              "one dot product per context word, in the order sat, the, mat, dog: u_w · v_cat = "
+        lambda: _sealed("scores_cat", scores_cat, shape=(4,),
+                              hint="one dot product per context word, in the order sat, the, mat, dog: u_w · v_cat = "
                               "u_w[0] * 1 + u_w[1] * 2"),
         lambda: _sealed("p_sat", p_sat, "number",
                         "P(sat | cat) = exp(score of sat) / (sum of exp(score) over all four words)"),
@@ -185,8 +172,8 @@ def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
 
 def check_noise_by_hand(p_noise: Any) -> None:
     """Counts the: 81, cat: 16, sat: 1; noise words are drawn with probability proportional to count ** 0.75."""
-    _sealed_array("p_noise", p_noise, (3,),
-                  "raise each count to the power 0.75 (81 ** 0.75 = 27), then divide by the sum of the three")
+    _sealed("p_noise", p_noise, shape=(3,),
+                  hint="raise each count to the power 0.75 (81 ** 0.75 = 27), then divide by the sum of the three")
 
 
 # --- exercise 4: the negative-sampling loss of one pair, and its gradient --------------------------------
@@ -205,8 +192,8 @@ def check_sgns_by_hand(loss_pair: Any, dloss_ds: Any, grad_centre: Any, noise_sc
         lambda: _sealed("loss_pair", loss_pair, "number",
                         "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and natural logs"),
         lambda: _sealed("dloss_ds", dloss_ds, "number", "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"),
-        lambda: _sealed_array("grad_centre", grad_centre, (2,),
-                              "d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2"),
+        lambda: _sealed("grad_centre", grad_centre, shape=(2,),
+                              hint="d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2"),
         direction,
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import torch
 
 from .core import (CheckFailed, NotAttempted, _short, call, check_all, check_close, check_function, check_sealed, check_shape, check_tensor,
@@ -341,9 +340,9 @@ _SEALED = {
 
 
 
-def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None) -> None:
+def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None, shape: tuple[int, ...] | None = None) -> None:
     decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind, shape=shape)
 
 
 def check_attention_shapes(weights_shape: Any, output_shape: Any, n_scores: Any) -> None:
@@ -375,24 +374,13 @@ def check_flying_arrows(scores: Any, weights: Any, output: Any, output_arrows: A
     check_all(*parts)
 
 
-def _sealed_array(name: str, value: Any, shape: tuple[int, ...], hint: str) -> None:
-    """A hand-worked array: say so when its shape is wrong (that gives nothing away), then compare seals."""
-    try:
-        a = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=float)
-    except (TypeError, ValueError):
-        a = None  # not a regular array of numbers: check_sealed says so
-    if a is not None and a.shape != shape:
-        check_shape(name, a, shape)
-    _sealed(name, value, hint=hint)
-
-
 def check_late_mask(late_row_sums: Any, correct_weights: Any) -> None:
     """Exercise 7: the row sums of weights masked after the softmax, and the weights of correct masking."""
     check_all(
-        lambda: _sealed_array("late_row_sums", late_row_sums, (3,),
-                              "equal scores give every weight 1/3 before masking; count how many of them the mask keeps in each row"),
-        lambda: _sealed_array("correct_weights", correct_weights, (3, 3),
-                              "with -inf before the softmax, row i shares its weight equally among the keys 0..i it may see"),
+        lambda: _sealed("late_row_sums", late_row_sums, shape=(3,),
+                              hint="equal scores give every weight 1/3 before masking; count how many of them the mask keeps in each row"),
+        lambda: _sealed("correct_weights", correct_weights, shape=(3, 3),
+                              hint="with -inf before the softmax, row i shares its weight equally among the keys 0..i it may see"),
     )
 
 

@@ -8,8 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _close, _fmt, _short, _to_array, call, check_all, check_close, check_count, check_sealed,
-                   check_tensor, check_true, check_type, passed)
+from .core import (CheckFailed, NotAttempted, _close, _fmt, _short, _to_array, call, check_all, check_close, check_sealed, check_tensor, check_true, check_type, passed)
 
 
 def _table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .core import CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, passed
+from .core import CheckFailed, _short, call, check_all, check_close, check_sealed, passed
 
 # --- exercise 1: predict the shapes -------------------------------------------------------------------
 # A Seq2SeqTransformer with d_model 32, 4 heads, V_tgt 50; src (4, 9), tgt_in (4, 6).
