@@ -265,14 +265,17 @@ class _Launch:
                 argv += ["--ro-bind", str(path), str(path)]
         for name in ETC_FILES:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        # The private /tmp comes before the binds: bwrap mounts in order, and a course checked out under
+        # /tmp (CI clones there) must stay visible on top of the empty /tmp, not be hidden by it.
+        size = str(lim.scratch_mb * 2**20)
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
+                 "--size", size, "--tmpfs", "/tmp"]
         for b in binds:
             argv += ["--ro-bind", sources[str(b)], str(b)]
         for p in self.protect:  # a protected folder inside a bound one is covered by an empty one
             if any(_inside(p, b) for b in binds):
                 argv += ["--tmpfs", str(p)]
-        size = str(lim.scratch_mb * 2**20)
-        argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
-                 "--size", size, "--tmpfs", "/tmp", "--chdir", "/tmp"]
+        argv += ["--chdir", "/tmp"]
         return argv, user
 
     def cleanup(self) -> None:
