@@ -181,11 +181,13 @@ class Page:
     lab: Lab
     shots: Path  # where screenshots go
     console_errors: list[str] = field(default_factory=list)
+    ignored_console: list[str] = field(default_factory=list)  # benign errors, kept for a look
 
     def record_console(self) -> None:
         def on_console(msg):
-            if msg.type == "error" and not is_benign(msg.text):
-                self.console_errors.append(f"console.error: {msg.text}")
+            if msg.type == "error":
+                (self.ignored_console if is_benign(msg.text) else self.console_errors).append(
+                    f"console.error: {msg.text}")
 
         self.page.on("console", on_console)
         self.page.on("pageerror", lambda err: self.console_errors.append(f"uncaught exception: {err}"))
@@ -257,7 +259,7 @@ READ_CELLS_JS = r"""
     return panel.content.widgets.map((cell, index) => {
         const m = cell.model;
         const src = m.sharedModel.getSource();
-        const info = {index, id: m.id, type: m.type, tags: m.getMetadata('tags') || [],
+        const info = {index, total: panel.content.widgets.length, id: m.id, type: m.type, tags: m.getMetadata('tags') || [],
                       first_line: src.split('\n').find(l => l.trim()) || ''};
         if (m.type === 'code') {
             info.execution_count = m.executionCount;
@@ -293,10 +295,15 @@ READ_CELLS_JS = r"""
 }
 """.replace("OUTPUTS_CSS", OUTPUTS_CSS)
 
-# Raw LaTeX left in rendered Markdown: a `$` (MathJax removes every delimiter it typesets), `\(`, `\[`,
-# or a TeX command such as \frac outside code.
 WIDGET = "application/vnd.jupyter.widget-view+json"
-RAW_TEX = re.compile(r"\$|\\\(|\\\[|\\[a-zA-Z]{2,}")
+# Raw LaTeX left in rendered Markdown: a `$` (MathJax removes every delimiter it typesets), `\(`, `\[`,
+# or a TeX command outside code. Only the commands the lessons use: prose may quote a string such as
+# "citizen:\nWe", which is not maths.
+TEX_COMMANDS = ("begin end frac sqrt sum prod int mathrm mathbf mathcal mathbb operatorname text cdot times "
+                "le ge leq geq neq approx sim to infty in top log exp max min softmax alpha beta gamma delta "
+                "epsilon varepsilon theta lambda mu pi sigma tau phi omega Sigma partial nabla hat tilde bar "
+                "dots ldots cdots left right quad underbrace overbrace").split()
+RAW_TEX = re.compile(r"\$|\\\(|\\\[|\\(?:" + "|".join(TEX_COMMANDS) + r")(?![a-zA-Z])")
 WIDGET_REPR = re.compile(r"^(?:[A-Z]\w*(?:Slider|Box|Dropdown|Output|Button|Text)\w*\(|interactive\(|Run this cell to get)")
 FIGURE_TEXT = re.compile(r"^<Figure size [\d.]+x[\d.]+ with \d+ Axes>$")
 
@@ -304,7 +311,8 @@ FIGURE_TEXT = re.compile(r"^<Figure size [\d.]+x[\d.]+ with \d+ Axes>$")
 def describe(cell: dict) -> str:
     line = cell["first_line"].strip()
     line = line if len(line) <= 60 else line[:57] + "..."
-    return f"cell {cell['index']} (id {cell['id']}, {cell['type']}: {line!r})"
+    # Numbered from 1, as JupyterLab's status bar counts them ("Cell 3/22"); the id is the cell's own.
+    return f"cell {cell['index'] + 1}/{cell['total']} (id {cell['id']}, {cell['type']}: {line!r})"
 
 
 def cell_problems(cell: dict) -> list[str]:
@@ -433,7 +441,7 @@ def check_widgets_react(page: Page, cells: list[dict], shot_prefix: str) -> tupl
         if cell["type"] != "code" or not any(o.get("widget_view") for o in cell["outputs"]):
             continue
         for view_index, kind, k in widget_controls(page, cell["index"]):
-            label = f"{shot_prefix}-cell{cell['index']:02d}-{kind}{view_index}.{k}"
+            label = f"{shot_prefix}-cell{cell['index'] + 1:02d}-{kind}{view_index + 1}.{k + 1}"
             before = page.page.evaluate(WIDGET_SIGNATURE_JS, [cell["index"], view_index])
             shots.append(page.screenshot(f"{label}-before", cell["index"]))
             move_control(page, cell["index"], view_index, kind, k)

@@ -16,7 +16,7 @@ import pytest
 
 from course_pytest_plugin import SHARED_DATA
 from labdriver import (NOTEBOOKS, READ_CELLS_JS, REPO, Page, apply_test_settings, cell_problems, check_widgets_react,
-                       new_shots_dir, wait_rendered)
+                       describe, new_shots_dir, wait_rendered)
 
 GROUPS = 3
 
@@ -32,6 +32,18 @@ def _missing_data(path: Path) -> list[str]:
     return [name for name in needs if not (SHARED_DATA / name).is_file()]
 
 
+def _still_running(page) -> str:
+    """After a timeout: the first cell that has not finished, if the page can still tell."""
+    try:
+        cells = page.page.evaluate(READ_CELLS_JS)
+    except Exception:
+        return ""
+    for cell in cells:
+        if cell["type"] == "code" and cell["execution_count"] is None:
+            return f" (the first cell without a result: {describe(cell)})"
+    return ""
+
+
 def run_lesson(path: Path, lab, browser) -> None:
     """Open the lesson, Run → Run All Cells, and check every cell, every widget and the console."""
     missing = _missing_data(path)
@@ -43,10 +55,13 @@ def run_lesson(path: Path, lab, browser) -> None:
     page.record_console()
     problems: list[str] = []
     bad_cells: set[int] = set()
+    phase = "opening it"
     try:
         apply_test_settings(lab)  # before a notebook is opened: nothing may be autosaved into the checkout
         page.open(path.relative_to(REPO).as_posix())
+        phase = "running Run → Run All Cells"
         page.run_all_from_menu()
+        phase = "checking what the page shows"
         wait_rendered(page)
         cells = page.page.evaluate(READ_CELLS_JS)
         (shots / "cells.json").write_text(json.dumps(cells, indent=1, ensure_ascii=False))  # what the checks read
@@ -55,17 +70,19 @@ def run_lesson(path: Path, lab, browser) -> None:
             if found:
                 bad_cells.add(cell["index"])
                 problems += found
+        phase = "moving the widgets"
         widget_problems, _ = check_widgets_react(page, cells, path.stem)
         problems += widget_problems
         problems += page.console_errors
+        (shots / "console-ignored.txt").write_text("\n".join(page.ignored_console))
     except Exception as err:  # a page that never got ready, a timeout: say where it stopped
-        problems.append(f"the browser run stopped: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        message = str(err).splitlines()[0] if str(err) else ""
+        problems.append(f"the browser run stopped while {phase}: {type(err).__name__}: {message}{_still_running(page)}")
         problems += page.console_errors
-        page.screenshot("window-when-stopped")
     finally:
         if problems:
             for index in sorted(bad_cells):
-                page.screenshot(f"{path.stem}-cell{index:02d}", index)
+                page.screenshot(f"{path.stem}-cell{index + 1:02d}", index)
             page.screenshot(f"{path.stem}-window")
         context.close()
         lab.shutdown_kernels()
