@@ -91,3 +91,12 @@ def test_cosine_rows_names_keepdims_and_squared_lengths(fn, match):
     text = fails_with(lesson01.check_cosine_rows, fn, match=match)
     if "keepdims" in match:
         assert "a @ b.T" not in text, text
+
+
+def test_embed_by_matmul_catches_indexing_that_hides_its_grad_fn():
+    # The grader sees only values (the learner's function runs in its own process), so the check must
+    # recognise an index lookup by what it computes, not by the name of its autograd node.
+    fails_with(lesson01.check_embed_by_matmul, lambda ids, E: E[ids] * 1.0, match="indexing E directly")
+    fails_with(lesson01.check_embed_by_matmul, lambda ids, E: torch.index_select(E, 0, ids.flatten()).reshape(*ids.shape, -1) + 0.0,
+               match="indexing E directly")
+    lesson01.check_embed_by_matmul(lambda ids, E: torch.nn.functional.one_hot(ids, E.shape[0]).to(E.dtype) @ E)
