@@ -156,7 +156,7 @@ def _fmt_times(r: dict) -> dict:
 def section_module(name: str) -> Callable:
     def run(args) -> list[dict]:
         module = importlib.import_module(f"bench.{name}")
-        rows = module.run()
+        rows = [row if isinstance(row, dict) else dict(zip(("what", "value", "details"), row)) for row in module.run()]
         for row in rows:
             print("  " + "  ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
         return rows
@@ -181,7 +181,8 @@ def machine() -> str:
         cpu = model
     except (OSError, StopIteration):
         pass
-    return f"{cpu}, {cores} cores available, {gpu}; Python {platform.python_version()}, torch {torch.__version__}"
+    load = f"; load average {os.getloadavg()[0]:.1f} when the table was written" if hasattr(os, "getloadavg") else ""
+    return f"{cpu}, {cores} cores available, {gpu}; Python {platform.python_version()}, torch {torch.__version__}{load}"
 
 
 def markdown(results: dict[str, list[dict]]) -> str:
