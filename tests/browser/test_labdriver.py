@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labdriver import WIDGET, cell_problems, is_benign
+from labdriver import BENIGN_CONSOLE, WIDGET, cell_problems, is_benign
 
 
 def code(outputs=(), execution_count=1, tags=()):
@@ -67,6 +67,7 @@ def test_each_problem_is_named_with_its_cell(what):
     assert problems[0].startswith(f"cell {cell['index'] + 1}/9 (id {cell['id']}, "), problems[0]
 
 
-def test_only_known_console_noise_is_ignored():
-    assert is_benign("Failed to load resource: the server responded with a status of 404 (Not Found)")
+def test_console_errors_count_unless_known_benign():
     assert not is_benign("Uncaught TypeError: Cannot read properties of undefined (reading 'model')")
+    assert not is_benign("Failed to load resource: the server responded with a status of 404 (Not Found)")
+    assert all(reason for _, reason in BENIGN_CONSOLE), "every ignored console error says why"
