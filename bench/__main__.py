@@ -185,6 +185,10 @@ def machine() -> str:
     return f"{cpu}, {cores} cores available, {gpu}; Python {platform.python_version()}, torch {torch.__version__}{load}"
 
 
+def _cell(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
 def markdown(results: dict[str, list[dict]]) -> str:
     lines = ["# Benchmark results", "", f"Written by `make bench` on {time.strftime('%Y-%m-%d')}.", "",
              f"Machine: {machine()}.", "",
@@ -200,16 +204,34 @@ def markdown(results: dict[str, list[dict]]) -> str:
         lines.append("| " + " | ".join(keys) + " |")
         lines.append("|" + "---|" * len(keys))
         for row in rows:
-            lines.append("| " + " | ".join(str(row.get(k, "")).replace("|", "\\|") for k in keys) + " |")
+            lines.append("| " + " | ".join(_cell(row.get(k, "")).replace("|", "\\|") for k in keys) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _sections(text: str) -> dict[str, list[dict]]:
+    """The sections of an earlier RESULTS.md, read back into rows (so that --only can refresh some)."""
+    out: dict[str, list[dict]] = {}
+    name, keys = None, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            name, keys = line[3:].strip(), None
+            out[name] = []
+        elif name and line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip().replace("\\|", "|") for c in line.strip().strip("|").split(" | ")]
+            if keys is None:
+                keys = cells
+            else:
+                out[name].append(dict(zip(keys, cells)))
+    return {k: v for k, v in out.items() if k in SECTIONS}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
     parser.add_argument("--repeat", type=int, default=15, help="timed repetitions per comparison (medians are compared)")
-    parser.add_argument("--no-write", action="store_true", help="print the table but do not write bench/RESULTS.md")
+    parser.add_argument("--no-write", action="store_true",
+                        help="print the table but do not write bench/RESULTS.md (with --only, the other sections are kept)")
     args = parser.parse_args(argv)
     runners = {"notebooks": section_notebooks, "kernels": section_kernels, "gpt": section_module("gpt"),
                "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_module("grading")}
@@ -222,9 +244,11 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
             results[name] = [{"error": f"{type(err).__name__}: {err}"}]
             print(f"  failed: {type(err).__name__}: {err}", flush=True)
-    text = markdown(results)
-    if not args.no_write and not args.only:
-        RESULTS.write_text(text + "\n", encoding="utf-8")
+    if not args.no_write:
+        if args.only and RESULTS.is_file():  # refresh these sections, keep the others as they were
+            results = {**_sections(RESULTS.read_text(encoding="utf-8")), **results}
+            results = {name: results[name] for name in SECTIONS if name in results}
+        RESULTS.write_text(markdown(results) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS.relative_to(REPO)}")
     over = [r for r in results.get("notebooks", []) if r.get("status") not in ("ok", None) and r.get("notebook") != "all of the above"]
     return 1 if failed or over else 0

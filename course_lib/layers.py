@@ -51,9 +51,13 @@ class LayerNorm(nn.Module):
     mean squared deviation from μ (divided by d, not d − 1). eps sits inside the square root: it keeps
     the division finite for a constant vector (σ² = 0) and is what `torch.nn.LayerNorm` does.
     ``bias=False`` drops the learned bias, but the mean is still subtracted.
+
+    ``fused=True`` computes the same numbers with torch's one-kernel ``F.layer_norm`` (faster, and what
+    lesson 11's GPT uses; tests check the two agree, forward and backward). It is an attribute that
+    can be flipped after construction.
     """
 
-    def __init__(self, d: int, eps: float = 1e-5, bias: bool = True):
+    def __init__(self, d: int, eps: float = 1e-5, bias: bool = True, fused: bool = False):
         super().__init__()
         if isinstance(d, bool) or not isinstance(d, int) or d < 1:
             raise ValueError(f"d must be a positive int (the number of features to normalise), got {d!r}")
@@ -61,9 +65,12 @@ class LayerNorm(nn.Module):
         self.eps = eps  # added to the variance inside the square root
         self.weight = nn.Parameter(torch.ones(d))  # (d,) gain, starts at 1
         self.bias = nn.Parameter(torch.zeros(d)) if bias else None  # (d,) shift, starts at 0
+        self.fused = fused  # True: torch's F.layer_norm, the same function in one kernel
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_last_dim("LayerNorm", x, self.d)
+        if self.fused:
+            return F.layer_norm(x, (self.d,), self.weight, self.bias, self.eps)  # (..., d)
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1), biased: divided by d
         x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (..., d): zero mean, variance ≈ 1

@@ -122,6 +122,9 @@ class GPT(nn.Module):
             # Fast path: F.scaled_dot_product_attention (same numbers, no (T, T) weights kept).
             # Set `block.self_attn.keep_weights = True` to keep the weights for plotting.
             block.self_attn.keep_weights = False
+        for module in self.modules():
+            if isinstance(module, layers.LayerNorm):
+                module.fused = True  # F.layer_norm: the same numbers as the from-scratch LayerNorm, one kernel
 
     @torch.no_grad()
     def _init_weights(self) -> None:

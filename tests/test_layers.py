@@ -344,3 +344,26 @@ def test_block_with_kv_cache_matches_the_full_causal_pass(norm_first):
         steps = [first] + [block(x[:, t : t + 1], causal_mask(1, past=t), cache=cache) for t in range(2, 6)]
     assert len(cache) == 6, f"the cache should hold 6 positions, holds {len(cache)}"
     assert_close(torch.cat(steps, dim=1), full)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_layernorm_equals_the_from_scratch_one_forward_and_backward(bias):
+    torch.manual_seed(0)
+    ours = LayerNorm(12, bias=bias)
+    with torch.no_grad():
+        ours.weight.uniform_(0.5, 1.5)
+        if bias:
+            ours.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(3, 5, 12) * 4 + 2
+    results = []
+    for fused in (False, True):
+        ours.fused = fused
+        ours.zero_grad()
+        xi = x.clone().requires_grad_(True)
+        y = ours(xi)
+        (y * torch.linspace(-1, 1, 12)).sum().backward()
+        results.append((y, xi.grad, ours.weight.grad.clone()))
+    (y0, gx0, gw0), (y1, gx1, gw1) = results
+    torch.testing.assert_close(y1, y0, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(gx1, gx0, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(gw1, gw0, atol=1e-5, rtol=1e-4)
