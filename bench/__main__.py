@@ -70,9 +70,6 @@ def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
 
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    shared = REPO.parent / "shared" / "data"
-    if shared.is_dir():
-        os.environ.setdefault("COURSE_DATA_DIR", str(shared))
     rows = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
@@ -233,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true",
                         help="print the table but do not write bench/RESULTS.md (with --only, the other sections are kept)")
     args = parser.parse_args(argv)
+    shared = REPO.parent / "shared" / "data"  # the course's reference data, where a checkout has it beside it
+    if (shared / "tinyshakespeare.txt").is_file():
+        os.environ.setdefault("COURSE_DATA_DIR", str(shared))
     runners = {"notebooks": section_notebooks, "kernels": section_kernels, "gpt": section_module("gpt"),
                "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_module("grading")}
     results, failed = {}, []
