@@ -23,6 +23,8 @@ lab: install
 	$(BIN)/course lab
 
 test: install
+	@command -v chromium >/dev/null || echo "Chromium not found: the browser tests (tests/browser/) are skipped (apt-get install chromium)"
+	@command -v bwrap >/dev/null || echo "bubblewrap not found: the grader's sandbox tests are skipped (apt-get install bubblewrap)"
 	$(BIN)/python -m pytest -n $(JOBS)
 
 exercises: install
