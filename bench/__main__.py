@@ -161,6 +161,18 @@ def section_module(name: str) -> Callable:
     return run
 
 
+def section_grading(args) -> list[dict]:
+    """`course grade` on 40 submissions of lesson 06's set (20 solved, 20 blank), at --jobs 1 and 2."""
+    from bench import grading
+
+    rows = []
+    for jobs in (1, 2):
+        for what, value, details in grading.run(copies=20, jobs=jobs):
+            rows.append({"what": what if "--jobs" in what else f"{what} (--jobs {jobs} run)", "value": value, "details": details})
+            print(f"  {value:8.2f}  {rows[-1]['what']} ({details})", flush=True)
+    return rows
+
+
 # --- the table -----------------------------------------------------------------------------------------
 
 def machine() -> str:
@@ -234,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     if (shared / "tinyshakespeare.txt").is_file():
         os.environ.setdefault("COURSE_DATA_DIR", str(shared))
     runners = {"notebooks": section_notebooks, "kernels": section_kernels, "gpt": section_module("gpt"),
-               "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_module("grading")}
+               "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_grading}
     results, failed = {}, []
     for name in args.only or SECTIONS:
         print(f"[{name}]", flush=True)
