@@ -494,3 +494,12 @@ def check_all(*parts: Callable[[], None]) -> None:
         combined.args = ("\n".join(str(f) for f in failures),)  # each failure with its own hint
         combined.parts = failures
         raise combined
+
+
+def check_sealed_shapes(answers: Mapping[str, Any], seals: Mapping[str, str],
+                        mistakes: Mapping[str, Mapping[str, str]] | None = None, hint: str | None = None) -> None:
+    """Several shapes predicted by hand (`answers`: name -> shape), each against its seal, every wrong
+    one reported at once; `mistakes` maps a name to that answer's known wrong shapes (description -> seal)."""
+    check_all(*(lambda name=name, sealed=sealed: check_sealed(
+        name, answers.get(name), sealed, kind="shape", mistakes=(mistakes or {}).get(name), hint=hint)
+        for name, sealed in seals.items()))

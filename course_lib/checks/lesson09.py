@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .core import (CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, check_tensor, passed)
+from .core import (CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, check_tensor, passed, check_sealed_shapes)
 
 # --- exercise 1: predict the shapes -------------------------------------------------------------------
 # block = TransformerBlock(48, 6, d_ff=160, cross_attention=True); x (3, 10, 48); memory (3, 7, 48)
@@ -47,13 +47,9 @@ _SHAPE_MISTAKES = {
 
 def check_shapes(answers: dict[str, Any]) -> None:
     """Exercise 1: four predicted shapes, every wrong one reported."""
-    parts = []
-    for name, sealed in _SHAPE_SEALS.items():
-        parts.append(lambda name=name, sealed=sealed: check_sealed(
-            name, answers.get(name), sealed, kind="shape", mistakes=_SHAPE_MISTAKES.get(name),
-            hint="follow the shapes: (B, T, d_model) in and out; attention weights (B, n_heads, T_q, T_k); "
-                 "the FFN's hidden layer (B, T, d_ff)"))
-    check_all(*parts)
+    check_sealed_shapes(answers, _SHAPE_SEALS, _SHAPE_MISTAKES,
+                        hint="follow the shapes: (B, T, d_model) in and out; attention weights (B, n_heads, T_q, T_k); "
+                             "the FFN's hidden layer (B, T, d_ff)")
 
 
 # --- exercise 2: LayerNorm by hand --------------------------------------------------------------------

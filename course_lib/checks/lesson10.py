@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .core import CheckFailed, _short, call, check_all, check_close, check_sealed, passed
+from .core import CheckFailed, _short, call, check_all, check_close, check_sealed, check_sealed_shapes, passed
 
 # --- exercise 1: predict the shapes -------------------------------------------------------------------
 # A Seq2SeqTransformer with d_model 32, 4 heads, V_tgt 50; src (4, 9), tgt_in (4, 6).
@@ -51,13 +51,9 @@ _SHAPE_MISTAKES = {
 
 def check_shapes(answers: dict[str, Any]) -> None:
     """Exercise 1: three predicted shapes, every wrong one reported."""
-    parts = []
-    for name, sealed in _SHAPE_SEALS.items():
-        parts.append(lambda name=name, sealed=sealed: check_sealed(
-            name, answers.get(name), sealed, kind="shape", mistakes=_SHAPE_MISTAKES.get(name),
-            hint="follow the shapes: the encoder keeps (B, S, d_model); attention weights are (B, n_heads, T_q, T_k); "
-                 "the decoder ends in one row of V_tgt scores per target position"))
-    check_all(*parts)
+    check_sealed_shapes(answers, _SHAPE_SEALS, _SHAPE_MISTAKES,
+                        hint="follow the shapes: the encoder keeps (B, S, d_model); attention weights are (B, n_heads, T_q, T_k); "
+                             "the decoder ends in one row of V_tgt scores per target position")
 
 
 # --- exercise 2: the shifted decoder input ------------------------------------------------------------
