@@ -354,3 +354,11 @@ def test_half_temperature():
     fails_with(lesson11.check_half_temperature, 2 / math.log10(3), match="log base 10")
     fails_with(lesson11.check_half_temperature, 1.0, match="raise the temperature")
     fails_with(lesson11.check_half_temperature, 3.0, match="lower the temperature")
+
+
+def test_top_k_crash_on_k_larger_than_the_vocabulary_is_named():
+    def no_min(logits, k):  # right but for k > V, where torch.topk raises
+        v = torch.topk(logits, k).values[..., -1:]
+        return torch.where(logits < v, torch.full_like(logits, -math.inf), logits)
+
+    fails_with(lesson11.check_top_k, no_min, match="is at least the number of logits in a row")

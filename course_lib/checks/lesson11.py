@@ -142,7 +142,11 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
         except NotAttempted:
             raise
         except CheckFailed as err:
-            raise CheckFailed(err.name, f"{err.problem}", hint) from None
+            crash_hint = hint
+            if arg == "k" and value >= logits.shape[-1] and "out of range" in err.problem:
+                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then nothing "
+                              "is removed, as the prompt says; torch.topk needs k <= V, so use min(k, V)")
+            raise CheckFailed(err.name, f"{err.problem}", crash_hint) from None
         check_tensor(name, got, f"when called as {shown}")
         if not torch.equal(given, logits):
             raise CheckFailed(name, f"the logits passed in were changed (when called as {shown}).",
