@@ -460,7 +460,12 @@ def test_killing_or_crashing_the_kernel_costs_only_that_exercise(graded):
 def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     r, t = graded["results"]["memory"], results_of(graded, "memory")
     assert r["score"] == 8, r
-    assert "MemoryError" in t["ex3_test"]["message"] and "MemoryError" in t["ex4_test"]["message"], (t["ex3_test"], t["ex4_test"])
+    assert "MemoryError" in t["ex3_test"]["message"], t["ex3_test"]
+    # A hog that grows 50 MB at a time reaches the memory limit within the 6 s cell limit on a quiet
+    # machine; on a loaded one (CI's two cores shared with the browser tests) the time limit can stop it
+    # first. Either way it is stopped, scores 0 and the batch goes on, which is what this test guards.
+    assert t["ex4_test"]["points"] == 0 and any(
+        why in t["ex4_test"]["message"] for why in ("MemoryError", "longer than the time limit")), t["ex4_test"]
     assert "allocate" in t["ex5_test"]["message"], t["ex5_test"]
 
 
