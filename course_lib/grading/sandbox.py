@@ -180,6 +180,17 @@ def _data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def bound_folders(protect=()) -> list[Path]:
+    """The host folders the sandbox sees, read-only, besides the system: Python, the course library, the data.
+
+    The data folder is left out when it holds (or sits inside) a protected folder."""
+    binds = _python_roots() + [_package_dir()]
+    data = _data_dir()
+    if data is not None and not any(_inside(data, p) or _inside(p, data) for p in protect):
+        binds.append(data)
+    return _outermost(binds)
+
+
 def _reachable_folder(preferred: Path | None) -> str:
     """A folder for the launcher's empty mount points that an unprivileged user can reach (every
     folder above it searchable by others): `preferred` if possible, else the temporary folder, else /tmp."""
@@ -235,11 +246,7 @@ class _Launch:
 
     def _bwrap_argv(self) -> tuple[list[str], tuple | None]:
         lim = self.limits
-        binds = _python_roots() + [_package_dir()]
-        data = _data_dir()
-        if data is not None and not any(_inside(data, p) or _inside(p, data) for p in self.protect):
-            binds.append(data)
-        binds = _outermost(binds)
+        binds = bound_folders(self.protect)
         user = None
         sources = {str(b): str(b) for b in binds}
         if os.geteuid() == 0:
