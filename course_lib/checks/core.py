@@ -39,6 +39,7 @@ class CheckFailed(AssertionError):
 
     def __init__(self, name: str, problem: str, hint: str | None = None):
         self.name, self.problem, self.hint = name, problem, hint
+        self.credit: float | None = None  # the share of a multi-part answer that was right (see check_all)
         text = f"{FAIL_MARK} {name}: {problem}"
         if hint:
             text += f"\n  Hint: {hint}"
@@ -478,6 +479,9 @@ def check_all(*parts: Callable[[], None]) -> None:
     Each part is a function without arguments that runs one check (`lambda: check_sealed(...)`). The
     parts that pass print their line; if any fail, one `CheckFailed` lists every failure, so a
     learner does not fix part 1 only to hear about part 3 afterwards. An unattempted part stops at once.
+
+    The failure carries `credit`, the share of parts that were right: `course grade` and `course check`
+    give a multi-part exercise its points part by part (3 of 4 parts right earns 3/4 of the points).
     """
     failures: list[CheckFailed] = []
     for part in parts:
@@ -487,13 +491,17 @@ def check_all(*parts: Callable[[], None]) -> None:
             raise
         except CheckFailed as err:
             failures.append(err)
+    if not failures:
+        return
+    credit = (len(parts) - len(failures)) / len(parts)
     if len(failures) == 1:
+        failures[0].credit = credit
         raise failures[0]
-    if failures:
-        combined = CheckFailed(", ".join(f.name for f in failures), f"{len(failures)} of {len(parts)} parts are not right.")
-        combined.args = ("\n".join(str(f) for f in failures),)  # each failure with its own hint
-        combined.parts = failures
-        raise combined
+    combined = CheckFailed(", ".join(f.name for f in failures), f"{len(failures)} of {len(parts)} parts are not right.")
+    combined.args = ("\n".join(str(f) for f in failures),)  # each failure with its own hint
+    combined.parts = failures
+    combined.credit = credit
+    raise combined
 
 
 def check_sealed_shapes(answers: Mapping[str, Any], seals: Mapping[str, str],

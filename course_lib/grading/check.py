@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .grade import TestResult, answer_owner, classify, exercise_titles, explain
+from .grade import TestResult, answer_owner, classify, exercise_titles, explain, score
 from .notebook import grade_id, is_solution, is_test, points, read_notebook, source, strip_hidden_tests
 from .runner import Step, run_steps
 from .sandbox import Limits
@@ -42,7 +42,8 @@ def check_notebook(path: Path, limits: Limits | None = None) -> list[TestResult]
         if status != "passed":
             status, message = explain(status, message, [report.results[step_of[a]] for a in owners.get(i, [])])
         pts = points(nb["cells"][i])
-        rows.append(TestResult(step.grade_id or f"cell {i}", titles[i], pts if status == "passed" else 0.0, pts, status, message))
+        status, earned = score(status, report.results[s], pts)
+        rows.append(TestResult(step.grade_id or f"cell {i}", titles[i], earned, pts, status, message))
     return rows
 
 
@@ -55,7 +56,7 @@ def print_table(path: Path, rows: list[TestResult]) -> int:
     print(f"  {'Exercise':<{width}}  {'Points':>6}  Result")
     for r in rows:
         label = (r.exercise or r.grade_id)[:width]
-        pts = f"{r.max_points:g}" if r.status == "passed" else f"0/{r.max_points:g}"
+        pts = f"{r.max_points:g}" if r.status == "passed" else f"{r.points:g}/{r.max_points:g}"
         print(f"  {label:<{width}}  {pts:>6}  {r.status}")
         if r.status != "passed" and r.message:
             for line in r.message.strip().splitlines():  # all of it: a hint may be on the next line

@@ -68,7 +68,7 @@ class TestResult:
     exercise: str  # the heading of the exercise the test belongs to
     points: float
     max_points: float
-    status: str  # passed | failed | not attempted | not submitted | error
+    status: str  # passed | partial | failed | not attempted | not submitted | error
     message: str = ""
 
 
@@ -144,6 +144,16 @@ def classify(run: CellRun) -> tuple[str, str]:
     if run.status in ("timeout", "output-limit", "memory-limit", "died"):
         return "error", run.evalue
     return "error", f"{run.ename}: {run.evalue}".strip(": ")
+
+
+def score(status: str, run: CellRun, max_points: float) -> tuple[str, float]:
+    """The points a test earns: all of them when it passed; for a multi-part check (`checks.check_all`)
+    that failed, the share of parts that were right ("partial"); otherwise none."""
+    if status == "passed":
+        return "passed", float(max_points)
+    if status == "failed" and run.credit:
+        return "partial", round(max_points * run.credit, 2)
+    return status, 0.0
 
 
 # --- one submission ------------------------------------------------------------------------------------
@@ -258,7 +268,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     titles = exercise_titles(solution)
     owners = answer_owner(solution)
     step_of = {cell: step for step, cell in where.items()}
-    tests, score = [], 0.0
+    tests, total = [], 0.0
     for i, cell in test_cells(solution):
         run = report.results.get(step_of[i], CellRun("error", "NotRun", "not run"))
         status, message = classify(run)
@@ -275,10 +285,10 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                     notes.append(f"{titles[i]}: your answer cell stopped with {classify(arun)[1]}; "
                                  "the test passed with what the cell had defined before that.")
                     break
-        earned = points(cell) if status == "passed" else 0.0
-        score += earned
+        status, earned = score(status, run, points(cell))
+        total += earned
         tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message))
-    return SubmissionResult(student, assignment, score, max_score(solution), "graded", tests, notes,
+    return SubmissionResult(student, assignment, total, max_score(solution), "graded", tests, notes,
                             round(time.monotonic() - started, 2))
 
 
@@ -412,7 +422,7 @@ def feedback_markdown(r: SubmissionResult) -> str:
     lines += ["| Exercise | Test | Points | Result |", "|---|---|---|---|"]
     for t in r.tests:
         lines.append(f"| {t.exercise.replace('|', '/')} | {t.grade_id} | {_num(t.points)} / {_num(t.max_points)} | {t.status} |")
-    details = [t for t in r.tests if t.status in ("failed", "error") and t.message]
+    details = [t for t in r.tests if t.status in ("partial", "failed", "error") and t.message]
     if details:
         lines += ["", "## What to look at", ""]
         for t in details:

@@ -97,7 +97,11 @@ class Kernel:
             except BaseException:  # noqa: BLE001 - an exception whose __str__ itself fails
                 message = "(no message)"
         bases = [c.__name__ for c in kind.__mro__ if isinstance(c, type)]
-        return {"ok": False, "ename": kind.__name__, "evalue": message[:20000], "bases": bases[:20]}
+        reply = {"ok": False, "ename": kind.__name__, "evalue": message[:20000], "bases": bases[:20]}
+        credit = getattr(err, "credit", None) if "CheckFailed" in bases else None
+        if type(credit) is float and 0.0 <= credit < 1.0:  # part of a multi-part answer was right (checks.check_all)
+            reply["credit"] = credit
+        return reply
 
     # --- encoding ----------------------------------------------------------------------------------
 

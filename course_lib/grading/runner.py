@@ -173,7 +173,11 @@ class Checker:
         except KeyboardInterrupt:
             raise
         except BaseException as err:  # noqa: BLE001 - a failed check, or the learner's value broke the test
-            return CellRun("error", type(err).__name__, str(err), out.getvalue())
+            from course_lib.checks.core import CheckFailed, NotAttempted
+
+            credit = err.credit if isinstance(err, CheckFailed) and not isinstance(err, NotAttempted) else None
+            credit = credit if type(credit) is float and 0.0 <= credit < 1.0 else None
+            return CellRun("error", type(err).__name__, str(err), out.getvalue(), credit=credit)
         finally:
             self.session.deadline = None
             for name, value in list(self.remote.items()):  # rebound by the teacher's cell: the teacher's now

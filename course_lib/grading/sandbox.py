@@ -70,6 +70,7 @@ class CellRun:
     ename: str = ""  # exception class name when status is "error"
     evalue: str = ""  # its message
     stdout: str = ""  # text the cell printed (checker side only), capped
+    credit: float | None = None  # a failed multi-part check: the share of parts that were right
 
     @property
     def ok(self) -> bool:
@@ -622,5 +623,7 @@ class Kernel:
         learner = reply.get("learner", [])
         learner = [n for n in learner if isinstance(n, str)] if isinstance(learner, list) else []
         if reply.get("failed"):
-            return CellRun("error", str(reply.get("ename", "")), str(reply.get("evalue", ""))), learner
+            credit = reply.get("credit")
+            credit = float(credit) if type(credit) is float and 0.0 <= credit < 1.0 else None
+            return CellRun("error", str(reply.get("ename", "")), str(reply.get("evalue", "")), credit=credit), learner
         return CellRun("ok"), learner
