@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_build.add_argument("--force", action="store_true", help="replace exercise notebooks even if a learner changed them")
     p_build.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
     p_build.add_argument("--exercises", type=Path, default=None, help="where to write (default: exercises/ next to solutions/)")
+    p_build.add_argument("--class", dest="for_class", action="store_true",
+                         help="a release for a graded class: leave out the cells tagged self-study (the pointer to "
+                              "solutions/); needs --exercises DIR, so the committed exercises/ stay as they are")
 
     p_check = sub.add_parser("check", help="run your exercise notebook and show which exercises pass")
     p_check.add_argument("notebook", type=Path)
@@ -145,15 +148,19 @@ def _default_dir(given: Path | None, name: str) -> Path:
 
 
 def build_cmd(args: argparse.Namespace) -> int:
-    """`course build [--check] [--force]`: see course_lib.grading.build."""
+    """`course build [--check] [--force] [--class --exercises DIR]`: see course_lib.grading.build."""
     from course_lib.grading.build import build, print_report
 
     solutions = _default_dir(args.solutions, "solutions")
+    if args.for_class and args.exercises is None:
+        print("ERROR: `course build --class` writes a release for a class; pass --exercises DIR to say where "
+              "(e.g. --exercises release/), so that the course's own exercises/ are not replaced.")
+        return 2
     exercises = args.exercises or solutions.parent / "exercises"
     if not solutions.is_dir():
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
-    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks)
+    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks, for_class=args.for_class)
     return print_report(report)
 
 

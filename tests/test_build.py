@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from course_lib import cli
-from course_lib.grading.build import build, build_exercise, build_text
+from course_lib.grading.build import build, build_exercise, build_text, exercise_labels, label_problems
 from course_lib.grading.notebook import NotebookError, dumps_notebook, read_notebook, source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def _cell(cell_type, text, cid, **nbgrader):
 def tiny_solution() -> dict:
     """A small solution notebook with every kind of cell the build must handle."""
     cells = [
-        _cell("markdown", "# Exercises 99\n", "intro", grade_id="intro", locked=True),
+        _cell("markdown", "# Exercises 99\n\n**Total: 2 points.**\n", "intro", grade_id="intro", locked=True),
         _cell("code", "from course_lib import checks\n", "setup", grade_id="setup", locked=True),
         _cell("code", "def f(x):\n    \"\"\"Double x.\"\"\"\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n",
               "c-answer", grade_id="ex1_answer", solution=True),
@@ -114,7 +114,7 @@ def test_build_never_overwrites_a_learners_changes_without_force(tmp_path, capsy
     target.write_text(learner)
     # The teacher changes the solution; a rebuild would replace the learner's file.
     changed = tiny_solution()
-    changed["cells"][0]["source"] = "# Exercises 99 (revised)\n"
+    changed["cells"][0]["source"] = "# Exercises 99 (revised)\n\n**Total: 2 points.**\n"
     (sol / "99_tiny.ipynb").write_text(json.dumps(changed))
     capsys.readouterr()
     assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 1
@@ -141,7 +141,7 @@ def test_build_replaces_an_untouched_earlier_build_and_check_reports_staleness(t
     nb["cells"][1]["metadata"]["collapsed"] = True
     target.write_text(json.dumps(nb, indent=2))
     changed = tiny_solution()
-    changed["cells"][0]["source"] = "# Exercises 99 (revised)\n"
+    changed["cells"][0]["source"] = "# Exercises 99 (revised)\n\n**Total: 2 points.**\n"
     (sol / "99_tiny.ipynb").write_text(json.dumps(changed))
     report = build(sol, ex, check=True)
     assert report.stale == [target] and not report.ok
@@ -221,3 +221,111 @@ def test_course_build_matches_nbgrader_generate_assignment(tmp_path):
             for key in ("deletable", "editable"):
                 assert a["metadata"].get(key) == b["metadata"].get(key), f"{where}: {key}"
             assert a.get("outputs", []) == b.get("outputs", []) == [], where
+
+
+# --- point labels from the metadata ---------------------------------------------------------------
+
+
+def _welcome_course(tmp_path, change) -> tuple[Path, Path]:
+    """A copy of lesson 00's solution notebook in tmp_path/solutions, changed by `change(nb)`."""
+    sol, ex = tmp_path / "solutions", tmp_path / "exercises"
+    sol.mkdir()
+    nb = read_notebook(SOLUTIONS / "00_welcome.ipynb")
+    change(nb)
+    (sol / "00_welcome.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return sol, ex
+
+
+def _set_points(nb, gid, value):
+    next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == gid)["metadata"]["nbgrader"]["points"] = value
+
+
+def test_changed_points_reach_the_built_headings_and_total_and_check_names_the_drift(tmp_path, capsys):
+    sol, ex = _welcome_course(tmp_path, lambda nb: _set_points(nb, "ex3_test", 5))
+    assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 0, "a label drift warns, it does not stop the build"
+    out = capsys.readouterr().out
+    assert "WARNING" in out and "Exercise 3" in out, out
+    built = read_notebook(ex / "00_welcome.ipynb")
+    text = "\n".join(source(c) for c in built["cells"] if c["cell_type"] == "markdown")
+    assert "## Exercise 3: The receptive field of stacked convolutions (★★☆, 5 points)" in text, text
+    assert "**Total: 18 points.**" in text and "Total: 16" not in text, "the total must follow the metadata (16 - 3 + 5)"
+    assert "(★☆☆, 2 points)" in text, "the other labels (and their stars) are kept"
+    assert cli.main(["build", "--check", "--solutions", str(sol), "--exercises", str(ex)]) == 1
+    out = capsys.readouterr().out
+    assert "00_welcome.ipynb, Exercise 3 (The receptive field of stacked convolutions)" in out, out
+    assert 'the heading says "(★★☆, 3 points)" but the metadata gives 5 points (ex3_test: 5)' in out, out
+    assert 'it says "**Total: 16 points.**" but the test cells\' points add up to 18 points' in out, out
+    assert "fix the heading" in out and 'write "**Total: 18 points.**" in the intro' in out, out
+
+
+def test_labels_say_one_point_in_the_singular(tmp_path):
+    def change(nb):
+        _set_points(nb, "ex1_test", 1)  # "(★☆☆, 2 points)" -> "1 point"
+        _set_points(nb, "ex7_test", 2)  # "(★☆☆, 1 point)" -> "2 points"
+    sol, ex = _welcome_course(tmp_path, change)
+    built = build_exercise(read_notebook(sol / "00_welcome.ipynb"), "00_welcome.ipynb")
+    headings = [label.heading for label in exercise_labels(built)]
+    assert headings[0].endswith("(★☆☆, 1 point)") and headings[6].endswith("(★☆☆, 2 points)"), headings
+    assert label_problems(built, "built") == [], "a built notebook's labels are the metadata's"
+    problems = label_problems(read_notebook(sol / "00_welcome.ipynb"), "00_welcome.ipynb")
+    assert len(problems) == 2 and 'says "(★☆☆, 2 points)" but the metadata gives 1 point' in problems[0], problems
+
+
+def test_a_heading_without_a_label_and_an_intro_without_a_total_are_named(tmp_path):
+    def change(nb):
+        nb["cells"][0]["source"] = "# Exercises 00\n"
+        prompt = next(c for c in nb["cells"] if c.get("id") and "Exercise 2:" in source(c))
+        prompt["source"] = source(prompt).replace(" (★☆☆, 2 points)", "", 1)
+    sol, ex = _welcome_course(tmp_path, change)
+    problems = label_problems(read_notebook(sol / "00_welcome.ipynb"), "00_welcome.ipynb")
+    assert any("Exercise 2" in p and "has no point label" in p and "(★☆☆, 2 points)" in p for p in problems), problems
+    assert any('does not state the total; add "**Total: 16 points.**"' in p for p in problems), problems
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_solution_labels_match_their_metadata(path):
+    assert label_problems(read_notebook(path), path.name) == []
+
+
+# --- what the intro says, and a release for a class ------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_intro_says_what_is_graded_and_the_pointer_to_solutions_is_a_self_study_cell(path):
+    nb = read_notebook(path)
+    intro = " ".join(source(nb["cells"][0]).split())
+    assert "solutions/" not in intro, f"{path.name}: the pointer to the worked answers belongs in the self-study cell"
+    for said in ("only the code in the answer cells", "A cell you add yourself is run neither by `course check` nor by your teacher's grader",
+                 "keep any helper function inside the answer cell that uses it", "earns its points part by part",
+                 "`course check` runs the visible tests only", "hidden tests, which may lower its total"):
+        assert said in intro, f"{path.name}: the intro should say {said!r}"
+    study = [c for c in nb["cells"] if "self-study" in c["metadata"].get("tags", [])]
+    assert len(study) == 1 and nb["cells"][1] is study[0], f"{path.name}: one self-study cell, right after the intro"
+    assert f"`solutions/{path.name}`" in source(study[0]) and study[0]["cell_type"] == "markdown"
+    mentions = [i for i, c in enumerate(nb["cells"]) if "solutions/" in source(c) and c is not study[0]]
+    assert not mentions, f"{path.name}: cells {mentions} point to solutions/ outside the self-study cell"
+
+
+def test_class_build_leaves_out_the_self_study_cells_and_every_pointer_to_solutions(tmp_path, capsys):
+    out = tmp_path / "release"
+    assert cli.main(["build", "--class", "--exercises", str(out)]) == 0
+    built = sorted(out.glob("*.ipynb"))
+    assert [p.name for p in built] == [p.name for p in sorted(SOLUTIONS.glob("*.ipynb"))]
+    for path in built:
+        nb = read_notebook(path)
+        assert not [c for c in nb["cells"] if "solutions/" in source(c)], f"{path.name}: a cell mentions solutions/"
+        assert "solutions/" not in path.read_text(encoding="utf-8"), f"{path.name}: solutions/ is named in the file"
+        normal = read_notebook(REPO / "exercises" / path.name)
+        kept = [c for c in normal["cells"] if "self-study" not in c["metadata"].get("tags", [])]
+        assert len(kept) == len(normal["cells"]) - 1
+        assert [(c["id"], source(c)) for c in nb["cells"]] == [(c["id"], source(c)) for c in kept], \
+            f"{path.name}: a class build is the normal build without the self-study cell"
+    assert cli.main(["build", "--class", "--check", "--exercises", str(out)]) == 0
+
+
+def test_class_build_without_exercises_is_refused_and_writes_nothing(tmp_path, capsys):
+    before = {p.name: p.read_bytes() for p in (REPO / "exercises").glob("*.ipynb")}
+    assert cli.main(["build", "--class"]) == 2
+    out = capsys.readouterr().out
+    assert "--exercises DIR" in out and "exercises/" in out, out
+    assert {p.name: p.read_bytes() for p in (REPO / "exercises").glob("*.ipynb")} == before

@@ -9,10 +9,20 @@ The output is deterministic (nbformat's JSON layout, cell ids kept, a trailing n
 work: each exercise notebook records a hash of the cells it was built with
 (`metadata.course_lib.build_hash`); a file whose cells no longer match that hash was changed by
 someone, and the build stops and says so unless `--force` is given.
+
+Point labels come from the metadata: a prompt heading `## Exercise K: Title (★★☆, N points)` states
+the sum of the `points` of the exercise's test cells (those after the heading, before the next
+exercise heading), and the intro's `**Total: N points.**` the sum over the notebook. The build
+writes both from the metadata (keeping the stars); a solution notebook whose own labels disagree
+gets a warning from `course build` and fails `course build --check`, which says what to fix.
+
+`course build --class --exercises DIR` writes a release for a graded class: the same notebooks
+without the cells tagged `self-study` (the pointer to the worked answers in `solutions/`).
 """
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +34,7 @@ from .notebook import (
     is_test,
     learner_hash,
     nbgrader_meta,
+    points,
     read_notebook,
     source,
     strip_hidden_tests,
@@ -34,15 +45,120 @@ from .notebook import (
 
 # Cell metadata that only describes one run or one view of the notebook.
 VOLATILE_CELL_METADATA = ("execution", "collapsed", "scrolled", "ExecuteTime")
+SELF_STUDY_TAG = "self-study"  # cells left out of a class release (`course build --class`)
+
+# "## Exercise 3: Title (★★☆, 3 points)": the heading of an exercise, and its label.
+EXERCISE_HEADING = re.compile(r"^#+\s*Exercise\s+[^:\s]+\s*:")
+POINT_LABEL = re.compile(r"\((?P<stars>[★☆]+),\s*(?P<points>\d+(?:\.\d+)?)\s+points?\)\s*$")
+TOTAL_LABEL = re.compile(r"\*\*Total:\s*(?P<points>\d+(?:\.\d+)?)\s+points?\.?\*\*")
 
 
-def build_exercise(solution: dict, name: str) -> dict:
-    """The learner's notebook for the solution notebook `solution` (not modified)."""
+def _num(x: float) -> str:
+    return f"{float(x):g}"
+
+
+def _points_text(x: float) -> str:
+    return f"{_num(x)} point" + ("" if float(x) == 1 else "s")
+
+
+@dataclass
+class ExerciseLabel:
+    cell: int  # index of the markdown cell holding the heading
+    line: int  # line of the heading in that cell
+    heading: str  # the heading line as written
+    stated: float | None  # the points the heading states (None: no "(★☆☆, N points)" label)
+    points: float = 0.0  # the sum of the points of the exercise's test cells (the metadata)
+    tests: list[str] = field(default_factory=list)  # "ex1_test: 2" for each test cell
+
+
+def exercise_labels(nb: dict) -> list[ExerciseLabel]:
+    """Every exercise heading of `nb`, with the points it states and the points its test cells carry."""
+    found: list[ExerciseLabel] = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown":
+            for j, line in enumerate(source(cell).split("\n")):
+                if EXERCISE_HEADING.match(line):
+                    label = POINT_LABEL.search(line)
+                    found.append(ExerciseLabel(i, j, line.strip(), float(label["points"]) if label else None))
+        elif is_test(cell) and found:
+            found[-1].points += points(cell)
+            found[-1].tests.append(f"{nbgrader_meta(cell).get('grade_id')}: {_num(points(cell))}")
+    return found
+
+
+def total_points(nb: dict) -> float:
+    return sum(points(c) for c in nb["cells"] if is_test(c))
+
+
+def _intro_index(nb: dict) -> int | None:
+    """The cell that states the total: the one with grade_id "intro", else the first that says "**Total:"."""
+    for i, cell in enumerate(nb["cells"]):
+        if nbgrader_meta(cell).get("grade_id") == "intro":
+            return i
+    return next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and TOTAL_LABEL.search(source(c))), None)
+
+
+def label_problems(nb: dict, where: str) -> list[str]:
+    """Where the notebook's point labels disagree with its metadata, each with how to fix it."""
+    problems = []
+    fix = ("fix the heading (or the test cells' `points` in their nbgrader metadata, if those are what is wrong); "
+           "`course build` writes the exercises' labels from the metadata")
+    for ex in exercise_labels(nb):
+        title = POINT_LABEL.sub("", EXERCISE_HEADING.sub("", ex.heading)).strip(" #")
+        name = re.match(r"#+\s*(Exercise\s+[^:\s]+)", ex.heading).group(1)
+        if ex.stated is None:
+            problems.append(f"{where}, {name} ({title}): the heading has no point label; end it with "
+                            f"\"(★☆☆, {_points_text(ex.points)})\" (its test cells carry {_points_text(ex.points)}).")
+        else:
+            label = POINT_LABEL.search(ex.heading)
+            if label[0].rstrip() != f"({label['stars']}, {_points_text(ex.points)})":
+                tests = ", ".join(ex.tests) or "no test cell"
+                problems.append(f"{where}, {name} ({title}): the heading says \"{label[0].strip()}\" but the metadata gives "
+                                f"{_points_text(ex.points)} ({tests}); {fix}.")
+    intro = _intro_index(nb)
+    total = total_points(nb)
+    stated = TOTAL_LABEL.search(source(nb["cells"][intro])) if intro is not None else None
+    if stated is None:
+        problems.append(f"{where}: the intro does not state the total; add \"**Total: {_points_text(total)}.**\" to it.")
+    elif float(stated["points"]) != total or stated[0] != f"**Total: {_points_text(total)}.**":
+        problems.append(f"{where}, intro: it says \"{stated[0]}\" but the test cells' points add up to "
+                        f"{_points_text(total)}; write \"**Total: {_points_text(total)}.**\" in the intro (or fix the test "
+                        "cells' `points`, if those are what is wrong); `course build` writes the total from the metadata.")
+    return problems
+
+
+def relabel(nb: dict) -> None:
+    """Write every exercise heading's points and the intro's total from the metadata (in place)."""
+    for ex in exercise_labels(nb):
+        if ex.stated is None:
+            continue
+        cell = nb["cells"][ex.cell]
+        lines = source(cell).split("\n")
+        lines[ex.line] = POINT_LABEL.sub(lambda m: f"({m['stars']}, {_points_text(ex.points)})", lines[ex.line])
+        cell["source"] = "\n".join(lines)
+    intro = _intro_index(nb)
+    if intro is not None:
+        cell = nb["cells"][intro]
+        cell["source"] = TOTAL_LABEL.sub(f"**Total: {_points_text(total_points(nb))}.**", source(cell), count=1)
+
+
+def is_self_study(cell: dict) -> bool:
+    tags = cell.get("metadata", {}).get("tags", [])
+    return isinstance(tags, list) and SELF_STUDY_TAG in tags
+
+
+def build_exercise(solution: dict, name: str, *, for_class: bool = False) -> dict:
+    """The learner's notebook for the solution notebook `solution` (not modified); `for_class`: a
+    class release, without the cells tagged `self-study`."""
     problems = validate_solution_notebook(solution, name)
     if problems:
         raise NotebookError("\n".join(problems))
+    solution = copy.deepcopy(solution)
+    relabel(solution)
     cells = []
     for i, cell in enumerate(solution["cells"]):
+        if for_class and is_self_study(cell):
+            continue
         where = f"{name}, cell {i}"
         new = {"cell_type": cell["cell_type"], "id": cell["id"]}
         meta = {k: copy.deepcopy(v) for k, v in cell.get("metadata", {}).items() if k not in VOLATILE_CELL_METADATA}
@@ -68,12 +184,14 @@ def build_exercise(solution: dict, name: str) -> dict:
         cells.append(new)
     nb_meta = {k: copy.deepcopy(v) for k, v in solution.get("metadata", {}).items() if k in ("kernelspec", "language_info")}
     exercise = {"cells": cells, "metadata": nb_meta, "nbformat": 4, "nbformat_minor": max(5, solution.get("nbformat_minor", 5))}
-    nb_meta["course_lib"] = {"built_from": f"solutions/{name}", "build_hash": learner_hash(exercise)}
+    # The grader reads only the file name (a submission made from another set is "wrong notebook");
+    # a class release does not name the solutions folder at all.
+    nb_meta["course_lib"] = {"built_from": name if for_class else f"solutions/{name}", "build_hash": learner_hash(exercise)}
     return exercise
 
 
-def build_text(solution_path: Path) -> str:
-    return dumps_notebook(build_exercise(read_notebook(solution_path), solution_path.name))
+def build_text(solution_path: Path, *, for_class: bool = False) -> str:
+    return dumps_notebook(build_exercise(read_notebook(solution_path), solution_path.name, for_class=for_class))
 
 
 def changed_by_learner(path: Path) -> bool:
@@ -95,15 +213,19 @@ class BuildReport:
     conflicts: list[Path] = field(default_factory=list)  # changed by a learner: not overwritten
     orphans: list[Path] = field(default_factory=list)  # built exercises whose solution is gone
     errors: list[str] = field(default_factory=list)  # broken solution notebooks
+    labels: list[str] = field(default_factory=list)  # point labels that disagree with the metadata
+    check: bool = False  # --check: label problems fail the build (otherwise they are warnings)
 
     @property
     def ok(self) -> bool:
-        return not (self.stale or self.conflicts or self.errors or self.orphans)
+        return not (self.stale or self.conflicts or self.errors or self.orphans or (self.check and self.labels))
 
 
-def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool = False, names: list[str] | None = None) -> BuildReport:
-    """Build (or with `check`, only compare) every solution notebook in `solutions`."""
-    report = BuildReport()
+def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool = False, names: list[str] | None = None,
+          for_class: bool = False) -> BuildReport:
+    """Build (or with `check`, only compare) every solution notebook in `solutions`; `for_class`:
+    a class release (no `self-study` cells)."""
+    report = BuildReport(check=check)
     sources = sorted(solutions.glob("*.ipynb"))
     if names:
         wanted = {Path(n).name for n in names}
@@ -113,10 +235,11 @@ def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool 
     planned: list[tuple[Path, str]] = []
     for src in sources:
         try:
-            text = build_text(src)
+            text = build_text(src, for_class=for_class)
         except NotebookError as err:
             report.errors.append(str(err))
             continue
+        report.labels += label_problems(read_notebook(src), str(src))
         target = exercises / src.name
         existing = target.read_text(encoding="utf-8") if target.is_file() else None
         if existing == text:
@@ -144,6 +267,11 @@ def print_report(report: BuildReport) -> int:
         print(f"wrote {path}")
     for err in report.errors:
         print(f"ERROR: {err}")
+    if report.labels:
+        print(("ERROR" if report.check else "WARNING") + ": point labels in the solution notebooks disagree with their metadata"
+              + ("" if report.check else " (the exercises were written with the metadata's points)") + ":")
+        for problem in report.labels:
+            print(f"  {problem}")
     if report.stale:
         print("These exercise notebooks differ from what `course build` would write:")
         for path in report.stale:
@@ -160,7 +288,7 @@ def print_report(report: BuildReport) -> int:
             print(f"  {path}")
         print("To keep your work, rename or copy them first (e.g. to NN_name.mine.ipynb), then run")
         print("`course build` again; to replace them with fresh blank copies, run `course build --force`.")
-    if report.ok and not report.written:
+    if report.ok and not report.written and not report.labels:
         n = len(report.unchanged)
         print(f"exercises/ is up to date ({n} notebook{'s' if n != 1 else ''}).")
     return 0 if report.ok else 1
