@@ -171,12 +171,13 @@ def check_cmd(args: argparse.Namespace) -> int:
     from course_lib.grading.sandbox import Limits
 
     limits = Limits(cell_timeout=args.timeout, total_timeout=max(600, 20 * args.timeout), memory_mb=0)
+    skipped = []
     try:
-        rows = check_notebook(args.notebook, limits)
+        rows = check_notebook(args.notebook, limits, skipped=skipped)
     except NotebookError as err:
         print(f"ERROR: {err}")
         return 2
-    return print_table(args.notebook, rows)
+    return print_table(args.notebook, rows, skipped)
 
 
 def grade_cmd(args: argparse.Namespace) -> int:
