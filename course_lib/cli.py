@@ -4,6 +4,7 @@
     course doctor     report Python, torch, numpy, the device the course will use, and widget support
     course build      write exercises/ from solutions/        (see course_lib.grading)
     course check NB   run your exercise notebook and show which exercises pass
+    course new NN_x   start a new exercise set from a template (--title "Title")
     course grade DIR  grade a folder of submissions
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 """
@@ -120,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_check.add_argument("notebook", type=Path)
     p_check.add_argument("--timeout", type=float, default=120, help="seconds per cell (default 120)")
 
+    p_new = sub.add_parser("new", help="start a new exercise set from a template (a solution notebook and its checks module)")
+    p_new.add_argument("name", help="NN_name, e.g. 12_my_topic: writes solutions/NN_name.ipynb and course_lib/checks/lessonNN.py")
+    p_new.add_argument("--title", required=True, help='the set\'s title, e.g. "My topic"')
+    p_new.add_argument("--solutions", type=Path, default=None, help="where to write the notebook (default: solutions/)")
+    p_new.add_argument("--checks", type=Path, default=None,
+                       help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps them private)")
+
     p_colab = sub.add_parser("colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook")
     p_colab.add_argument("--repository", default=None,
                          help="the course's git address that Colab installs course_lib from (default: keep the one written in)")
@@ -180,6 +188,23 @@ def check_cmd(args: argparse.Namespace) -> int:
     return print_table(args.notebook, rows, skipped)
 
 
+def new_cmd(args: argparse.Namespace) -> int:
+    """`course new NN_name --title T`: see course_lib.grading.new."""
+    from course_lib.grading.new import COURSE_CHECKS, NewSetError, new_set
+
+    solutions = _default_dir(args.solutions, "solutions")
+    try:
+        written = new_set(args.name, args.title, solutions, args.checks or COURSE_CHECKS)
+    except NewSetError as err:
+        print(f"ERROR: {err}")
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    print("Next: write your exercises (the comments say where the next one goes), run the notebook top to bottom "
+          "(jupyter nbconvert --to notebook --execute --inplace ...), then `course build` and `course check` it.")
+    return 0
+
+
 def grade_cmd(args: argparse.Namespace) -> int:
     """`course grade SUBMISSIONS_DIR`: see course_lib.grading.grade."""
     from course_lib.grading.grade import NO_SANDBOX_WARNING, grade_all
@@ -231,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         return build_cmd(args)
     if args.command == "check":
         return check_cmd(args)
+    if args.command == "new":
+        return new_cmd(args)
     if args.command == "grade":
         return grade_cmd(args)
     if args.command == "colab":
