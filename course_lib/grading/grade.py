@@ -1,6 +1,11 @@
 """`course grade`: grade a folder of submitted exercise notebooks against the solution notebooks.
 
-    SUBMISSIONS_DIR/<student_id>/NN_name.ipynb   ->   OUT_DIR/grades.csv, grades.json, feedback/
+    SUBMISSIONS_DIR/<student_id>/NN_name.ipynb   ->   OUT_DIR/gradebook.db   ->   grades.csv, grades.json, feedback/
+
+Each run adds what it graded to the gradebook (see `gradebook`: attempts, the solutions' hash,
+adjustments) and rewrites the exports from all of it (see `export`). Which folder is which student
+and which notebook is which assignment follows the rules of `discover` and `resolve_notebooks`;
+every file passed over is a warning recorded with the results.
 
 The grader never trusts a submission. From each submitted notebook it takes only the learners'
 answer cells, matched by `metadata.nbgrader.grade_id` to the teacher's answer cells; everything
@@ -25,7 +30,9 @@ import stat
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import timezone
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -42,6 +49,9 @@ from .notebook import (
     validate_solution_notebook,
     write_atomic,
 )
+from .export import num, write_exports
+from .gradebook import Gradebook, open_gradebook, parse_time
+from .roster import Roster, read_roster
 from .runner import Step, run_steps
 from .sandbox import CellRun, Limits, sandbox_status
 
@@ -166,6 +176,40 @@ def _blank_result(student: str, assignment: str, solution: dict, status: str, me
     return SubmissionResult(student, assignment, 0.0, max_score(solution), status, tests, [message])
 
 
+def _defined_names(text: str) -> set[str]:
+    """Names a cell defines at its top level (functions, classes, assignments, imports)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
+def added_cells(solution: dict, submission: dict) -> list[tuple[str, set[str]]]:
+    """Non-empty code cells of the submission that are not the teacher's (no grade_id the solution
+    knows): (first line, names it defines). The grader does not run them."""
+    known = {grade_id(c) for c in solution["cells"]} - {None}
+    added = []
+    for cell in submission["cells"]:
+        if cell.get("cell_type") != "code" or grade_id(cell) in known:
+            continue
+        text = source(cell)
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if lines:
+            added.append((lines[0].strip()[:60], _defined_names(text)))
+    return added
+
+
 def merge(solution: dict, submission: dict, exercise_stub: dict[str, str]) -> tuple[list[Step], dict[int, int], list[str], set[str]]:
     """The teacher's code cells with the learner's answers in place of the solutions.
 
@@ -185,6 +229,11 @@ def merge(solution: dict, submission: dict, exercise_stub: dict[str, str]) -> tu
     dupes = sorted(g for g, n in seen_ids.items() if n > 1)
     if dupes:
         notes.append("Several cells share the id(s) " + ", ".join(dupes) + "; the first of each was graded.")
+    added = added_cells(solution, submission)
+    if added:
+        shown = "; ".join(f"`{first}`" for first, _ in added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+        notes.append(f"{len(added)} code cell(s) you added were not run: only the answer cells are graded ({shown}). "
+                     "Keep helper functions inside the answer cell that uses them.")
     steps, where, missing = [], {}, set()
     first_answer = next((i for i, c in enumerate(solution["cells"]) if is_solution(c)), len(solution["cells"]))
     for i, cell in enumerate(solution["cells"]):
@@ -205,18 +254,29 @@ def merge(solution: dict, submission: dict, exercise_stub: dict[str, str]) -> tu
     return steps, where, notes, missing
 
 
-def read_submission(path: Path) -> tuple[bytes | None, str, str]:
-    """The submitted file's bytes, or (None, status, why not). Never follows a symbolic link, not
-    even for the student's folder, and reads only regular files."""
+def read_submission(path: Path, root: Path | None = None) -> tuple[bytes | None, str, str]:
+    """The submitted file's bytes, or (None, status, why not). Reads only a regular file and never
+    through a symbolic link: not the file, not its folder, and with `root` (the submissions folder)
+    no folder between `root` and the file either."""
+    parts = [path.name] if root is None else list(path.relative_to(root).parts)
     try:
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        folder = os.open(path.parent if root is None else root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as err:
         if err.errno in (errno.ELOOP, errno.ENOTDIR):
             return None, "unreadable", f"The folder {path.parent.name} {LINK_NOTE}."
         return None, "not submitted", f"No {path.name} was submitted."
     try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return None, "unreadable", f"The folder {part} {LINK_NOTE}."
+                return None, "not submitted", f"No {path.name} was submitted."
+            os.close(folder)
+            folder = inner
         try:
-            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
         except OSError as err:
             if err.errno == errno.ENOENT:
                 return None, "not submitted", f"No {path.name} was submitted."
@@ -235,12 +295,14 @@ def read_submission(path: Path) -> tuple[bytes | None, str, str]:
 
 
 def grade_submission(solution_path: Path, submission_path: Path, student: str, *, limits: Limits,
-                     sandbox: bool = True, protect: list[Path] = (), work_root: Path | None = None) -> SubmissionResult:
-    """Grade one submitted notebook. Never raises for anything the submission contains."""
+                     sandbox: bool = True, protect: list[Path] = (), work_root: Path | None = None,
+                     root: Path | None = None) -> SubmissionResult:
+    """Grade one submitted notebook (read through `root`, the submissions folder, when given).
+    Never raises for anything the submission contains."""
     started = time.monotonic()
     solution = read_notebook(solution_path)
     assignment = solution_path.stem
-    raw, status, why = read_submission(submission_path)
+    raw, status, why = read_submission(submission_path, root)
     if raw is None:
         return _blank_result(student, assignment, solution, status, why)
     try:
@@ -267,6 +329,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                      "it was restarted and the other exercises were graded without the cell that stopped it.")
     titles = exercise_titles(solution)
     owners = answer_owner(solution)
+    added = added_cells(solution, submission)
     step_of = {cell: step for step, cell in where.items()}
     tests, total = [], 0.0
     for i, cell in test_cells(solution):
@@ -285,6 +348,8 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                     notes.append(f"{titles[i]}: your answer cell stopped with {classify(arun)[1]}; "
                                  "the test passed with what the cell had defined before that.")
                     break
+        if status == "error" and "NameError" in message:
+            message += _added_cell_hint(message, added)
         status, earned = score(status, run, points(cell))
         total += earned
         tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message))
@@ -292,76 +357,322 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                             round(time.monotonic() - started, 2))
 
 
-def _safe(name: str) -> str:
-    """A file name for a student id; ids that had to be changed get a short hash, so that
-    "a b" and "a_b" never share a feedback file."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "student"
-    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+def _added_cell_hint(message: str, added: list[tuple[str, set[str]]]) -> str:
+    """For "NameError: name 'x' is not defined" where a cell the learner added defines x."""
+    found = re.search(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined", message)
+    if not found:
+        return ""
+    for first, names in added:
+        if found.group(1) in names:
+            return (f"\n`{found.group(1)}` is defined in a cell you added (`{first}`), which the grader does not run: "
+                    "only answer cells are graded. Move it into the answer cell that uses it.")
+    return ""
 
 
 def _grade_job(args: tuple) -> SubmissionResult:
-    solution_path, submission_path, student, limits, sandbox, protect, work_root = args
+    job, limits, sandbox, protect, work_root, root = args
+    solution_path, student = job.solution, job.student
     try:
-        if submission_path is None:  # a student "folder" that is a symbolic link
-            return _blank_result(student, solution_path.stem, read_notebook(solution_path), "unreadable",
-                                 f"The folder {student} {LINK_NOTE}.")
-        return grade_submission(solution_path, submission_path, student, limits=limits, sandbox=sandbox,
-                                protect=protect, work_root=work_root)
+        if job.submission is None:
+            res = _blank_result(student, solution_path.stem, read_notebook(solution_path), job.status, job.why)
+            res.notes = res.notes[:1] + job.notes if job.why else job.notes
+            return res
+        res = grade_submission(solution_path, job.submission, student, limits=limits, sandbox=sandbox,
+                               protect=protect, work_root=work_root, root=root)
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
-        solution = read_notebook(solution_path)
-        return _blank_result(student, solution_path.stem, solution, "grader error", f"The grader failed on this submission: {err!r}")
+        res = _blank_result(student, solution_path.stem, read_notebook(solution_path), "grader error",
+                            f"The grader failed on this submission: {err!r}")
+    res.notes = job.notes + res.notes
+    return res
+
+
+# --- finding the submissions ----------------------------------------------------------------------------
+
+IGNORED_FOLDERS = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac
+
+
+@dataclass
+class Job:
+    """One (student, assignment) to grade: the file found for it, or why there is none."""
+    student: str
+    solution: Path
+    submission: Path | None  # the notebook chosen (under the submissions folder), None if none
+    status: str = "not submitted"  # the row's status when submission is None
+    why: str = ""  # the row's message when submission is None
+    notes: list[str] = field(default_factory=list)  # every decision about this student's files, told in the feedback
+
+
+def loose_stem(name: str) -> str:
+    """A notebook name without what copies and downloads add ("06_Attention (1)", "Copy of 06_attention",
+    "06_attention-Copy1", "06-attention") and without case and punctuation."""
+    stem = name.casefold().strip()
+    stem = re.sub(r"^(copy of |kopie von |copie de )", "", stem)
+    previous = None
+    while previous != stem:
+        previous = stem
+        stem = re.sub(r"(\s*\(\d+\)|[-_ ]copy\d*|[-_ ]checkpoint|[-_ ]\d)$", "", stem).strip()
+    return re.sub(r"[\W_]+", "", stem)
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(".") or name in IGNORED_FOLDERS
+
+
+def notebooks_in(folder: Path, depth: int = 3) -> tuple[list[Path], list[str]]:
+    """The notebooks in a student's folder, up to `depth` folders down, never through a link; and
+    what was passed over (hidden entries and __MACOSX holding notebooks, linked notebooks)."""
+    found, passed = [], []
+    stack = [(folder, 0)]
+    while stack:
+        here, level = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            rel = Path(e.path).relative_to(folder).as_posix()
+            if _hidden(e.name):
+                if e.is_dir(follow_symlinks=False) or e.name.endswith(".ipynb"):
+                    inner = notebooks_in(Path(e.path), depth - level - 1)[0] if e.is_dir(follow_symlinks=False) and level < depth else []
+                    if inner or e.name.endswith(".ipynb"):
+                        passed.append(f"`{rel}` (hidden or macOS metadata: ignored)")
+                continue
+            if e.is_symlink():
+                if e.name.endswith(".ipynb"):
+                    passed.append(f"`{rel}` ({LINK_NOTE.removeprefix('is ')})")
+                continue
+            if e.is_dir(follow_symlinks=False):
+                if level < depth:
+                    stack.append((Path(e.path), level + 1))
+            elif e.name.endswith(".ipynb") and e.is_file(follow_symlinks=False):
+                found.append(Path(e.path))
+    return sorted(found), passed
+
+
+def _built_from(path: Path, root: Path) -> str | None:
+    raw, _, _ = read_submission(path, root)
+    try:
+        meta = json.loads(raw).get("metadata", {}).get("course_lib", {}) if raw else {}
+        return Path(str(meta.get("built_from", ""))).stem or None if isinstance(meta, dict) else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def resolve_notebooks(folder: Path, known: list[str], root: Path) -> tuple[dict[str, tuple[Path, list[str]]], list[str]]:
+    """Which notebook in a student's folder is each assignment's, by these rules, in order:
+
+    1. `NN_name.ipynb` at the top of the folder;
+    2. else a notebook whose name is the assignment's once case, punctuation and the marks that copies
+       and downloads add are ignored, or that sits in a subfolder: `06_Attention (1).ipynb`,
+       `Copy of 06_attention.ipynb`, `work/06_attention.ipynb`;
+    3. else a notebook whose metadata says it was built from that assignment (`course build` records it);
+    4. of several candidates, the most recently modified, the others named.
+
+    Hidden files and folders, `__MACOSX` and links are never graded. Returns assignment -> (file,
+    notes), and notes about notebooks that matched nothing."""
+    found, passed = notebooks_in(folder)
+    chosen: dict[str, tuple[Path, list[str]]] = {}
+    used: set[Path] = set()
+    loose = {a: loose_stem(a) for a in known}
+
+    def rel(p: Path) -> str:
+        return p.relative_to(folder).as_posix()
+
+    for a in known:
+        top = folder / f"{a}.ipynb"
+        if os.path.lexists(top):
+            chosen[a] = (top, [])
+            used.add(top)
+    for rule in ("name", "metadata"):
+        for a in known:
+            if a in chosen:
+                continue
+            if rule == "name":
+                cands = [f for f in found if f not in used and loose_stem(f.stem) == loose[a]]
+            else:
+                cands = [f for f in found if f not in used and not any(loose_stem(f.stem) == v for v in loose.values())
+                         and _built_from(f, root) == a]
+            if not cands:
+                continue
+            cands.sort(key=lambda f: (-f.stat().st_mtime, rel(f)))
+            why = "its name differs" if rule == "name" else "its name differs, but it was made from this assignment's notebook"
+            if rule == "name" and cands[0].stem == a and cands[0].parent != folder:
+                why = "it is in a subfolder"
+            notes = [f"Graded `{rel(cands[0])}` as {a} ({why}; expected `{a}.ipynb` at the top of your folder)."]
+            if len(cands) > 1:
+                notes.append(f"Several notebooks could be {a}: graded the most recently changed, `{rel(cands[0])}`; "
+                             "not graded: " + ", ".join(f"`{rel(f)}`" for f in cands[1:]) + ".")
+            chosen[a] = (cands[0], notes)
+            used.update(cands)
+    extra = [f"`{rel(f)}` matches no assignment; it was not graded." for f in found if f not in used]
+    if passed:
+        extra.append("Not graded: " + ", ".join(passed) + ".")
+    return chosen, extra
+
+
+def discover(submissions: Path, solutions: Path, assignments: list[str] | None, roster: Roster | None = None,
+             students: list[str] | None = None) -> tuple[list[Job], list[str]]:
+    """The jobs to grade, and warnings about everything passed over.
+
+    Every folder in `submissions` is a student; without a roster, hidden folders (a leading dot) and
+    `__MACOSX` are passed over with a warning. With a roster, a folder is the student whose id it
+    is; a folder named otherwise (a name, an email) is matched to the roster (see Roster.find) with
+    a warning, and one that matches nobody is not graded, with a warning. Rows for "not submitted"
+    are made only for the assignments named in `assignments`: then every student (every roster
+    student, with a roster) gets a row for each. Links are reported, never followed.
+    """
+    known = {p.stem: p for p in sorted(solutions.glob("*.ipynb"))}
+    if assignments:
+        unknown = [a for a in assignments if Path(a).stem not in known]
+        if unknown:
+            raise ValueError(f"no solution notebook for {', '.join(unknown)} in {solutions} "
+                             f"(it has: {', '.join(known) or 'none'})")
+    with os.scandir(submissions) as entries:
+        listed = sorted(entries, key=lambda e: e.name)
+    warnings: list[str] = []
+    folders: dict[str, os.DirEntry] = {}  # student id -> its folder
+    links: dict[str, os.DirEntry] = {}
+    for e in listed:
+        if not e.is_symlink() and not e.is_dir(follow_symlinks=False):
+            warnings.append(f"{e.name}: a file, not a student folder; not graded")
+            continue
+        sid = e.name
+        if roster is not None:
+            student, how = roster.find(e.name)
+            if student is None:
+                warnings.append(f"{e.name}: not on the roster{' (' + how + ')' if how else ''}; not graded")
+                continue
+            sid = student.id
+            if how:
+                warnings.append(f"{e.name}: taken as {sid} ({student.name or 'no name'}), matched by {how}")
+            if sid in folders or sid in links:
+                warnings.append(f"{e.name}: {sid} already has the folder {(folders.get(sid) or links[sid]).name}; not graded")
+                continue
+        elif _hidden(e.name):
+            warnings.append(f"{e.name}: a hidden folder or macOS metadata, not a student; not graded "
+                            "(with a roster, a listed id is graded whatever its name)")
+            continue
+        if e.is_symlink():
+            warnings.append(f"{e.name}: {LINK_NOTE}")
+        (links if e.is_symlink() else folders)[sid] = e
+    if students:
+        everyone = set(folders) | set(links) | (set(roster.by_id) if roster else set())
+        missing = [s for s in students if s not in everyone]
+        if missing:
+            raise ValueError(f"no folder in {submissions} for {', '.join(missing)}"
+                             + (" and not on the roster" if roster else ""))
+    if not folders and not links and roster is None:
+        raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
+    resolved = {sid: resolve_notebooks(Path(e.path), list(known), submissions) for sid, e in folders.items()}
+    if assignments:
+        chosen = [Path(a).stem for a in assignments]
+    else:
+        chosen = sorted({a for found, _ in resolved.values() for a in found})
+    jobs: list[Job] = []
+    everyone = sorted(set(folders) | set(links) | (set(roster.by_id) if roster and assignments else set()))
+    for sid in everyone:
+        if students and sid not in students:
+            continue
+        found, extra = resolved.get(sid, ({}, []))
+        for w in extra:
+            warnings.append(f"{folders[sid].name}: {w}")
+        if sid in folders and not found:
+            warnings.append(f"{folders[sid].name}: no notebook for any assignment")
+        for a in chosen:
+            job = Job(sid, known[a], None, notes=list(extra))
+            if sid in links:
+                job.status, job.why = "unreadable", f"The folder {links[sid].name} {LINK_NOTE}."
+            elif a in found:
+                job.submission, decisions = found[a]
+                job.notes = decisions + job.notes
+                for d in decisions:
+                    warnings.append(f"{folders[sid].name}: {d}")
+            elif not assignments:
+                continue  # not named: no "not submitted" row for an assignment this student never handed in
+            else:
+                job.why = (f"No {a}.ipynb was submitted." if sid in folders
+                           else f"No folder for {sid} in the submissions; nothing was submitted.")
+            jobs.append(job)
+    return sorted(jobs, key=lambda j: (j.student, j.solution.stem)), warnings
 
 
 # --- a whole class --------------------------------------------------------------------------------------
 
 
-def discover(submissions: Path, solutions: Path, assignments: list[str] | None) -> tuple[list[tuple[str, Path, Path | None]], list[str]]:
-    """(student, solution, submission) jobs, and warnings about files that match no assignment.
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
-    Every folder in `submissions` is a student (ids starting with "." included). A student entry
-    that is a symbolic link gets rows too, with submission None: it is reported, not followed.
-    """
-    known = {p.stem: p for p in sorted(solutions.glob("*.ipynb"))}
-    with os.scandir(submissions) as entries:
-        listed = sorted(entries, key=lambda e: e.name)
-    students = [e for e in listed if e.is_dir(follow_symlinks=False)]
-    links = [e for e in listed if e.is_symlink()]
-    if not students and not links:
-        raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
-    notebooks = {}
-    for d in students:
-        with os.scandir(d.path) as files:
-            notebooks[d.name] = sorted(f.name for f in files if f.name.endswith(".ipynb") and not f.is_dir(follow_symlinks=False))
+
+def _submitted_at(job: Job, root: Path) -> tuple[str | None, str | None, str | None]:
+    """(time, where it came from, file content hash) of a job's file: the time from the student's
+    `timestamp.txt` (nbgrader's format: its exchange and `course unpack` write it). A file's modification
+    time is not used: copying a folder resets it, and every student would look late."""
+    if job.submission is None:
+        return None, None, None
+    raw, _, _ = read_submission(job.submission, root)
+    digest = hashlib.sha256(raw).hexdigest() if raw is not None else None
+    folder = root / job.submission.relative_to(root).parts[0]
+    stamp, _, _ = read_submission(folder / "timestamp.txt", root)
+    if stamp:
+        try:
+            when = parse_time(stamp.decode("utf-8", "replace").splitlines()[0], tz=timezone.utc)
+            return when.astimezone(timezone.utc).isoformat(timespec="seconds"), "timestamp.txt", digest
+        except (ValueError, IndexError):
+            return None, "unreadable timestamp.txt", digest
+    return None, None, digest
+
+
+def _check_provenance(book: Gradebook, hashes: dict[str, tuple[Path, str]], allow_new: bool) -> list[str]:
+    """Refuse to mix grades from two versions of an assignment's solutions unless the teacher says so."""
     warnings = []
-    if assignments:
-        unknown = [a for a in assignments if Path(a).stem not in known]
-        if unknown:
-            raise ValueError(f"no solution notebook for {', '.join(unknown)} in {solutions}")
-        chosen = [Path(a).stem for a in assignments]
-    else:
-        chosen = sorted({Path(n).stem for names in notebooks.values() for n in names if Path(n).stem in known})
-    for d in students:
-        for name in notebooks[d.name]:
-            if Path(name).stem not in known:
-                warnings.append(f"{d.name}/{name}: no solution notebook of that name; not graded")
-    for link in links:
-        warnings.append(f"{link.name}: {LINK_NOTE}")
-    jobs = [(d.name, known[a], submissions / d.name / f"{a}.ipynb") for d in students for a in chosen]
-    jobs += [(link.name, known[a], None) for link in links for a in chosen]
-    return sorted(jobs, key=lambda j: (j[0], j[1].stem)), warnings
+    for assignment, (path, digest) in hashes.items():
+        earlier = {h: p for p, h in book.solutions_used(assignment)}
+        if not earlier or set(earlier) == {digest}:
+            continue
+        before = ", ".join(f"{p} (sha256 {h[:12]})" for h, p in earlier.items())
+        if not allow_new:
+            raise ValueError(
+                f"{assignment} was graded before with {before}; this run would use {path} (sha256 {digest[:12]}).\n"
+                f"If you forgot --solutions, pass the folder used before. If you changed the solutions on purpose, "
+                f"add --new-solutions (and regrade the whole class so every grade comes from the same version).")
+        warnings.append(f"{assignment}: graded with new solutions {path} (sha256 {digest[:12]}); earlier grades came "
+                        f"from {before}; regrade every student to make them consistent")
+    return warnings
 
 
 def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, limits: Limits | None = None,
-              assignments: list[str] | None = None, sandbox: bool = True, progress=print) -> list[SubmissionResult]:
-    """Grade every submission; `sandbox=False` only when the caller has said so (see NO_SANDBOX_WARNING)."""
+              assignments: list[str] | None = None, sandbox: bool = True, progress=print, roster: Path | None = None,
+              students: list[str] | None = None, new_solutions: bool = False, command: str = "") -> list[SubmissionResult]:
+    """Grade the class's submissions into the gradebook `out/gradebook.db`, then rewrite its exports.
+
+    `sandbox=False` only when the caller has said so (see NO_SANDBOX_WARNING). Returns this run's
+    results; the exports hold every result in the gradebook.
+    """
     limits = limits or Limits()
     submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
-    todo, warnings = discover(submissions, solutions, assignments)
+    warnings: list[str] = []
+    the_roster = None
+    if roster is not None:
+        the_roster, roster_warnings = read_roster(roster)
+        warnings += roster_warnings
+    elif (out / "gradebook.db").exists():
+        with closing(open_gradebook(out)) as book:
+            the_roster = book.roster()  # the roster given to an earlier run still holds
+    todo, found_warnings = discover(submissions, solutions, assignments, the_roster, students)
+    warnings += found_warnings
+    if not todo:
+        raise ValueError(f"nothing to grade in {submissions}" + (": " + "; ".join(warnings[:5]) if warnings else ""))
     # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
-    for sol in sorted({sol for _, sol, _ in todo}):
+    hashes = {}
+    for sol in sorted({job.solution for job in todo}):
         problems = validate_solution_notebook(read_notebook(sol), sol.name)
         if problems:
             raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
+        hashes[sol.stem] = (sol, sha256_file(sol))
+    if solutions == (Path(__file__).resolve().parents[2] / "solutions"):
+        warnings.append(f"graded with the course's own solutions ({solutions}), whose hidden tests are public; "
+                        "for graded work, pass --solutions with your private copy")
     if sandbox:
         ok, why = sandbox_status()
         if not ok:
@@ -369,84 +680,59 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
                              "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade "
                              "inside a throwaway container (see the README), or, knowing what that exposes, run again "
                              "with --no-sandbox.")
-    if not sandbox:
+    else:
         warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
-    for w in warnings:
-        progress(f"warning: {w}")
+    book = open_gradebook(out)
+    try:
+        warnings += _check_provenance(book, hashes, new_solutions)
+        if the_roster is not None and roster is not None:
+            book.set_roster(the_roster)
+        for path, digest in hashes.values():
+            progress(f"solutions: {path} (sha256 {digest[:12]})")
+        for w in warnings:
+            progress(f"warning: {w}")
+        run = book.start_run(command or "grade_all", str(solutions))
+        results = _run_jobs(todo, submissions, solutions, out, jobs, limits, sandbox, progress)
+        # Every worker (and so every sandbox) is gone: only now is anything written.
+        by_key = {(j.student, j.solution.stem): j for j in todo}
+        for res in results:
+            job = by_key[(res.student_id, res.assignment)]
+            submitted_at, source_of_time, digest = _submitted_at(job, submissions)
+            if source_of_time == "unreadable timestamp.txt":
+                res.notes.append("Your folder's timestamp.txt could not be read; no submission time was recorded.")
+                source_of_time = None
+            if digest is None and book.has_file_graded(res.student_id, res.assignment):
+                warnings.append(f"{res.student_id}/{res.assignment}: nothing submitted now; the earlier graded attempt is kept")
+            path, sol_hash = hashes[res.assignment]
+            book.record(res, file=job.submission.relative_to(submissions).as_posix() if job.submission else None,
+                        submission_sha256=digest, submitted_at=submitted_at, submitted_from=source_of_time,
+                        solutions_path=str(path), solutions_sha256=sol_hash, run=run)
+        book.finish_run(run, warnings)
+        write_exports(book, out)
+    finally:
+        book.close()
+    return results
+
+
+def _run_jobs(todo: list[Job], submissions: Path, solutions: Path, out: Path, jobs: int, limits: Limits, sandbox: bool,
+              progress) -> list[SubmissionResult]:
     work_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
     protect = [solutions, submissions, out, work_root]
     results: list[SubmissionResult] = []
     try:
-        args = [(sol, sub, student, limits, sandbox, protect, work_root) for student, sol, sub in todo]
+        args = [(job, limits, sandbox, protect, work_root, submissions) for job in todo]
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(_grade_job, a): a for a in args}
+            futures = {pool.submit(_grade_job, a): a[0] for a in args}
             for fut in as_completed(futures):
-                sol, sub, student = futures[fut][:3]
+                job = futures[fut]
                 try:
                     res = fut.result()
                 except Exception as err:  # noqa: BLE001 - e.g. the worker process itself died
-                    res = _blank_result(student, sol.stem, read_notebook(sol), "grader error", f"The grader failed on this submission: {err!r}")
+                    res = _blank_result(job.student, job.solution.stem, read_notebook(job.solution), "grader error",
+                                        f"The grader failed on this submission: {err!r}")
                 results.append(res)
-                progress(f"{res.student_id:<20} {res.assignment:<24} {_num(res.score):>6} / {_num(res.max_score):<6} {res.status}")
+                progress(f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} {res.status}")
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
-    # Every worker (and so every sandbox) is gone: only now are the results written.
     results.sort(key=lambda r: (r.student_id, r.assignment))
-    write_results(results, out, warnings)
     return results
-
-
-# --- writing the gradebook -----------------------------------------------------------------------------------
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-def _csv_cell(text: str) -> str:
-    """One CSV cell. A cell that a spreadsheet would run as a formula (it starts with = + - @, a tab
-    or a carriage return) gets a leading apostrophe and quotes, so it stays text."""
-    text = str(text)
-    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return '"' + ("'" + text).replace('"', '""') + '"'
-    if any(c in text for c in ',"\n\r'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
-def feedback_markdown(r: SubmissionResult) -> str:
-    lines = [f"# Feedback on {r.assignment} for {r.student_id}", "",
-             f"**Score: {_num(r.score)} / {_num(r.max_score)}**" + ("" if r.status == "graded" else f" ({r.status})"), ""]
-    if r.notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
-    lines += ["| Exercise | Test | Points | Result |", "|---|---|---|---|"]
-    for t in r.tests:
-        lines.append(f"| {t.exercise.replace('|', '/')} | {t.grade_id} | {_num(t.points)} / {_num(t.max_points)} | {t.status} |")
-    details = [t for t in r.tests if t.status in ("partial", "failed", "error") and t.message]
-    if details:
-        lines += ["", "## What to look at", ""]
-        for t in details:
-            lines += [f"### {t.exercise or t.grade_id} ({t.status})", "", "```", t.message.strip(), "```", ""]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def write_results(results: list[SubmissionResult], out: Path, warnings: list[str]) -> None:
-    """grades.csv, grades.json and feedback/<student>/<assignment>.md, each written atomically;
-    the feedback folder is replaced as a whole, so no stale file from an earlier run survives."""
-    out.mkdir(parents=True, exist_ok=True)
-    rows = [["student_id", "assignment", "score", "max_score", "status"]]
-    rows += [[r.student_id, r.assignment, _num(r.score), _num(r.max_score), r.status] for r in results]
-    write_atomic(out / "grades.csv", "".join(",".join(_csv_cell(c) for c in row) + "\n" for row in rows))
-    data = {"warnings": warnings, "results": [asdict(r) for r in results]}
-    write_atomic(out / "grades.json", json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    fresh = Path(tempfile.mkdtemp(prefix=".feedback-", dir=out))
-    for r in results:
-        path = fresh / _safe(r.student_id) / f"{r.assignment}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(feedback_markdown(r), encoding="utf-8")
-    old = out / "feedback"
-    trash = out / f".feedback-old-{os.getpid()}"
-    if old.exists():
-        os.replace(old, trash)
-    os.replace(fresh, old)
-    shutil.rmtree(trash, ignore_errors=True)

@@ -1,0 +1,411 @@
+"""The gradebook and what a teacher does with it: regrades that keep the class's results, attempts,
+late penalties, manual points, the roster, exports (CSV with BOM, feedback, Canvas and Moodle), the
+class report, and the rules that find a student's notebook. These tests need no kernel; the whole
+route, graded in the sandbox, is tests/test_class.py.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from grading_helpers import REPO, exercise, learner, solution, write
+
+from course_lib.grading.export import feedback_markdown, lms_table, safe_name, write_exports, write_lms
+from course_lib.grading.grade import (SubmissionResult, _added_cell_hint, _check_provenance, added_cells, discover,
+                                      loose_stem, merge, resolve_notebooks)
+from course_lib.grading.grade import TestResult as Outcome
+from course_lib.grading.gradebook import Deadline, Gradebook, parse_time
+from course_lib.grading.report import summarize, write_report
+from course_lib.grading.roster import RosterError, parse_roster, read_roster
+
+UTC = timezone.utc
+
+
+def result(student, score=2.0, status="graded", assignment="06_attention", tests=None, notes=()):
+    tests = tests if tests is not None else [
+        Outcome("ex1_test", "Exercise 1: Shapes", min(score, 2.0), 2.0, "passed" if score >= 2 else "failed",
+                   "" if score >= 2 else "✘ scores.shape: (4, 7) is not right.\n  Hint: it looks like you transposed K."),
+        Outcome("ex2_test", "Exercise 2: By hand", max(0.0, score - 2.0), 2.0, "passed" if score >= 4 else "not attempted",
+                   "" if score >= 4 else "✘ weights: not attempted yet.\n  Hint: nothing called `weights` is defined yet; "
+                   "`wieghts` is: if you meant this name, check the spelling."),
+    ]
+    return SubmissionResult(student, assignment, score, 4.0, status, tests, list(notes))
+
+
+def record(book, res, sha="a", when="2026-12-01T10:00:00+00:00", sol_sha="s1"):
+    return book.record(res, file=f"{res.assignment}.ipynb" if sha else None, submission_sha256=sha, submitted_at=when if sha else None,
+                       submitted_from="timestamp.txt" if sha else None, solutions_path="/private/solutions/06_attention.ipynb",
+                       solutions_sha256=sol_sha, run=None)
+
+
+@pytest.fixture
+def book(tmp_path):
+    with Gradebook(tmp_path / "out" / "gradebook.db") as b:
+        yield b
+
+
+# --- attempts and regrades -----------------------------------------------------------------------------
+
+
+def test_a_regrade_of_one_student_keeps_every_other_row_and_feedback_file(book, tmp_path):
+    """Regrading one student left a one-row grades.csv and deleted the other 13 feedback files."""
+    out = tmp_path / "out"
+    for i in range(14):
+        record(book, result(f"s{i:02d}", score=4.0), sha=f"h{i}")
+    write_exports(book, out)
+    before = {d.name: (d / "06_attention.md").read_text() for d in (out / "feedback").iterdir() if d.is_dir()}
+    assert len(before) == 14
+    record(book, result("s03", score=2.0), sha="h3")  # the same file again: a regrade replaces its attempt
+    write_exports(book, out)
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text(encoding="utf-8-sig"))))
+    assert len(rows) == 14 and {r["student_id"] for r in rows} == {f"s{i:02d}" for i in range(14)}
+    assert next(r for r in rows if r["student_id"] == "s03")["score"] == "2"
+    assert next(r for r in rows if r["student_id"] == "s03")["attempt"] == "1", "same file: the same attempt, replaced"
+    after = {d.name: (d / "06_attention.md").read_text() for d in (out / "feedback").iterdir() if d.is_dir()}
+    assert after.keys() == before.keys() and all(after[k] == before[k] for k in before if k != "s03"), "others' feedback kept"
+    assert after["s03"] != before["s03"]
+    assert sorted(p.name for p in out.iterdir()) == ["feedback", "gradebook.db", "grades.csv", "grades.json"], "no temporary files"
+
+
+def test_a_new_file_is_a_new_attempt_and_the_latest_counts(book):
+    assert record(book, result("ada", 2.0), sha="first") == 1
+    assert record(book, result("ada", 4.0), sha="second") == 2
+    assert record(book, result("ada", 4.0), sha="second") == 2, "regrading the same file replaces attempt 2"
+    [row] = book.rows()
+    assert (row.attempt, row.attempts, row.score) == (2, 2, 4.0)
+    assert [a["score"] for a in book.attempts("ada", "06_attention")] == [2.0, 4.0], "attempt 1 stays on record"
+
+
+def test_not_submitted_is_replaced_by_a_first_file_and_never_replaces_a_graded_one(book):
+    assert record(book, result("bob", 0.0, status="not submitted"), sha=None) == 1
+    assert record(book, result("bob", 4.0), sha="late") == 1, "the first file takes the place of 'not submitted'"
+    assert record(book, result("bob", 0.0, status="not submitted"), sha=None) == 1
+    [row] = book.rows()
+    assert row.status == "graded" and row.score == 4.0, "a folder emptied later must not erase a grade"
+
+
+# --- late penalties and manual points ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("late, percent, days", [
+    (timedelta(minutes=-5), 0, 0),
+    (timedelta(minutes=10), 0, 0),  # within the 15 minutes of grace
+    (timedelta(hours=1), 10, 1),  # a started day counts as a day
+    (timedelta(days=2, hours=1), 30, 3),
+    (timedelta(days=9), 50, 9),  # capped at 50 %
+])
+def test_late_penalty_per_started_day_with_grace_and_cap(late, percent, days):
+    due = datetime(2026, 12, 1, 23, 59, tzinfo=UTC)
+    d = Deadline("06_attention", due, percent_per_day=10, max_percent=50, grace_minutes=15)
+    assert d.penalty(due + late, 22.0) == (round(22.0 * percent / 100, 2), days)
+
+
+def test_penalties_and_adjustments_are_applied_in_every_export(book, tmp_path):
+    out = tmp_path / "out"
+    record(book, result("ada", 4.0), when="2026-12-03T08:00:00+00:00")  # 1 day and 8 h late: 2 days
+    record(book, result("bob", 2.0), when="2026-12-01T08:00:00+00:00")  # on time
+    book.set_deadline(Deadline("06_attention", parse_time("2026-12-02T00:00+00:00"), 10, 100, 0))
+    with pytest.raises(ValueError, match="needs a reason"):
+        book.add_adjustment("bob", "06_attention", 1, "  ")
+    book.add_adjustment("bob", "06_attention", 1.5, "exercise 2 answered in a markdown cell; graded by hand")
+    book.add_adjustment("ada", "06_attention", -10, "copied work")
+    write_exports(book, out)
+    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text(encoding="utf-8-sig")))}
+    assert (rows["ada"]["score"], rows["ada"]["late_penalty"], rows["ada"]["adjustment"], rows["ada"]["final"]) == ("4", "0.8", "-10", "0")
+    assert (rows["bob"]["late_penalty"], rows["bob"]["adjustment"], rows["bob"]["final"]) == ("0", "1.5", "3.5")
+    fb = (out / "feedback" / "bob" / "06_attention.md").read_text()
+    assert "**Score: 3.5 / 4**" in fb and "+1.5: exercise 2 answered in a markdown cell; graded by hand" in fb
+    fb = (out / "feedback" / "ada" / "06_attention.md").read_text()
+    assert "Late penalty: -0.8 (submitted 2 days after the deadline" in fb
+    data = json.loads((out / "grades.json").read_text())
+    assert data["deadlines"]["06_attention"]["percent_per_day"] == 10
+    canvas = lms_table(book, "canvas")
+    assert canvas[2][-1] == "0" and canvas[3][-1] == "3.5", canvas
+
+
+def test_times_are_read_in_the_formats_teachers_and_nbgrader_write():
+    assert parse_time("2026-12-01 22:59:00.000000 UTC") == datetime(2026, 12, 1, 22, 59, tzinfo=UTC)
+    assert parse_time("2026-12-01T23:59+01:00") == datetime(2026, 12, 1, 22, 59, tzinfo=UTC)
+    assert parse_time("2026-12-01 23:59").tzinfo is not None, "a time without a zone is local time, made explicit"
+    with pytest.raises(ValueError, match="expected e.g. 2026-12-01 23:59"):
+        parse_time("next friday")
+
+
+# --- the feedback ---------------------------------------------------------------------------------------
+
+
+def test_feedback_names_exercises_not_internal_ids_and_shows_every_hint(book):
+    record(book, result("ada", 2.0))
+    text = feedback_markdown(book.rows()[0])
+    assert "ex1_test" not in text and "ex2_test" not in text, text
+    assert "| Exercise 2: By hand | 0 / 2 | not attempted |" in text
+    assert "`wieghts` is: if you meant this name, check the spelling" in text, "the misspelled-name hint reaches the feedback"
+
+
+def test_non_ascii_ids_get_safe_folders_and_an_index_that_maps_them_back(book, tmp_path):
+    out = tmp_path / "out"
+    book.set_roster(parse_roster("student_id,name\nzoë.müller,Zoë Müller\n李雷,李雷\n"))
+    for sid in ("zoë.müller", "李雷"):
+        record(book, result(sid, 4.0))
+    write_exports(book, out)
+    index = list(csv.DictReader(io.StringIO((out / "feedback" / "index.csv").read_text(encoding="utf-8-sig"))))
+    assert {r["student_id"]: r["name"] for r in index} == {"zoë.müller": "Zoë Müller", "李雷": "李雷"}
+    for r in index:
+        assert (out / "feedback" / r["folder"] / "06_attention.md").is_file() and r["folder"].isascii()
+    assert "# Feedback on 06_attention for Zoë Müller (zoë.müller)" in (out / "feedback" / safe_name("zoë.müller") / "06_attention.md").read_text()
+
+
+# --- spreadsheets and LMSs ------------------------------------------------------------------------------
+
+
+def test_csv_exports_have_a_bom_so_excel_reads_utf8(book, tmp_path):
+    out = tmp_path / "out"
+    book.set_roster(parse_roster("student_id,name\nzm,Zoë Müller\nll,李雷\n"))
+    record(book, result("zm", 4.0))
+    write_exports(book, out)
+    raw = (out / "grades.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and "Zoë Müller".encode() in raw
+    write_lms(book, out / "moodle.csv", "moodle")
+    assert (out / "moodle.csv").read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+def test_lms_layouts_have_one_column_per_assignment_in_roster_order(book):
+    book.set_roster(parse_roster("student_id,name,email,ID,SIS User ID,Section,ID number\n"
+                                 "zm,Zoë Müller,zm@uni.edu,101,S-1,A,M-1\nll,李雷,ll@uni.edu,102,S-2,B,M-2\nab,Absent Student,ab@uni.edu,103,S-3,A,M-3\n"))
+    record(book, result("ll", 4.0, assignment="06_attention"))
+    record(book, result("zm", 2.0, assignment="06_attention"))
+    record(book, result("zm", 3.0, assignment="07_position"))
+    canvas = lms_table(book, "canvas")
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "06_attention", "07_position"]
+    assert canvas[1][0].strip() == "Points Possible" and canvas[1][5:] == ["4", "4"]
+    assert canvas[2] == ["Zoë Müller", "101", "S-1", "zm", "A", "2", "3"]
+    assert canvas[3] == ["李雷", "102", "S-2", "ll", "B", "4", ""], "no grade: an empty cell, not a zero"
+    assert canvas[4][0] == "Absent Student" and canvas[4][5:] == ["", ""]
+    moodle = lms_table(book, "moodle")
+    assert moodle[0] == ["Username", "ID number", "Email address", "Full name", "06_attention", "07_position"]
+    assert moodle[1] == ["zm", "M-1", "zm@uni.edu", "Zoë Müller", "2", "3"]
+    assert lms_table(book, "wide", ["07_position"])[1] == ["zm", "Zoë Müller", "3", "3"]
+    with pytest.raises(ValueError, match="expected canvas, moodle or wide"):
+        lms_table(book, "blackboard")
+
+
+# --- the roster -----------------------------------------------------------------------------------------
+
+
+def test_roster_reads_what_spreadsheets_write(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_bytes("Username;First name;Last name;Email address\r\nzm;Zoë;Müller;zm@uni.edu\r\n\r\n".encode("cp1252"))
+    roster, warnings = read_roster(path)
+    assert [(s.id, s.name, s.email) for s in roster.students] == [("zm", "Zoë Müller", "zm@uni.edu")]
+    assert warnings and "Windows-1252" in warnings[0]
+    path.write_bytes("\ufeffstudent_id,name\nab,Ada\n".encode())
+    assert read_roster(path)[0].students[0].id == "ab", "Excel's byte-order mark is not part of the first column's name"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name,email\nAda,a@x\n", "expected one of them to be the student id"),
+    ("student_id,name\nab,Ada\nab,Bea\n", "the id 'ab' is on lines 2 and 3"),
+    ("student_id,name\n,Ada\n", "line 2 has no 'student_id'"),
+    ("student_id,name\n", "names no students"),
+    ("", "is empty"),
+])
+def test_a_roster_that_cannot_be_used_says_why(text, message):
+    with pytest.raises(RosterError, match=message):
+        parse_roster(text)
+
+
+def test_a_missing_roster_file_is_named(tmp_path):
+    with pytest.raises(RosterError, match="no roster file at .*nope.csv"):
+        read_roster(tmp_path / "nope.csv")
+
+
+# --- finding each student's notebook --------------------------------------------------------------------
+
+
+def _class(tmp_path, files: dict[str, object]) -> Path:
+    subs = tmp_path / "subs"
+    for name, content in files.items():
+        if content is None:
+            (subs / name).mkdir(parents=True, exist_ok=True)
+        else:
+            write(subs / name, content)
+    return subs
+
+
+def _solutions(tmp_path, *names) -> Path:
+    for n in names:
+        write(tmp_path / "solutions" / f"{n}.ipynb", solution())
+    return tmp_path / "solutions"
+
+
+@pytest.mark.parametrize("name", ["06_attention (1).ipynb", "06_Attention.ipynb", "Copy of 06_attention.ipynb",
+                                  "06_attention-Copy1.ipynb", "06-attention.ipynb", "work/06_attention.ipynb"])
+def test_renamed_and_nested_notebooks_are_graded_with_a_recorded_note(tmp_path, name):
+    subs = _class(tmp_path, {f"ada/{name}": exercise()})
+    [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
+    assert job.submission == subs / "ada" / name
+    assert any(f"Graded `{name}` as 06_attention" in n for n in job.notes), job.notes
+    assert any(w.startswith("ada: Graded") for w in warnings)
+
+
+def test_loose_names_ignore_only_what_copies_add():
+    assert loose_stem("06_Attention (1)") == loose_stem("copy of 06_attention") == loose_stem("06_attention") == "06attention"
+    assert loose_stem("06_attention_v2") != loose_stem("06_attention")
+    assert loose_stem("07_position") != loose_stem("06_attention")
+
+
+def test_of_several_candidates_the_newest_is_graded_and_the_others_named(tmp_path):
+    subs = _class(tmp_path, {"ada/06_attention (1).ipynb": exercise(), "ada/06_attention (2).ipynb": exercise()})
+    os.utime(subs / "ada" / "06_attention (1).ipynb", (time.time(), time.time() + 60))
+    found, _ = resolve_notebooks(subs / "ada", ["06_attention"], subs)
+    path, notes = found["06_attention"]
+    assert path.name == "06_attention (1).ipynb" and "not graded: `06_attention (2).ipynb`" in " ".join(notes)
+
+
+def test_a_notebook_renamed_beyond_recognition_is_found_by_what_it_was_built_from(tmp_path):
+    nb = exercise()
+    nb["metadata"]["course_lib"]["built_from"] = "solutions/06_attention.ipynb"
+    subs = _class(tmp_path, {"ada/homework final.ipynb": nb, "ada/scratch.ipynb": {"cells": [], "metadata": {}, "nbformat": 4,
+                                                                                   "nbformat_minor": 5}})
+    [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
+    assert job.submission.name == "homework final.ipynb"
+    assert any("made from this assignment's notebook" in n for n in job.notes)
+    assert any("`scratch.ipynb` matches no assignment" in n for n in job.notes), "the other notebook is named, not silently dropped"
+
+
+def test_macos_metadata_hidden_folders_and_loose_files_are_not_students(tmp_path):
+    subs = _class(tmp_path, {"ada/06_attention.ipynb": exercise(), "__MACOSX/ada/._06_attention.ipynb": b"\0\5\26\7",
+                             ".ipynb_checkpoints/x.ipynb": exercise(), "notes.txt": "hi",
+                             "bob/.ipynb_checkpoints/06_attention-checkpoint.ipynb": exercise()})
+    jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
+    assert [j.student for j in jobs] == ["ada", "bob"]
+    bob = jobs[1]
+    assert bob.submission is None and bob.why == "No 06_attention.ipynb was submitted."
+    assert any("hidden or macOS metadata: ignored" in n for n in bob.notes), "a checkpoint is not graded, and bob is told"
+    assert any(w.startswith("__MACOSX: a hidden folder or macOS metadata") for w in warnings)
+    assert any(w.startswith("notes.txt: a file, not a student folder") for w in warnings)
+
+
+def test_not_submitted_rows_only_for_assignments_the_teacher_names(tmp_path):
+    """One student handing in 07 early gave all the others a '0/17 not submitted' row for 07."""
+    files = {f"s{i}/06_attention.ipynb": exercise() for i in range(5)}
+    files["s0/07_position.ipynb"] = exercise()
+    subs = _class(tmp_path, files)
+    sols = _solutions(tmp_path, "06_attention", "07_position")
+    jobs, _ = discover(subs, sols, None)
+    assert sorted((j.student, j.solution.stem) for j in jobs) == sorted(
+        [(f"s{i}", "06_attention") for i in range(5)] + [("s0", "07_position")])
+    jobs, _ = discover(subs, sols, ["07_position"])
+    assert [(j.student, j.submission is not None) for j in jobs] == [("s0", True)] + [(f"s{i}", False) for i in range(1, 5)]
+
+
+def test_with_a_roster_absent_students_get_rows_and_strangers_do_not(tmp_path):
+    subs = _class(tmp_path, {"ab1/06_attention.ipynb": exercise(), "Zoe Muller/06_attention.ipynb": exercise(),
+                             "visitor/06_attention.ipynb": exercise()})
+    roster = parse_roster("student_id,name\nab1,Ada Byron\nzm42,Zoë Müller\nabs,Absent Student\n")
+    jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"], roster)
+    assert [(j.student, j.submission is not None) for j in jobs] == [("ab1", True), ("abs", False), ("zm42", True)]
+    assert "No folder for abs" in jobs[1].why
+    assert "Zoe Muller: taken as zm42 (Zoë Müller), matched by name" in warnings
+    assert "visitor: not on the roster; not graded" in warnings
+    jobs, _ = discover(subs, _solutions(tmp_path, "06_attention"), None, roster)
+    assert [j.student for j in jobs] == ["ab1", "zm42"], "no assignment named: no 'not submitted' rows"
+
+
+def test_one_student_can_be_regraded_alone(tmp_path):
+    subs = _class(tmp_path, {f"s{i}/06_attention.ipynb": exercise() for i in range(4)})
+    jobs, _ = discover(subs, _solutions(tmp_path, "06_attention"), None, students=["s2"])
+    assert [j.student for j in jobs] == ["s2"]
+    with pytest.raises(ValueError, match="no folder in .* for s9"):
+        discover(subs, _solutions(tmp_path, "06_attention"), None, students=["s9"])
+
+
+# --- provenance -----------------------------------------------------------------------------------------
+
+
+def test_grading_with_other_solutions_than_before_is_refused_unless_asked(book, tmp_path):
+    """Forgetting --solutions silently graded with the public tests."""
+    record(book, result("ada", 4.0), sol_sha="private-sha")
+    public = {"06_attention": (REPO / "solutions" / "06_attention.ipynb", "public-sha")}
+    with pytest.raises(ValueError, match=r"(?s)06_attention was graded before with /private/solutions/06_attention.ipynb.*"
+                                         r"If you forgot --solutions, pass the folder used before"):
+        _check_provenance(book, public, allow_new=False)
+    warnings = _check_provenance(book, public, allow_new=True)
+    assert warnings and "regrade every student" in warnings[0]
+    assert _check_provenance(book, {"06_attention": (Path("/x"), "private-sha")}, allow_new=False) == []
+
+
+def test_each_row_records_the_solutions_that_graded_it(book, tmp_path):
+    record(book, result("ada", 4.0), sol_sha="abc123")
+    write_exports(book, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "grades.json").read_text())
+    row = data["results"][0]
+    assert row["solutions_path"] == "/private/solutions/06_attention.ipynb" and row["solutions_sha256"] == "abc123"
+    assert row["graded_at"] and row["submitted_at"] == "2026-12-01T10:00:00+00:00"
+
+
+# --- cells a learner added ------------------------------------------------------------------------------
+
+
+def test_added_cells_are_named_and_a_name_error_they_explain_says_so():
+    """A helper from an added cell passed in `course check` and cost 5 points in grading with only
+    `NameError: my_scale` to go on."""
+    nb = learner()
+    nb["cells"].insert(5, {"cell_type": "code", "id": "mine", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": "def my_scale(x):\n    return x / 2\n"})
+    sol = solution()
+    added = added_cells(sol, nb)
+    assert added == [("def my_scale(x):", {"my_scale"})]
+    _, _, notes, _ = merge(sol, nb, {})
+    assert any("1 code cell(s) you added were not run" in n and "`def my_scale(x):`" in n for n in notes), notes
+    hint = _added_cell_hint("NameError: name 'my_scale' is not defined", added)
+    assert "`my_scale` is defined in a cell you added (`def my_scale(x):`)" in hint and "Move it into the answer cell" in hint
+    assert _added_cell_hint("NameError: name 'other' is not defined", added) == ""
+
+
+# --- the class report -----------------------------------------------------------------------------------
+
+
+def test_the_report_counts_outcomes_per_exercise_and_the_common_hints(book, tmp_path):
+    for i in range(6):
+        record(book, result(f"s{i}", 4.0 if i < 2 else 2.0))
+    record(book, result("gone", 0.0, status="not submitted"), sha=None)
+    summaries, missing = summarize(book.rows())
+    ex1, ex2 = summaries["06_attention"]
+    assert (ex1.counts["passed"], ex1.submitted) == (6, 6) and ex1.pass_rate == 1.0
+    assert (ex2.counts["passed"], ex2.counts["not attempted"], ex2.submitted) == (2, 4, 6), "not submitted is not a failure"
+    assert missing["06_attention"] == 1
+    text, figures = write_report(book, tmp_path / "out")
+    assert "| Exercise 2: By hand | 2 (33%) | 0 | 0 | 4 | 0 | 0.67 / 2 |" in text, text
+    assert "Lowest pass rate: **Exercise 2: By hand** (33%)" in text
+    assert [f.name for f in figures] == ["report-06_attention.png"] and figures[0].read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="has no results for 99_nothing"):
+        write_report(book, tmp_path / "out", ["99_nothing"])
+
+
+def test_the_report_groups_the_same_mistake_told_with_different_numbers(book):
+    msg = "✘ scores.shape: ({}, 7) is not right.\n  Hint: it looks like you transposed K."
+    for i in range(3):
+        t = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "failed", msg.format(i + 3))]
+        record(book, result(f"s{i}", 0.0, tests=t))
+    [ex1] = summarize(book.rows())[0]["06_attention"]
+    assert ex1.hints.most_common(1) == [("it looks like you transposed K.", 3)]
+
+
+# --- keeping a class's work private ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["submissions/ada/06_attention.ipynb", "grades/grades.csv",
+                                  "grading-output/gradebook.db", "grading-output/feedback/ada/06_attention.md"])
+def test_a_classes_work_and_grades_are_ignored_by_git(path):
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    done = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+    assert done.returncode == 0, f"{path} would be committed: add it to .gitignore"
