@@ -101,7 +101,8 @@ def test_canvas_with_a_roster(canvas_zip, tmp_path):
     warned(report, "newstudent_LATE_77777_90008_06_attention.ipynb", "not in the roster", "'newstudent_77777'")
     warned(report, "absentee_88888", "no notebook", "absentee_88888_text.html")
     warned(report, "ignored 2 hidden or system file(s)", "__MACOSX/")
-    warned(report, "Canvas writes the time it made the zip")
+    warned(report, "Canvas writes the time it made the zip", "no timestamp.txt")
+    assert not list(dest.glob("*/timestamp.txt")), "the download time is not a submission time: late penalties must not use it"
     assert not (dest / "absentee_88888").exists() and not (dest / "__MACOSX").exists()
     assert "canvas download (detected)" in report.summary() and "Marked late by Canvas: newstudent_77777, zm42" in report.summary()
 

@@ -6,6 +6,7 @@ trusting it), finds each student's notebook, maps the student to the roster's id
 
     dest/<student_id>/<assignment>.ipynb     the newest notebook the student handed in
     dest/<student_id>/timestamp.txt          its time, in nbgrader's format: 2026-11-23 14:03:07.000000 UTC
+                                             (not for Canvas, whose zip holds only the download time)
 
 What the layouts look like (read from the LMSs' own code, and what this module relies on):
 
@@ -16,8 +17,8 @@ What the layouts look like (read from the LMSs' own code, and what this module r
   grading. A late submission has `late` after it (`doejane_late_12345_...`, matched in any case).
   A file name the student had already used gets `-1`, `-2`, ... (`06_attention-1.ipynb`). Text and
   URL submissions come as `<login>_<user id>_text.html` / `_link.html`. Canvas writes the zip's
-  entries when the zip is made, so their times are the time of the download, not of the submission
-  (a warning says so; the late flag is Canvas's own verdict). Between several notebooks of one
+  entries when the zip is made, so their times are the time of the download, not of the submission:
+  no timestamp.txt is written (a warning says so), and the late flag, Canvas's own verdict, is reported. Between several notebooks of one
   student the one with the highest attachment id (Canvas numbers uploads in order) is the newest.
 - moodle: "Download all submissions" gives, by default (Moodle >= 3.1), a folder per participant
   and submission plugin, `<Full Name>_<participant id>_assignsubmission_file_/06_attention.ipynb`,
@@ -473,8 +474,9 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             entry.name = name
             entries.append(entry)
     if layout == "canvas":
-        warnings.append("Canvas writes the time it made the zip, not the submission time, into the zip: "
-                        "timestamp.txt holds the download time; use the late flag (or Canvas's gradebook) for deadlines")
+        warnings.append("Canvas writes the time it made the zip, not the submission time, into the zip: no timestamp.txt "
+                        "is written, so `course deadline` cannot apply late penalties; Canvas's late flag is reported, and "
+                        "Canvas's own late policy applies when you import the grades")
 
     # --- who is who -----------------------------------------------------------------------------
     by_key: dict[str, list[_Entry]] = {}
@@ -583,16 +585,18 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             if not folder.exists():
                 folder.mkdir()
                 made_folders.append(folder)
-            when = _time(e.info, zone)
             nb = _copy_capped(zf, e, folder, max_notebook_bytes, budget)
-            temps.append(nb)
+            temps.append((nb, target))
+            if layout == "canvas":
+                continue  # the zip's times are the download's: no submission time is better than a wrong one
+            when = _time(e.info, zone)
             stamp = _write_text(folder / "timestamp.txt", when.strftime(TIME_FORMAT) + "\n")
-            temps.append(stamp)
+            temps.append((stamp, folder / "timestamp.txt"))
             os.utime(nb, (when.timestamp(), when.timestamp()))
             os.utime(stamp, (when.timestamp(), when.timestamp()))
             report.times[sid] = when.strftime(TIME_FORMAT)
     except BaseException:
-        for tmp in temps:
+        for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
         for folder in reversed(made_folders):
             try:
@@ -600,8 +604,8 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             except OSError:
                 pass
         raise
-    for (sid, e, folder, target), i in zip(todo, itertools.count(0, 2)):
-        os.replace(temps[i], target)
-        os.replace(temps[i + 1], folder / "timestamp.txt")
+    for tmp, final in temps:
+        os.replace(tmp, final)
+    for sid, e, folder, target in todo:
         report.students[sid] = e.name
     return report
