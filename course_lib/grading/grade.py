@@ -348,7 +348,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                     notes.append(f"{titles[i]}: your answer cell stopped with {classify(arun)[1]}; "
                                  "the test passed with what the cell had defined before that.")
                     break
-        if status == "error" and "NameError" in message:
+        if status != "passed" and "is not defined" in message:
             message += _added_cell_hint(message, added)
         status, earned = score(status, run, points(cell))
         total += earned
