@@ -409,3 +409,15 @@ def test_a_classes_work_and_grades_are_ignored_by_git(path):
         pytest.skip("not a git checkout")
     done = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
     assert done.returncode == 0, f"{path} would be committed: add it to .gitignore"
+
+
+def test_nbgraders_submitted_folder_is_graded_as_it_is(tmp_path):
+    """nbgrader's exchange collects into submitted/<student>/<assignment>/<notebook> with a timestamp.txt beside it."""
+    from course_lib.grading.grade import _submitted_at
+
+    subs = _class(tmp_path, {"ada/06_attention/06_attention.ipynb": exercise(),
+                             "ada/06_attention/timestamp.txt": "2026-12-01 22:59:00.123456 UTC\n"})
+    [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
+    assert job.submission == subs / "ada" / "06_attention" / "06_attention.ipynb" and job.notes == [], job.notes
+    when, source, digest = _submitted_at(job, subs)
+    assert (when, source) == ("2026-12-01T22:59:00+00:00", "timestamp.txt") and len(digest) == 64

@@ -499,7 +499,9 @@ def resolve_notebooks(folder: Path, known: list[str], root: Path) -> tuple[dict[
             why = "its name differs" if rule == "name" else "its name differs, but it was made from this assignment's notebook"
             if rule == "name" and cands[0].stem == a and cands[0].parent != folder:
                 why = "it is in a subfolder"
-            notes = [f"Graded `{rel(cands[0])}` as {a} ({why}; expected `{a}.ipynb` at the top of your folder)."]
+            nbgrader_layout = rel(cands[0]) == f"{a}/{a}.ipynb"  # nbgrader's submitted/<student>/<assignment>/
+            notes = [] if nbgrader_layout else [
+                f"Graded `{rel(cands[0])}` as {a} ({why}; expected `{a}.ipynb` at the top of your folder)."]
             if len(cands) > 1:
                 notes.append(f"Several notebooks could be {a}: graded the most recently changed, `{rel(cands[0])}`; "
                              "not graded: " + ", ".join(f"`{rel(f)}`" for f in cands[1:]) + ".")
@@ -612,8 +614,11 @@ def _submitted_at(job: Job, root: Path) -> tuple[str | None, str | None, str | N
         return None, None, None
     raw, _, _ = read_submission(job.submission, root)
     digest = hashlib.sha256(raw).hexdigest() if raw is not None else None
-    folder = root / job.submission.relative_to(root).parts[0]
-    stamp, _, _ = read_submission(folder / "timestamp.txt", root)
+    stamp = None
+    for folder in (job.submission.parent, root / job.submission.relative_to(root).parts[0]):  # beside it, else the top
+        stamp = read_submission(folder / "timestamp.txt", root)[0]
+        if stamp:
+            break
     if stamp:
         try:
             when = parse_time(stamp.decode("utf-8", "replace").splitlines()[0], tz=timezone.utc)
