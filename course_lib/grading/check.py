@@ -14,13 +14,12 @@ kernel next to the answers, exactly as in JupyterLab.
 """
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .grade import TestResult, answer_owner, classify, exercise_titles, explain, score
-from .notebook import grade_id, is_solution, is_test, nbgrader_meta, points, read_notebook, source, strip_hidden_tests
+from .notebook import (UNDEFINED_NAME, defined_names, grade_id, is_solution, is_test, nbgrader_meta, points, read_notebook,
+                       source, strip_hidden_tests)
 from .runner import Step, run_steps
 from .sandbox import Limits
 
@@ -35,29 +34,6 @@ class Skipped:
     why: str
     defines: frozenset[str]  # top-level names the cell defines (functions, classes, variables, imports)
     below: str  # the exercise heading above it ("" before the first)
-
-
-def defined_names(text: str) -> set[str]:
-    """Names a cell binds at its top level; nothing when it does not parse (IPython magics included)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        lines = [line for line in text.splitlines() if not line.lstrip().startswith(("%", "!"))]
-        try:
-            tree = ast.parse("\n".join(lines))
-        except SyntaxError:
-            return set()
-    found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        else:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    found.add(sub.id)
-    return found
 
 
 def plan(nb: dict) -> tuple[list[Step], dict[int, int], list[Skipped]]:
@@ -88,12 +64,9 @@ def plan(nb: dict) -> tuple[list[Step], dict[int, int], list[Skipped]]:
     return steps, where, skipped
 
 
-_MISSING_NAME = re.compile(r"NameError: name '(\w+)' is not defined")
-
-
 def explain_missing(message: str, skipped: list[Skipped]) -> str:
     """Add to a NameError for a name that a skipped cell defines where the name is and what to do."""
-    for name in dict.fromkeys(_MISSING_NAME.findall(message)):
+    for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
         owner = next((s for s in skipped if name in s.defines), None)
         if owner is not None:
             message += (f"\n`{name}` is defined in cell {owner.position}, a cell you added: added cells are run neither "

@@ -37,7 +37,9 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from .notebook import (
+    UNDEFINED_NAME,
     NotebookError,
+    defined_names,
     grade_id,
     is_solution,
     is_test,
@@ -47,7 +49,6 @@ from .notebook import (
     source,
     strip_solution,
     validate_solution_notebook,
-    write_atomic,
 )
 from .export import num, write_exports
 from .gradebook import Gradebook, open_gradebook, parse_time
@@ -176,25 +177,6 @@ def _blank_result(student: str, assignment: str, solution: dict, status: str, me
     return SubmissionResult(student, assignment, 0.0, max_score(solution), status, tests, [message])
 
 
-def _defined_names(text: str) -> set[str]:
-    """Names a cell defines at its top level (functions, classes, assignments, imports)."""
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return set()
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-    return names
-
-
 def added_cells(solution: dict, submission: dict) -> list[tuple[str, set[str]]]:
     """Non-empty code cells of the submission that are not the teacher's (no grade_id the solution
     knows): (first line, names it defines). The grader does not run them."""
@@ -206,7 +188,7 @@ def added_cells(solution: dict, submission: dict) -> list[tuple[str, set[str]]]:
         text = source(cell)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if lines:
-            added.append((lines[0].strip()[:60], _defined_names(text)))
+            added.append((lines[0].strip()[:60], defined_names(text)))
     return added
 
 
@@ -359,14 +341,13 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
 
 def _added_cell_hint(message: str, added: list[tuple[str, set[str]]]) -> str:
     """For "NameError: name 'x' is not defined" where a cell the learner added defines x."""
-    found = re.search(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined", message)
-    if not found:
-        return ""
-    for first, names in added:
-        if found.group(1) in names:
-            return (f"\n`{found.group(1)}` is defined in a cell you added (`{first}`), which the grader does not run: "
-                    "only answer cells are graded. Move it into the answer cell that uses it.")
-    return ""
+    hints = []
+    for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
+        first = next((first for first, names in added if name in names), None)
+        if first is not None:
+            hints.append(f"\n`{name}` is defined in a cell you added (`{first}`), which the grader does not run: "
+                         "only answer cells are graded. Move it into the answer cell that uses it.")
+    return "".join(hints)
 
 
 def _grade_job(args: tuple) -> SubmissionResult:
@@ -375,10 +356,9 @@ def _grade_job(args: tuple) -> SubmissionResult:
     try:
         if job.submission is None:
             res = _blank_result(student, solution_path.stem, read_notebook(solution_path), job.status, job.why)
-            res.notes = res.notes[:1] + job.notes if job.why else job.notes
-            return res
-        res = grade_submission(solution_path, job.submission, student, limits=limits, sandbox=sandbox,
-                               protect=protect, work_root=work_root, root=root)
+        else:
+            res = grade_submission(solution_path, job.submission, student, limits=limits, sandbox=sandbox,
+                                   protect=protect, work_root=work_root, root=root)
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
         res = _blank_result(student, solution_path.stem, read_notebook(solution_path), "grader error",
                             f"The grader failed on this submission: {err!r}")

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -294,7 +293,3 @@ class Gradebook:
 
 def open_gradebook(out: Path) -> Gradebook:
     return Gradebook(Path(out) / "gradebook.db")
-
-
-def with_gradebook(out: Path):
-    return closing(open_gradebook(out))

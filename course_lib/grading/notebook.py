@@ -15,6 +15,7 @@ byte-for-byte deterministic.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -208,3 +209,31 @@ def learner_hash(nb: dict) -> str:
     for cell in nb.get("cells", []):
         h.update(json.dumps([cell.get("cell_type"), source(cell)], ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
+
+
+# --- names a cell defines (for explaining a NameError caused by a cell the grader does not run) ----
+
+UNDEFINED_NAME = re.compile(r"name '(\w+)' is not defined")
+
+
+def defined_names(text: str) -> set[str]:
+    """Names a cell binds at its top level; nothing when it does not parse (IPython magics included)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        lines = [line for line in text.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            return set()
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    found.add(sub.id)
+    return found
