@@ -1,4 +1,4 @@
-# make lab | make test | make exercises | make bench | make clean
+# make lab | make test | make exercises | make bench | make run NB=... | make clean
 # Every target sets up .venv first if it is missing (or older than the dependency files).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Two workers suit a 2-core laptop and CI; override with `make test JOBS=4`.
 JOBS   ?= 2
 
-.PHONY: install lab test exercises bench clean
+.PHONY: install lab test exercises bench run clean
 
 install: $(STAMP)
 
@@ -32,6 +32,18 @@ exercises: install
 
 bench: install
 	$(BIN)/python -m bench
+
+# Re-run notebooks top to bottom and store their outputs, in the environment the tests check them in
+# (no progress bars, one torch thread, the reference data folder when it is there):
+#   make run NB="notebooks/04_word_vectors.ipynb solutions/04_word_vectors.ipynb"
+DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
+run: install
+	@test -n "$(NB)" || { echo 'name the notebooks: make run NB="notebooks/NN_name.ipynb ..."'; exit 2; }
+	TQDM_DISABLE=1 OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore::DeprecationWarning \
+	$(if $(DATA_DIR),COURSE_DATA_DIR=$(DATA_DIR)) \
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 \
+	    --ExecutePreprocessor.record_timing=False $(NB)
+	$(BIN)/course colab >/dev/null  # the Colab cell is stored unrun, as `course colab` writes it
 
 clean:
 	rm -rf $(VENV) build *.egg-info course_lib/*.egg-info .pytest_cache

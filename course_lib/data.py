@@ -11,8 +11,9 @@ written for this course (see ``course_lib/data/README.md``):
   which king/queen, man/woman, paris/france, rome/italy... appear in parallel contexts, so that
   counting models, word2vec, BPE and a small GPT all have something to learn.
 
-Tiny Shakespeare (about 1 MB) is not bundled: ``tiny_shakespeare()`` downloads it once and then reads
-it from a cache folder.
+Real text is not bundled: ``tiny_shakespeare()``, ``wikitext2()`` and GPT-2's vocabulary
+(``gpt2_vocabulary()``) are downloaded once and then read from a cache folder (``$COURSE_DATA_DIR``
+or ``~/.cache/one-hot-to-transformer``).
 
 Typical use::
 
@@ -23,6 +24,8 @@ Typical use::
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import tempfile
@@ -162,13 +165,19 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "one-hot-to-transformer"
 
 
-def _download(url: str, destination: Path, timeout: float = DOWNLOAD_TIMEOUT_S) -> None:
+def _download(url: str, destination: Path, timeout: float = DOWNLOAD_TIMEOUT_S, sha256: str | None = None) -> None:
     """Fetch `url` into `destination`. Written to a temporary file first and then renamed, so an
-    interrupted download never leaves a truncated file that would be mistaken for the real one."""
+    interrupted download never leaves a truncated file that would be mistaken for the real one; with
+    `sha256`, a file whose hash differs (a proxy's error page, a changed upstream file) is refused."""
     with urllib.request.urlopen(url, timeout=timeout) as response:
         payload = response.read()
     if not payload:
         raise OSError(f"the server sent an empty file for {url}")
+    if sha256 is not None and hashlib.sha256(payload).hexdigest() != sha256:
+        raise OSError(
+            f"the file from {url} has SHA-256 {hashlib.sha256(payload).hexdigest()}, expected {sha256}: "
+            "it is not the file the course was tested with"
+        )
     destination.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=destination.parent, prefix=destination.name, suffix=".part")
     try:
@@ -180,6 +189,29 @@ def _download(url: str, destination: Path, timeout: float = DOWNLOAD_TIMEOUT_S) 
         raise
 
 
+def cached_file(name: str, url: str, cache_dir: str | os.PathLike | None = None, *, what: str | None = None,
+                sha256: str | None = None) -> Path:
+    """The path of the data file `name` (e.g. "wikitext-2/valid.txt") in the cache folder, downloaded
+    from `url` the first time. Later calls never touch the network. Offline, or with COURSE_NO_DOWNLOAD
+    set (the test suite), a missing file raises a RuntimeError that says where to put it by hand."""
+    what = what or name
+    base = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    path = base / name
+    if path.is_file():
+        return path
+    if os.environ.get("COURSE_NO_DOWNLOAD"):  # set by the test suite: never touch the network
+        raise RuntimeError(f"{what} is not at {path}, and COURSE_NO_DOWNLOAD is set, so it is not downloaded")
+    try:
+        _download(url, path, sha256=sha256)
+    except Exception as error:  # URLError, timeouts, invalid URLs, a read-only disk, a wrong hash...
+        raise RuntimeError(
+            f"could not download {what} from {url} ({type(error).__name__}: {error}). "
+            f"If you are offline, download that file on another machine and put it at {path} "
+            "by hand; it is read from there from then on."
+        ) from error
+    return path
+
+
 def tiny_shakespeare(cache_dir: str | os.PathLike | None = None, url: str = TINY_SHAKESPEARE_URL) -> str:
     """The tiny Shakespeare text (1,115,394 characters, 65 distinct ones).
 
@@ -187,20 +219,82 @@ def tiny_shakespeare(cache_dir: str | os.PathLike | None = None, url: str = TINY
     later calls read the cached copy and never touch the network. Offline, it raises a RuntimeError
     that says where to put the file by hand.
     """
-    path = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    path = path / TINY_SHAKESPEARE_FILE
-    if not path.is_file():
-        if os.environ.get("COURSE_NO_DOWNLOAD"):  # set by the test suite: never touch the network
-            raise RuntimeError(f"tiny Shakespeare is not at {path}, and COURSE_NO_DOWNLOAD is set, so it is not downloaded")
-        try:
-            _download(url, path)
-        except Exception as error:  # URLError, timeouts, invalid URLs, a read-only disk...
-            raise RuntimeError(
-                f"could not download tiny Shakespeare from {url} ({type(error).__name__}: {error}). "
-                f"If you are offline, download that file on another machine and put it at {path} "
-                "by hand; it is read from there from then on."
-            ) from error
+    path = cached_file(TINY_SHAKESPEARE_FILE, url, cache_dir, what="tiny Shakespeare")
     return path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------
+# Real text and a real vocabulary: WikiText-2 (lessons 04 and 05) and GPT-2's BPE files (lesson 05)
+# ------------------------------------------------------------------------------------------------
+
+# WikiText-2 (Merity et al. 2016; Wikipedia's Good and Featured articles, CC BY-SA 3.0), as PyTorch's
+# word_language_model example ships it: already tokenised, one paragraph per line, rare words
+# replaced by <unk>. Only the validation and test articles (455k words) are used: the training
+# file (2.1M words) is more than a lesson needs.
+WIKITEXT2_URL = "https://raw.githubusercontent.com/pytorch/examples/main/word_language_model/data/wikitext-2/{split}.txt"
+WIKITEXT2_SHA256 = {
+    "valid": "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
+    "test": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
+}
+
+# GPT-2's byte-level BPE, as OpenAI publishes it (the same files and hashes tiktoken uses).
+GPT2_URL = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/{name}"
+GPT2_SHA256 = {
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+}
+
+
+def wikitext2(split: str = "valid", cache_dir: str | os.PathLike | None = None) -> str:
+    """The raw text of WikiText-2's "valid" (214k words) or "test" (241k words) articles.
+
+    Downloaded once (about 1.2 MB each) like `tiny_shakespeare`. The text is tokenised already:
+    words and punctuation are separated by spaces, headings look like " = Title = ", and rare words
+    are "<unk>". `wikitext_sentences` turns it into token lists.
+    """
+    if split not in WIKITEXT2_SHA256:
+        raise ValueError(f"WikiText-2 split must be one of {sorted(WIKITEXT2_SHA256)}, got {split!r}")
+    path = cached_file(f"wikitext-2/{split}.txt", WIKITEXT2_URL.format(split=split), cache_dir,
+                       what=f"WikiText-2's {split} split", sha256=WIKITEXT2_SHA256[split])
+    return path.read_text(encoding="utf-8")
+
+
+def wikitext_sentences(text: str, lowercase: bool = True) -> list[list[str]]:
+    """WikiText-2 text as a list of token lists, one per paragraph line, headings dropped.
+
+    Tokens are the file's own (it is tokenised already); `lowercase` folds case, as word2vec
+    set-ups for small corpora usually do. "@-@" style joiners and punctuation are kept as tokens.
+    """
+    sentences = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("="):  # blank lines and " = Heading = " lines
+            continue
+        sentences.append((line.lower() if lowercase else line).split())
+    return sentences
+
+
+def gpt2_files(cache_dir: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """The paths of GPT-2's `encoder.json` (50,257 tokens -> ids) and `vocab.bpe` (its 50,000 merges,
+    in order), downloaded once (about 1.5 MB together)."""
+    paths = []
+    for name in ("encoder.json", "vocab.bpe"):
+        paths.append(cached_file(f"gpt2/{name}", GPT2_URL.format(name=name), cache_dir,
+                                 what=f"GPT-2's {name}", sha256=GPT2_SHA256[name]))
+    return paths[0], paths[1]
+
+
+def gpt2_vocabulary(cache_dir: str | os.PathLike | None = None) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """GPT-2's published vocabulary: (encoder, merges).
+
+    `encoder` maps each token, written in GPT-2's byte-to-unicode alphabet (a space is "Ġ"), to its id;
+    `merges` lists the 50,000 merges in the order they were learned, as pairs of such strings.
+    """
+    encoder_path, merges_path = gpt2_files(cache_dir)
+    encoder = json.loads(encoder_path.read_text(encoding="utf-8"))
+    lines = merges_path.read_text(encoding="utf-8").splitlines()
+    merges = [tuple(line.split(" ")) for line in lines[1:] if line]  # line 0 is a "#version" header
+    return encoder, merges
 
 
 # ------------------------------------------------------------------------------------------------

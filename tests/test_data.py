@@ -286,7 +286,7 @@ def test_no_download_setting_refuses_to_fetch(tmp_path, monkeypatch):
 def test_tiny_shakespeare_downloads_once_then_reads_the_cache(tmp_path, monkeypatch):
     calls = []
 
-    def fake_download(url, destination, timeout=None):
+    def fake_download(url, destination, timeout=None, sha256=None):
         calls.append(url)
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_text("First Citizen:\nSpeak.\n", encoding="utf-8")
@@ -336,3 +336,39 @@ def test_tiny_shakespeare_network_failure_is_a_runtime_error(tmp_path, monkeypat
     monkeypatch.setattr(data.urllib.request, "urlopen", unreachable)
     with pytest.raises(RuntimeError, match=r"could not download .*URLError.*name resolution.*by hand"):
         data.tiny_shakespeare(cache_dir=tmp_path)
+
+
+# ------------------------------------------------------------------------------------------------
+# WikiText-2 and GPT-2's vocabulary: read from the cache, refused when the download is not the file
+# ------------------------------------------------------------------------------------------------
+
+def test_wikitext2_reads_both_splits_from_the_reference_data(shared_data, no_download):
+    sizes = {}
+    for split in ("valid", "test"):
+        sentences = data.wikitext_sentences(data.wikitext2(split))
+        sizes[split] = sum(len(s) for s in sentences)
+        assert all(s and not s[0].startswith("=") for s in sentences), "headings and blank lines are dropped"
+    # 455k words in the two files, less the heading lines
+    assert 200_000 < sizes["valid"] < 214_000 and 230_000 < sizes["test"] < 242_000, sizes
+
+
+def test_wikitext2_names_the_splits_it_knows(tmp_path):
+    with pytest.raises(ValueError, match=r"one of \['test', 'valid'\], got 'train'"):
+        data.wikitext2("train", cache_dir=tmp_path)
+
+
+def test_gpt2_vocabulary_has_50257_tokens_and_50000_merges_in_order(shared_data, no_download):
+    encoder, merges = data.gpt2_vocabulary()
+    assert len(encoder) == 50_257 and len(merges) == 50_000, (len(encoder), len(merges))
+    assert merges[0] == ("Ġ", "t") and encoder["<|endoftext|>"] == 50_256 and encoder["Ġthe"] == 262
+
+
+@pytest.mark.usefixtures("downloads_allowed")
+def test_a_download_with_the_wrong_hash_is_refused_and_not_cached(tmp_path):
+    source = tmp_path / "evil.txt"
+    source.write_text("<html>proxy error</html>", encoding="utf-8")
+    cache = tmp_path / "cache"
+    with pytest.raises(RuntimeError, match="SHA-256") as err:
+        data.cached_file("wikitext-2/valid.txt", source.as_uri(), cache, sha256=data.WIKITEXT2_SHA256["valid"])
+    assert "by hand" in str(err.value), str(err.value)
+    assert not (cache / "wikitext-2" / "valid.txt").exists(), "a refused download must not be cached"
