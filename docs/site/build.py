@@ -27,6 +27,7 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -148,10 +149,10 @@ def check_outputs(path: Path, nb: dict, rel: str) -> None:
     if code and unrun:
         i, first = unrun[0]
         line = next((line for line in _source(first).splitlines() if line.strip()), "")[:60]
-        what = "none of its" if len(unrun) == len(code) else f"{len(unrun)} of its"
-        raise SiteError(f"{rel}: {what} {len(code)} code cells has stored outputs (first: cell {i + 1}, "
-                        f"{line!r}), so its page would show code without results. Run it and save it with "
-                        f"its outputs: make run NB={rel}")
+        what = (f"none of its {len(code)} code cells has stored outputs" if len(unrun) == len(code)
+                else f"{len(unrun)} of its {len(code)} code cells have no stored outputs")
+        raise SiteError(f"{rel}: {what} (first: cell {i + 1}, {line!r}), so its page would show code without "
+                        f"results. Run it and save it with its outputs: make run NB={rel}")
 
 
 # --- links and images ----------------------------------------------------------------------------------
@@ -235,10 +236,13 @@ class Linker:
         to keep the link text without a link. Problems are recorded on the build."""
         if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I):  # https:, mailto:, data:
             return target
-        path, _, fragment = target.partition("#")
-        fragment = f"#{fragment}" if _ else ""
+        path, hash_sign, fragment = target.partition("#")
+        fragment = hash_sign + fragment
         if not path:  # within the page: Sphinx checks the heading exists
             if origin == "README.md" and fragment[1:] not in self.home_sections:
+                if fragment[1:] not in self.readme_headings:
+                    self.build.problems.append(f"{where}: a link to {target!r}: the README has no such section")
+                    return target
                 return self._outside("README.md", fragment, where, target)
             return target
         rel = posixpath.normpath(posixpath.join(posixpath.dirname(origin), path))
@@ -557,6 +561,8 @@ def inputs_digest(repo: Path) -> str:
 
 
 def sphinx(build: Build) -> None:
+    if (build.out / ".buildinfo").is_file():  # a site built before: pages of removed lessons must go too
+        shutil.rmtree(build.out)
     warnings = build.work / "warnings.txt"
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-W", "--keep-going", "-w", str(warnings),
            "-c", str(HERE), "-d", str(build.work / "doctrees"), str(build.src), str(build.out)]
