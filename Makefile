@@ -48,3 +48,16 @@ run: install
 clean:
 	rm -rf $(VENV) build *.egg-info course_lib/*.egg-info .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The course's website from the notebooks' stored outputs (nothing is run): make site, then open
+# docs/site/_build/html/index.html, or publish that folder on any static host (see the README).
+# It installs the `site` extra's packages (pyproject.toml) once, without reinstalling the course.
+SITE_STAMP := $(VENV)/.site-installed
+.PHONY: site
+site: $(SITE_STAMP)
+	$(BIN)/python docs/site/build.py
+
+$(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/python docs/site/build.py --requirements > $(VENV)/site-requirements.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -r $(VENV)/site-requirements.txt
+	@touch $(SITE_STAMP)
