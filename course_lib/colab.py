@@ -27,12 +27,13 @@ def cell_source(repository: str = "") -> str:
     if '"' in repository or "\n" in repository:
         raise ValueError(f"a repository address has no quotes or line breaks, got {repository!r}")
     return (
-        "# On Google Colab, this cell installs the course's helper library, course_lib, first (Colab keeps its\n"
-        "# own PyTorch). On your own machine (`make lab`) it does nothing.\n"
+        "# On Google Colab, this cell installs the course's helper library, course_lib, first\n"
+        "# (Colab keeps its own PyTorch). On your own machine (`make lab`) it does nothing.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    COURSE_REPOSITORY = "{repository}"  # the course\'s git address (`course colab --repository URL` fills it in)\n'
+        "    # the course's git address (`course colab --repository URL` fills it in)\n"
+        f'    COURSE_REPOSITORY = "{repository}"\n'
         "    if not COURSE_REPOSITORY:\n"
         '        COURSE_REPOSITORY = input("Git address of the course (its Clone URL): ").strip()\n'
         '    %pip install --quiet --no-deps "course-lib @ git+{COURSE_REPOSITORY}"'
