@@ -471,6 +471,8 @@ def test_block_parameter_counts_name_the_miscounts():
         "only one of the FFN's two linear layers": dec - (d_ff * d + d),
         "forgot the FFN's biases": dec - d_ff - d,
         "forgot the output projection": dec - 2 * (d * d + d),
+        # each head given its own d x d query, key and value projections, one W_O
+        "query, key and value projections by the number of heads": dec + 2 * (h - 1) * 3 * (d * d + d),
     }
     for hint, value in wrong_dec.items():
         fails_with(lesson09.check_block_parameters, value, enc, match=hint)
@@ -480,6 +482,7 @@ def test_block_parameter_counts_name_the_miscounts():
         "counted three LayerNorms": enc + ln_nb,
         "multiplied the attention parameters by the number of heads": enc + 5 * attn_nb,
         "counted the LayerNorms' biases": enc + 2 * 384,
+        "query, key and value projections by the number of heads": enc + 5 * 3 * 384 * 384,
     }
     assert enc == attn_nb + ffn_nb + 2 * ln_nb
     for hint, value in wrong_enc.items():
