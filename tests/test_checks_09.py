@@ -279,8 +279,8 @@ def test_stack_gradients_name_the_slips():
 
 
 def test_stack_gradients_name_a_rounded_answer():
-    """The solution's own comment gives grad_plain as "about 0.0039": that rounding is named, not called wrong
-    in general, and the right value rounded to the compared precision still passes."""
+    """grad_plain rounded to 0.0039 or 0.004 (it is compared to 5 decimals), or grad_residual to 25.6 or 25.63:
+    the hint names the rounding; the right values rounded to the compared precision still pass."""
     plain, residual, dead = autograd_stack_gradients()
     for decimals, to in [(4, "4 decimal places"), (3, "3 decimal places")]:
         text = fails_with(lesson09.check_stack_gradients, round(plain, decimals), residual, dead, match=f"rounded the "
