@@ -4,19 +4,17 @@ answer is named in the hint, and the sealed answers agree with values measured i
 every expected value is computed."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from grading_helpers import fails_with
 
 from course_lib import checks
 from course_lib.attention import MultiHeadAttention, causal_mask
 from course_lib.checks import lesson09
 from course_lib.layers import FeedForward, LayerNorm, TransformerBlock
-from grading_helpers import fails_with
 
 
 def count(module: nn.Module) -> int:
@@ -58,6 +56,25 @@ def test_shapes_name_each_mistake_and_every_wrong_part(measured_shapes):
     for name, wrongs in cases.items():
         for wrong, hint in wrongs:
             fails_with(lesson09.check_shapes, {**measured_shapes, name: wrong}, match=hint)
+
+
+def test_shapes_name_the_mistakes_that_got_the_generic_hint(measured_shapes):
+    """Wrong shapes a learner tried that used to get only the general hint."""
+    B, h, T, d = 3, 6, 10, 48
+    S = measured_shapes["shape_cross_weights"][-1]
+    d_ff = measured_shapes["shape_ffn_hidden"][-1]
+    cases = {
+        "shape_y": [((T, d), "left out the batch axis")],
+        "shape_self_weights": [((B, h, T, S), "SELF-attention the keys come from x itself"),
+                               ((B * h, T, T), "merged the batch and head axes"),
+                               ((h, T, T), "left out the batch axis")],
+        "shape_cross_weights": [((B * h, T, S), "merged the batch and head axes"), ((h, T, S), "left out the batch")],
+        "shape_ffn_hidden": [((B * T, d_ff), "flattened the batch and the positions"),
+                             ((T, d_ff), "left out the batch axis")],
+    }
+    for name, wrongs in cases.items():
+        for wrong, hint in wrongs:
+            fails_with(lesson09.check_shapes, {**measured_shapes, name: wrong}, match=hint)
     text = fails_with(lesson09.check_shapes, {**measured_shapes, "shape_y": (1, 2, 3), "shape_ffn_hidden": (3, 10, 48)},
                       match="shape_y: (1, 2, 3) is not right")
     assert "shape_ffn_hidden: (3, 10, 48) is not right" in text and "shape_cross_weights" not in text
@@ -91,8 +108,8 @@ def test_layer_norm_by_hand_names_the_slips():
     x, w, b, mean, var, out = by_hand_reference()
     eps = lesson09.LN_BY_HAND["eps"]
     unbiased = x.var(unbiased=True)
-    check = lambda m=mean, v=var, o=out: lesson09.check_layer_norm_by_hand(m.item() if torch.is_tensor(m) else m,
-                                                                           v.item() if torch.is_tensor(v) else v, o.tolist())
+    plain = lambda t: t.item() if torch.is_tensor(t) else t
+    check = lambda m=mean, v=var, o=out: lesson09.check_layer_norm_by_hand(plain(m), plain(v), o.tolist())
     fails_with(check, v=unbiased, match="unbiased variance")
     fails_with(check, v=var.sqrt(), match="gave the standard deviation")
     fails_with(check, o=(x - mean) / torch.sqrt(unbiased + eps) * w + b, match="unbiased variance")
@@ -100,6 +117,12 @@ def test_layer_norm_by_hand_names_the_slips():
     fails_with(check, o=((x - mean) / torch.sqrt(var + eps) + b) * w, match="added the bias before multiplying")
     fails_with(check, o=(x - mean) / (var + eps) * w + b, match="divided by the variance")
     fails_with(check, m=mean + 0.5, match="the mean of the four entries")
+    fails_with(check, m=x.sum(), match="gave the sum of the entries")
+    fails_with(check, v=((x - mean) ** 2).sum(), match="without dividing by d")
+    gx = w * x  # the gain applied before the normalisation
+    fails_with(check, o=(gx - gx.mean()) / torch.sqrt(gx.var(unbiased=False) + eps) + b,
+               match="gain before normalising")
+    fails_with(check, o=x / torch.sqrt((x**2).mean() + eps) * w + b, match="that is RMSNorm")
     text = fails_with(check, m=mean + 1, v=unbiased, match="ln_mean:")
     assert "ln_var:" in text and "unbiased" in text and "ln_out:" not in text
     # a wrong answer never shows the expected numbers
@@ -124,7 +147,22 @@ def another_right_layer_norm(x, weight, bias, eps=1e-5):  # float64 inside, rsqr
     return y + bias.double() if bias is not None else y
 
 
-@pytest.mark.parametrize("fn", [right_layer_norm, another_right_layer_norm])
+def std_layer_norm(x, weight, bias, eps=1e-5):  # x.std(unbiased=False), squared back into a variance
+    std = x.std(-1, unbiased=False, keepdim=True)
+    y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(std**2 + eps) * weight
+    return y if bias is None else y + bias
+
+
+def broadcast_layer_norm(x, weight, bias, eps=1e-5):  # no keepdim: the axis put back by hand, in-place updates
+    y = x - x.mean(-1)[..., None]
+    y = y / torch.sqrt((y**2).mean(-1).unsqueeze(-1) + eps)
+    y *= weight
+    if bias is not None:
+        y += bias
+    return y
+
+
+@pytest.mark.parametrize("fn", [right_layer_norm, another_right_layer_norm, std_layer_norm, broadcast_layer_norm])
 def test_layer_norm_function_right_answers_pass(fn, capsys):
     lesson09.check_layer_norm(fn)
     lesson09.check_layer_norm(fn, hidden=True)
@@ -134,6 +172,21 @@ def test_layer_norm_function_right_answers_pass(fn, capsys):
 def test_layer_norm_function_names_every_listed_slip():
     for description, wrong in lesson09._ln_mistakes().items():
         fails_with(lesson09.check_layer_norm, wrong, match=description[:40])
+
+
+def test_layer_norm_function_tells_a_missing_eps_from_a_hard_coded_one():
+    def no_eps(x, weight, bias, eps=1e-5):
+        mean = x.mean(-1, keepdim=True)
+        y = (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True)) * weight
+        return y if bias is None else y + bias
+
+    def eps_hard_coded(x, weight, bias, eps=1e-5):
+        return right_layer_norm(x, weight, bias, 1e-5)
+
+    text = fails_with(lesson09.check_layer_norm, no_eps, match="left out eps")
+    assert "whatever the caller passed" not in text
+    text = fails_with(lesson09.check_layer_norm, eps_hard_coded, match="used eps = 1e-5 whatever the caller passed")
+    assert "left out eps" not in text
 
 
 def test_layer_norm_function_names_crashes_and_broken_outputs():
@@ -161,6 +214,22 @@ def test_layer_norm_function_names_crashes_and_broken_outputs():
         return y if bias is None else y + bias
 
     fails_with(lesson09.check_layer_norm, half_detached, match="gradient of x")
+
+    def normalised_part_detached(x, weight, bias, eps=1e-5):  # right values, x cut off from the graph
+        x_hat = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)
+        y = x_hat.detach() * weight
+        return y if bias is None else y + bias
+
+    text = fails_with(lesson09.check_layer_norm, normalised_part_detached, match="no gradient reached x")
+    assert "is detached" in text and "use x in the computation" not in text
+
+    def in_place_division(x, weight, bias, eps=1e-5):  # right values; the division overwrites what ** 2 saved
+        y = x - x.mean(-1, keepdim=True)
+        y /= torch.sqrt((y**2).mean(-1, keepdim=True) + eps)
+        y = y * weight
+        return y if bias is None else y + bias
+
+    fails_with(lesson09.check_layer_norm, in_place_division, match="write y = y / ... instead")
 
     def blank(x, weight, bias, eps=1e-5):
         raise NotImplementedError()
@@ -200,8 +269,26 @@ def test_stack_gradients_name_the_slips():
     fails_with(lesson09.check_stack_gradients, plain, plain, dead, match="plain stack's derivative")
     fails_with(lesson09.check_stack_gradients, plain, residual, 0.0, match="identity path still has derivative 1")
     fails_with(lesson09.check_stack_gradients, plain, residual, 2.0, match="what is left of 1 + f'(x)")
+    fails_with(lesson09.check_stack_gradients, 1 / plain, residual, dead, match="divided by 0.5 at each layer")
+    fails_with(lesson09.check_stack_gradients, plain, 2.0**8, dead, match="1 + 1 = 2")
+    fails_with(lesson09.check_stack_gradients, plain, 8.0, dead, match="added 1 for each layer's identity path")
+    fails_with(lesson09.check_stack_gradients, plain, 1 + one_layer, dead, match="gave one layer's factor")
+    fails_with(lesson09.check_stack_gradients, plain, residual, 8 * dead, match="added the 8 identity paths")
     text = fails_with(lesson09.check_stack_gradients, one_layer, plain, 0.0, match="grad_plain:")
     assert "grad_residual:" in text and "grad_dead:" in text
+
+
+def test_stack_gradients_name_a_rounded_answer():
+    """grad_plain rounded to 0.0039 or 0.004 (it is compared to 5 decimals), or grad_residual to 25.6 or 25.63:
+    the hint names the rounding; the right values rounded to the compared precision still pass."""
+    plain, residual, dead = autograd_stack_gradients()
+    for decimals, to in [(4, "4 decimal places"), (3, "3 decimal places")]:
+        text = fails_with(lesson09.check_stack_gradients, round(plain, decimals), residual, dead, match=f"rounded the "
+                          f"answer to {to}: it is compared to 5")
+        assert "grad_residual" not in text
+    for decimals, to in [(1, "1 decimal place:"), (2, "2 decimal places")]:
+        fails_with(lesson09.check_stack_gradients, plain, round(residual, decimals), dead, match=f"answer to {to}")
+    lesson09.check_stack_gradients(round(plain, 5), round(residual, 3), dead)
 
 
 # --- exercise 5 and 7: block wiring --------------------------------------------------------------------
@@ -228,27 +315,61 @@ PRE = {
     "right": lambda s, x, mask=None: (lambda x: x + s.ff(s.norm2(x)))(x + a(s, s.norm1(x), mask)),
     "post": lambda s, x, mask=None: (lambda x: s.norm2(x + s.ff(x)))(s.norm1(x + a(s, x, mask))),
     "no_residual": lambda s, x, mask=None: s.ff(s.norm2(a(s, s.norm1(x), mask))),
-    "from_normalised": lambda s, x, mask=None: (lambda y: s.norm2(y) + s.ff(s.norm2(y)))(s.norm1(x) + a(s, s.norm1(x), mask)),
+    "from_normalised": lambda s, x, mask=None: (lambda y: s.norm2(y) + s.ff(s.norm2(y)))(
+        s.norm1(x) + a(s, s.norm1(x), mask)),
     "norm_after": lambda s, x, mask=None: (lambda y: y + s.norm2(s.ff(y)))(x + s.norm1(a(s, x, mask))),
     "swapped": lambda s, x, mask=None: (lambda y: y + s.ff(s.norm1(y)))(x + a(s, s.norm2(x), mask)),
     "ffn_first": lambda s, x, mask=None: (lambda y: y + a(s, s.norm1(y), mask))(x + s.ff(s.norm2(x))),
     "no_attn_residual": lambda s, x, mask=None: (lambda y: y + s.ff(s.norm2(y)))(a(s, s.norm1(x), mask)),
     "no_ffn_residual": lambda s, x, mask=None: s.ff(s.norm2(x + a(s, s.norm1(x), mask))),
     "mask_ignored": lambda s, x, mask=None: (lambda y: y + s.ff(s.norm2(y)))(x + a(s, s.norm1(x), None)),
+    "mask_positional": lambda s, x, mask=None: (lambda y: y + s.ff(s.norm2(y)))(x + s.self_attn(s.norm1(x), mask)),
+    "norm1_twice": lambda s, x, mask=None: (lambda y: y + s.ff(s.norm1(y)))(x + a(s, s.norm1(x), mask)),
+    "final_norm2": lambda s, x, mask=None: s.norm2(PRE["right"](s, x, mask)),
+    "final_norm1": lambda s, x, mask=None: s.norm1(PRE["right"](s, x, mask)),
 }
 PRE_HINTS = {
     "post": "wired it post-norm", "no_residual": "left out the residual connections",
-    "from_normalised": "added the sub-layer's output to the normalised x", "norm_after": "normalised the sub-layer's output",
+    "from_normalised": "added the sub-layer's output to the normalised x",
+    "norm_after": "normalised the sub-layer's output",
     "swapped": "swapped the norms", "ffn_first": "ran the FFN before the attention",
     "no_attn_residual": "residual around the attention", "no_ffn_residual": "residual around the feed-forward",
     "mask_ignored": "did not pass the mask",
+    "mask_positional": "second positional argument is `context`", "norm1_twice": "used norm1 for both sub-layers",
+    "final_norm2": "normalised the block's output", "final_norm1": "normalised the block's output",
 }
 
 
-def test_pre_norm_block_right_answer_passes(capsys):
-    lesson09.check_pre_norm_block(block_class(PRE["right"]))
-    lesson09.check_pre_norm_block(block_class(PRE["right"]), hidden=True)
+def in_place(s, x, mask=None):  # x += ..., on the block's own copy of the input
+    x = x.clone()
+    x += s.self_attn(s.norm1(x), mask=mask)
+    x += s.ff(s.norm2(x))
+    return x
+
+
+def context_by_name(s, x, mask=None):  # self-attention written out: context is x itself
+    h = s.norm1(x)
+    x = x + s.self_attn(h, h, mask)
+    return x + s.ff(s.norm2(x))
+
+
+@pytest.mark.parametrize("forward", [PRE["right"], in_place, context_by_name], ids=["right", "in_place", "context"])
+def test_pre_norm_block_right_answers_pass(forward, capsys):
+    lesson09.check_pre_norm_block(block_class(forward))
+    lesson09.check_pre_norm_block(block_class(forward), hidden=True)
     assert capsys.readouterr().out.count("passed") == 2
+
+
+def test_a_mask_passed_positionally_is_named_and_the_attention_still_works():
+    text = fails_with(lesson09.check_pre_norm_block, block_class(PRE["mask_positional"]), match="as its `context`")
+    assert "self_attn(h, mask=mask)" in text
+    text = fails_with(lesson09.check_post_norm_block, block_class(
+        lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(s.norm1(x + s.self_attn(x, mask)))),
+        match="second positional argument is `context`")
+    # the guard only stands in front of the check's own block: the library's attention is unchanged
+    attn = MultiHeadAttention(16, 2)
+    with pytest.raises(ValueError, match="context"):
+        attn(torch.randn(2, 5, 16), causal_mask(5))
 
 
 @pytest.mark.parametrize("kind", sorted(PRE_HINTS))
@@ -270,7 +391,8 @@ def test_pre_norm_block_broken_classes():
     fails_with(lesson09.check_pre_norm_block, Renamed, match="keep the __init__ as given")
     fails_with(lesson09.check_pre_norm_block, block_class(PRE["right"])(16, 2), match="expected a class")
     fails_with(lesson09.check_pre_norm_block, block_class(PRE["right"]).forward, match="did not build a block")
-    fails_with(lesson09.check_pre_norm_block, block_class(lambda s, x, mask=None: None), match="expected a torch.Tensor")
+    fails_with(lesson09.check_pre_norm_block, block_class(lambda s, x, mask=None: None),
+               match="expected a torch.Tensor")
 
     def blank(self, x, mask=None):
         raise NotImplementedError()
@@ -287,10 +409,16 @@ POST = {
     "no_attn_residual": lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(s.norm1(a(s, x, mask))),
     "once": lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(x + a(s, x, mask)),
     "mask_ignored": lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(s.norm1(x + a(s, x, None))),
+    "attn_norm_after": lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(x + s.norm1(a(s, x, mask))),
+    "both_norm_after": lambda s, x, mask=None: (lambda y: y + s.norm2(s.ff(y)))(x + s.norm1(a(s, x, mask))),
+    "added_x_twice": lambda s, x, mask=None: (lambda y: y + s.norm2(y + s.ff(y)))(s.norm1(x + a(s, x, mask))),
+    "normalised_then_added": lambda s, x, mask=None: (lambda h: h + s.ff(h))(s.norm2(s.norm1(x + a(s, x, mask)))),
 }
 POST_HINTS = {"bug": "kept the bug", "pre": "wired it pre-norm", "no_ffn_residual": "residual around the feed-forward",
               "no_attn_residual": "residual around the attention", "once": "normalised only once",
-              "mask_ignored": "did not pass the mask"}
+              "mask_ignored": "did not pass the mask", "attn_norm_after": "x + norm1(self_attn(x))",
+              "both_norm_after": "normalised each sub-layer's output", "added_x_twice": "added x once more",
+              "normalised_then_added": "norm2(x) + ff(norm2(x))"}
 
 
 def test_post_norm_block_right_answer_passes(capsys):
@@ -329,9 +457,10 @@ def test_block_parameter_counts_pass(capsys):
 def test_block_parameter_counts_name_the_miscounts():
     d, d_ff, h = 256, 1024, 4
     dec = count(TransformerBlock(d, h, d_ff, cross_attention=True))
-    attn, ffn, ln = count(MultiHeadAttention(d, h)), count(FeedForward(d, d_ff)), count(LayerNorm(d))
+    attn, ln = count(MultiHeadAttention(d, h)), count(LayerNorm(d))
     enc = count(TransformerBlock(384, 6, 1536, bias=False))
-    attn_nb, ffn_nb, ln_nb = count(MultiHeadAttention(384, 6, bias=False)), count(FeedForward(384, 1536, bias=False)), 384
+    attn_nb, ln_nb = count(MultiHeadAttention(384, 6, bias=False)), 384
+    ffn_nb = count(FeedForward(384, 1536, bias=False))
     wrong_dec = {
         "forgot the cross-attention": dec - attn,
         "forgot the LayerNorms": dec - 3 * ln,
@@ -342,6 +471,8 @@ def test_block_parameter_counts_name_the_miscounts():
         "only one of the FFN's two linear layers": dec - (d_ff * d + d),
         "forgot the FFN's biases": dec - d_ff - d,
         "forgot the output projection": dec - 2 * (d * d + d),
+        # each head given its own d x d query, key and value projections, one W_O
+        "query, key and value projections by the number of heads": dec + 2 * (h - 1) * 3 * (d * d + d),
     }
     for hint, value in wrong_dec.items():
         fails_with(lesson09.check_block_parameters, value, enc, match=hint)
@@ -351,6 +482,7 @@ def test_block_parameter_counts_name_the_miscounts():
         "counted three LayerNorms": enc + ln_nb,
         "multiplied the attention parameters by the number of heads": enc + 5 * attn_nb,
         "counted the LayerNorms' biases": enc + 2 * 384,
+        "query, key and value projections by the number of heads": enc + 5 * 3 * 384 * 384,
     }
     assert enc == attn_nb + ffn_nb + 2 * ln_nb
     for hint, value in wrong_enc.items():
