@@ -27,8 +27,8 @@ def cell_source(repository: str = "") -> str:
     if '"' in repository or "\n" in repository:
         raise ValueError(f"a repository address has no quotes or line breaks, got {repository!r}")
     return (
-        "# On Google Colab, this cell installs the course's helper library, course_lib, first (Colab keeps its\n"
-        "# own PyTorch). On your own machine (`make lab`) it does nothing.\n"
+        "# On Google Colab, this cell installs the course's helper library, course_lib, first (Colab keeps\n"
+        "# its own PyTorch). On your own machine (`make lab`) it does nothing.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
