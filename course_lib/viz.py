@@ -382,18 +382,20 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
     descent reaches the bottom of a round bowl in a few steps (middle) but crawls along a narrow
     canyon (right), whose steep walls only allow a small step (learning rate = step_fraction /
     the steepest curvature, the same rule in both panels)."""
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(8.4, 3.4))  # fits the notebook column (8.48 in) unscaled
     s = np.linspace(-4, 4, 400)
     hard = (s > 0).astype(float)
     soft = 1 / (1 + np.exp(-2 * s))
     ax = axes[0]
-    ax.plot(s, hard, lw=2, label="hard mask: 1 if score > 0")
-    ax.plot(s, soft, lw=2, label="smooth mask: sigmoid(2·score)")
-    ax.plot(s, 2 * soft * (1 - soft), "--", color="tab:orange", lw=1, label="its slope (gradient)")
+    ax.plot(s, hard, lw=2, label="hard: 1 if score > 0")
+    ax.plot(s, soft, lw=2, label="smooth: sigmoid(2·score)")
+    ax.plot(s, 2 * soft * (1 - soft), "--", color="tab:orange", lw=1, label="slope of the smooth mask")
     ax.set_xlabel("score")
     ax.set_ylabel("mask value")
-    ax.set_title("differentiable: a slope to follow", fontsize=10)
-    ax.legend(fontsize=7, loc="center right")
+    ax.set_title("differentiable: a slope to follow", fontsize=9)
+    ax.set_ylim(-0.05, 1.7)  # room above the curves for the legend
+    ax.set_yticks([0, 0.5, 1])
+    ax.legend(fontsize=8, loc="upper left")
     for ax, (a, b), title in ((axes[1], (1.0, 1.0), "well-conditioned: a round bowl"),
                               (axes[2], (1.0, 25.0), "ill-conditioned: a narrow canyon")):
         x, y = np.meshgrid(np.linspace(-3, 3, 200), np.linspace(-3, 3, 200))
@@ -408,7 +410,7 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
         ax.plot(path[:, 0], path[:, 1], "o-", color="tab:red", ms=2.5, lw=1)
         ax.plot(0, 0, "k*", ms=8)
         ax.set_aspect("equal")
-        ax.set_title(f"{title}\n{steps} gradient steps", fontsize=10)
+        ax.set_title(f"{title}\n{steps} gradient steps", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("parameter 1")
@@ -582,8 +584,10 @@ def head_grid(
         raise ValueError(f"head_grid got {len(head_titles)} head titles for {n_heads} heads")
     ncols = min(n_heads, 4) if ncols is None else max(1, int(ncols))
     nrows = -(-n_heads // ncols)  # ceiling division
-    cell = 0.8 + 0.22 * max(T, S)  # inches per heatmap: big enough for the tick labels
-    fig, axes = plt.subplots(nrows, ncols, figsize=(min(cell * ncols + 1.0, 13), min(cell * nrows + 0.6, 12)),
+    # inches per heatmap: big enough for the tick labels, and the row of heatmaps (with its labels and
+    # colour bar) no wider than the notebook's column, 8.48 in at 100 dpi, so it is shown unscaled
+    cell = min(0.8 + 0.22 * max(T, S), (8.3 - 1.0) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(cell * ncols + 1.0, min(cell * nrows + 0.6, 12)),
                              squeeze=False, layout="constrained")
     for h, ax in enumerate(axes.flat):
         if h >= n_heads:
@@ -596,7 +600,7 @@ def head_grid(
                       rotation=90, fontsize=7)
         ax.set_yticks(range(T), labels=words if col == 0 else [""] * T, fontsize=7)
         if annotate:
-            _annotate(ax, im, w[h], "{:.2f}", fontsize=6)
+            _annotate(ax, im, w[h], "{:.2f}", fontsize=7)
     fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.025, pad=0.02, label="attention weight")
     fig.supxlabel(xlabel, fontsize=9)
     fig.supylabel(ylabel, fontsize=9)

@@ -57,6 +57,30 @@ def test_failed_check_renders_without_a_traceback_in_a_live_kernel():
         assert "Traceback" not in shown and "File " not in shown and "----" not in shown, shown
 
 
+def test_long_feedback_wraps_between_words_in_the_notebook(capsys):
+    """JupyterLab's output column shows about 107 characters of a line and wraps the rest mid-word:
+    a notebook shows a failure (and a pass) on lines of at most 96, continued under its own text."""
+    hint = ("it looks like you divided the scores themselves instead of their exponentials; softmax "
+            "exponentiates every score, then divides by the sum of all the exponentials, dog included.")
+    err = checks.CheckFailed("p_sat", "0.6 is not right.", hint)
+    shown = err._render_traceback_()
+    assert shown[0] == "✘ p_sat: 0.6 is not right." and len(shown) == 4, shown
+    assert all(len(line) <= 96 for line in shown), [len(line) for line in shown]
+    assert shown[1].startswith("  Hint: it looks") and shown[2].startswith(" " * 8) and shown[2][8] != " ", shown
+    words = lambda lines: " ".join(line.strip() for line in lines).split()  # noqa: E731
+    assert words(shown) == words([str(err)]), "wrapping breaks lines between words, it loses and splits none"
+    assert str(err).splitlines()[1] == f"  Hint: {hint}", "str() keeps one line per message for the grader"
+
+    long_word = "x" * 120  # a word longer than the line stays whole rather than being cut
+    assert long_word in [line.strip() for line in checks.CheckFailed("n", long_word)._render_traceback_()]
+
+    checks.passed("attention", "against torch.nn.functional.scaled_dot_product_attention, with and without "
+                               "a causal mask, batched over 3 heads")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("✔ attention: passed (against") and len(out) == 2 and out[1].startswith("  a"), out
+    assert all(len(line) <= 96 for line in out), out
+
+
 def test_check_all_reports_every_failed_part_in_one_check_failed(capsys):
     right = checks.seal(17, name="a", decimals=None)
     checks.check_all(lambda: checks.check_sealed("a", 17, right, kind="count"), lambda: checks.passed("b"))

@@ -213,13 +213,13 @@ def test_diagrams_in_markdown_do_not_wrap(path):
 HEADING = re.compile(r"^#{1,6}\s+(.*\S)\s*$")
 NUMBERED = re.compile(r"^(\d+)\.\s")
 MENTION = re.compile(r"\b[Ss]ections?\s+(\d+)((?:\s*(?:,|and|or)\s*\d+)*)")
-LINK = re.compile(r"\[([^\]]*)\]\(#([^)\s]+)\)")
+LINK = re.compile(r"\[([^\]]*)\]\(#((?:[^()\s]|\([^()\s]*\))+)\)")  # an anchor may hold (balanced) brackets
 
 
 def heading_id(text: str) -> str:
     """The id JupyterLab gives a heading: its text content with spaces turned into hyphens."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link shows its text
-    text = re.sub(r"[`*_]", "", text)  # code and emphasis marks are not text
+    text = re.sub(r"[`*]|(?<![\w$])_|_(?![\w$])", "", text)  # code and emphasis marks are not text; W_O's _ is
     return text.replace(" ", "-")
 
 
@@ -272,3 +272,6 @@ def test_the_section_rule_catches_a_wrong_number_and_an_unlinked_mention():
     problems = section_problems(cells)
     assert len(problems) == 2 and "cell 2" in problems[0] and "cell 3" in problems[1], problems
     assert heading_id("8. A `KV` cache") == "8.-A-KV-cache"
+    assert heading_id("7. Combining the heads: $W_O$ and _why_") == "7.-Combining-the-heads:-$W_O$-and-why"
+    assert section_problems([{"cell_type": "markdown", "source": "## 9. Rotary positions (RoPE)\n"},
+                             {"cell_type": "markdown", "source": "[section 9](#9.-Rotary-positions-(RoPE))"}]) == []

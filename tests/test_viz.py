@@ -107,6 +107,27 @@ def test_head_grid_annotations_and_labels():
     assert fig.get_supxlabel() and fig.get_supylabel(), "the grid needs axis labels (key, query)"
 
 
+def _stored_width_px(fig) -> int:
+    """The width of the PNG a notebook stores for `fig` (the inline backend: 100 dpi, tight box)."""
+    import io
+    import struct
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    return struct.unpack(">I", buffer.getvalue()[16:20])[0]
+
+
+def test_multi_panel_figures_fit_the_notebook_column():
+    """`make lab` leaves an 848 px output column: a wider figure is shrunk, its small text with it
+    (lesson 08's head grids were 1077 px wide, their 7 pt tick labels 6.6 px high)."""
+    assert _stored_width_px(viz.three_constraints(steps=3)) <= 848
+    for n_heads, T in [(3, 11), (4, 16), (8, 6)]:  # lesson 08's grid, a wider one, two rows
+        fig = viz.head_grid(torch.full((n_heads, T, T), 1 / T), [f"word{i}" for i in range(T)],
+                            head_titles=[f"what head {h} looks for" for h in range(n_heads)], title="heads")
+        assert _stored_width_px(fig) <= 848, f"{n_heads} heads of {T} words: {_stored_width_px(fig)} px"
+        plt.close(fig)
+
+
 def test_graph_labels_sit_beside_the_arrows_not_on_them():
     m = MarkovChain(order=1).fit(load_sentences("commands"))
     fig = viz.markov_graph(m, title="commands")

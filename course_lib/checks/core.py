@@ -46,7 +46,31 @@ class CheckFailed(AssertionError):
         super().__init__(text)
 
     def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
-        return str(self).splitlines()
+        return CheckFailed.wrap(str(self))
+
+    # JupyterLab's output column, at the layout `make lab` opens, shows about 107 characters of a
+    # line and wraps longer ones wherever the edge falls, often mid-word ("exponential" / "s.")
+    WIDTH = 96
+
+    @staticmethod
+    def wrap(text: str, width: int = WIDTH) -> list[str]:
+        """`text`'s lines, each longer one broken between words into lines of at most `width`
+        characters (a longer word stays whole), continued under its own text: under the name after
+        a ✘ or ✔ mark, under the hint after "Hint: ". `str()` of a failure keeps one line per
+        message, for the grader and `course check`; this is what a notebook shows."""
+        import textwrap
+
+        lines = []
+        for line in text.splitlines():
+            body = line.lstrip(" ")
+            indent = line[: len(line) - len(body)]
+            if body.startswith("Hint: "):
+                indent += " " * len("Hint: ")
+            elif body.startswith((FAIL_MARK, PASS_MARK)):
+                indent += "  "
+            lines += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                                   break_on_hyphens=False) or [line]
+        return lines
 
 
 class NotAttempted(CheckFailed):
@@ -61,7 +85,8 @@ class NotAttempted(CheckFailed):
 
 def passed(name: str, detail: str = "") -> None:
     """Print the one line a learner sees when a check passes."""
-    print(f"{PASS_MARK} {name}: passed" + (f" ({detail})" if detail else ""))
+    line = f"{PASS_MARK} {name}: passed" + (f" ({detail})" if detail else "")
+    print("\n".join(CheckFailed.wrap(line)))  # a long detail goes on, indented, on the next line
 
 
 _MISSING = object()
