@@ -225,7 +225,10 @@ class MultiHeadAttention(nn.Module):
     (per sequence; the head axis is inserted), or 4-D broadcastable to ``(B, n_heads, T, T_ctx)``
     (e.g. ``padding_mask(lengths, T_ctx)``). A shape that would broadcast wrongly (a batch axis
     landing on the head axis) raises ValueError. A 2-D mask that fits both readings (when B == T)
-    is read as ``(T, T_ctx)``; give key padding as ``(B, 1, T_ctx)`` to be unambiguous.
+    is read as ``(T, T_ctx)``; give key padding as ``(B, 1, T_ctx)`` to be unambiguous. A mask whose
+    last (key) axis has size 1 while its query axis does not, such as ``(B, T, 1)`` or
+    ``(B, 1, T, 1)``, is refused: it would hide whole query rows and let every query attend to the
+    padded keys, which is key padding put on the wrong axis.
 
     ``keep_weights`` (default True) keeps the weights ``(B, n_heads, T, T_ctx)``, detached, on
     ``.last_weights`` for plotting. With ``keep_weights=False`` the module calls
@@ -235,6 +238,11 @@ class MultiHeadAttention(nn.Module):
     ``cache`` (a `KVCache`, self-attention only): the keys and values of x are appended to the
     cache and x's queries attend to every cached position; pass ``causal_mask(T, past=len(cache))``
     as the mask when x holds several new tokens.
+
+    ``context_kv`` (cross-attention only): the context's keys and values, computed once by
+    `context_keys_values` and reused. While a decoder writes a target one token at a time, the
+    encoder's output does not change, so neither do its keys and values: projecting it again at
+    every step would only repeat work.
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0, keep_weights: bool = True):
@@ -275,6 +283,13 @@ class MultiHeadAttention(nn.Module):
                     f"({B}, {T}, {T_ctx}), or 4-D broadcastable to (B, n_heads, T, T_ctx) = ({B}, {self.n_heads}, {T}, {T_ctx})")
         fits = lambda got, want: len(got) == len(want) and all(g in (1, w) for g, w in zip(got, want))  # noqa: E731
         shape = tuple(mask.shape)
+        if mask.ndim >= 2 and shape[-1] == 1 < T_ctx and shape[-2] > 1:
+            # (B, T, 1) or (B, 1, T, 1) would broadcast over the keys: whole query rows hidden, padded keys seen.
+            raise ValueError(
+                f"mask of shape {shape} is a mask on the queries (rows): its last axis, the keys, has size 1. "
+                f"Key padding must hide keys (columns): expected (B, T_ctx) = ({B}, {T_ctx}), (B, 1, T_ctx) or "
+                f"(B, 1, 1, T_ctx), e.g. (ids != pad_id)[:, None, :]"
+            )
         if mask.ndim == 2 and fits(shape, (T, T_ctx)):
             return mask  # (T, T_ctx): broadcasts over batch and heads
         if mask.ndim == 2 and shape == (B, T_ctx):
@@ -292,16 +307,20 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         *,
         cache: KVCache | None = None,
+        context_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         self._check_input("x", x)
         if context is not None:
             if cache is not None:
-                raise ValueError("a KV cache is for self-attention: pass either context or cache, not both")
+                raise ValueError("a KV cache is for self-attention: pass either context or cache, not both "
+                                 "(for cross-attention, reuse the context's keys and values with context_kv=)")
             self._check_input("context", context)
             if context.shape[0] != x.shape[0]:
                 raise ValueError(
                     f"x and context must have the same batch size, got x {tuple(x.shape)} and context {tuple(context.shape)}"
                 )
+        if context_kv is not None:
+            self._check_context_kv(context_kv, x, context)
         source = x if context is None else context  # self-attention: the sequence attends to itself
         B, T, C = x.shape
 
@@ -309,8 +328,10 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self._fused_projections(x)  # the same numbers as below, in one matrix product
         else:
             q = self._split_heads(self.w_q(x))  # (B, T, C) -> (B, n_heads, T, head_dim)
-            k = self._split_heads(self.w_k(source))  # (B, T_ctx, C) -> (B, n_heads, T_ctx, head_dim)
-            v = self._split_heads(self.w_v(source))  # (B, T_ctx, C) -> (B, n_heads, T_ctx, head_dim)
+            if context_kv is not None:
+                k, v = context_kv  # (B, n_heads, T_ctx, head_dim) each, projected once for the whole decoding
+            else:
+                k, v = self.context_keys_values(source)  # (B, n_heads, T_ctx, head_dim) each
         if cache is not None:
             k, v = cache.append(k, v)  # (B, n_heads, T_cached + T, head_dim): past keys are reused, not recomputed
         mask = self._mask_for_heads(mask, B, T, k.shape[-2])
@@ -326,6 +347,26 @@ class MultiHeadAttention(nn.Module):
 
         out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, n_heads, head_dim) -> (B, T, C): heads side by side
         return self.w_o(out)  # (B, T, C)
+
+    def context_keys_values(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values of ``context`` ``(B, T_ctx, d_model)``: two ``(B, n_heads, T_ctx, head_dim)``.
+
+        For cross-attention during decoding: compute them once per source and pass them to every step
+        as ``forward(..., context_kv=...)`` (see `models.Seq2SeqTransformer.memory_keys_values`).
+        """
+        self._check_input("context", context)
+        return self._split_heads(self.w_k(context)), self._split_heads(self.w_v(context))
+
+    def _check_context_kv(self, context_kv, x: torch.Tensor, context: torch.Tensor | None) -> None:
+        if context is None:
+            raise ValueError("context_kv is for cross-attention: pass the context too (it sets the shapes)")
+        want = (x.shape[0], self.n_heads, context.shape[1], self.head_dim)
+        if (not isinstance(context_kv, (tuple, list)) or len(context_kv) != 2
+                or any(not isinstance(t, torch.Tensor) or tuple(t.shape) != want for t in context_kv)):
+            got = ([tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in context_kv]
+                   if isinstance(context_kv, (tuple, list)) else type(context_kv).__name__)
+            raise ValueError(f"context_kv must be the pair (k, v) from context_keys_values(context), each shaped "
+                             f"(B, n_heads, T_ctx, head_dim) = {want}, got {got}")
 
     def _fused_projections(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values of self-attention from one (C, 3C) product instead of three (C, C)

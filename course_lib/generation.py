@@ -253,6 +253,13 @@ def generate(
 #
 # The model must offer `encode(src) -> memory` and `decode(tgt_in, memory, src) -> logits` and a
 # `config` with `bos_id`, `eos_id`, `pad_id` and `max_len` (as `Seq2SeqTransformer` does).
+#
+# Caching (`use_cache=True`, the default, for models that offer `memory_keys_values`,
+# `new_decoder_cache` and `decode(..., memory_kv=, cache=)` as `Seq2SeqTransformer` does): the memory
+# does not change while a target is written, so neither do the keys and values that cross-attention
+# projects from it: they are computed once per source. And the decoder's own keys and values of
+# the tokens already written never change either (causal attention), so they are kept in a KV cache
+# (lesson 11) and each step runs the decoder on the one new token only. The same logits, less work.
 
 
 def _seq2seq_ids(model: nn.Module, src) -> tuple[int, int, int, int]:
@@ -277,6 +284,25 @@ def _check_max_len(max_len, limit: int) -> int:
     return max_len
 
 
+def _caches(model: nn.Module, memory: torch.Tensor, use_cache: bool) -> tuple[list | None, list | None]:
+    """(each decoder layer's cross-attention keys and values of the memory, an empty decoder KV cache),
+    or (None, None) without caching: then every step recomputes both."""
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    if not use_cache or not (hasattr(model, "memory_keys_values") and hasattr(model, "new_decoder_cache")):
+        return None, None
+    return model.memory_keys_values(memory), model.new_decoder_cache()
+
+
+def _next_logits(model: nn.Module, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor,
+                 memory_kv, cache) -> torch.Tensor:
+    """The last position's logits (B, V) for the prefixes `tokens` (B, t)."""
+    if cache is None:
+        return model.decode(tokens, memory, src)[:, -1]  # (B, V): the whole prefix, every step
+    # Only the newest token: the earlier ones' keys and values are in the cache.
+    return model.decode(tokens[:, len(cache[0]):], memory, src, memory_kv=memory_kv, cache=cache)[:, -1]  # (B, V)
+
+
 def _never_bos_or_pad(logp: torch.Tensor, bos: int, pad: int) -> torch.Tensor:
     """Rule out <bos> and <pad> as next tokens (they are never targets). The other tokens keep their
     log-probabilities under the full softmax, so scores agree with `sequence_log_prob`."""
@@ -286,13 +312,16 @@ def _never_bos_or_pad(logp: torch.Tensor, bos: int, pad: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = None, *,
+                  use_cache: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy decoding of a batch of sources.
 
     Returns ``(tokens, log_prob)``: tokens ``(B, 1 + L)`` start with <bos>, hold each sentence's
     tokens up to and including its <eos>, then <pad>; ``L <= max_len`` (default: the model's
     max_len - 1, so that <bos> + tokens fit its position table). log_prob ``(B,)`` is the sum of the
-    chosen tokens' log-probabilities (<eos> included). The model's train/eval mode is restored.
+    chosen tokens' log-probabilities (<eos> included). The source is encoded once; with
+    ``use_cache`` the cross-attention keys and values of the memory are computed once too, and the
+    decoder's own in a KV cache (the same result, faster). The model's train/eval mode is restored.
     """
     bos, eos, pad, limit = _seq2seq_ids(model, src)
     max_len = _check_max_len(max_len, limit - 1)
@@ -300,12 +329,13 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = Non
     model.eval()
     try:
         memory = model.encode(src)  # (B, S, C): the source is encoded once
+        memory_kv, cache = _caches(model, memory, use_cache)  # keys and values computed once, kept
         B = src.shape[0]
         tokens = torch.full((B, 1), bos, dtype=torch.long, device=src.device)  # (B, 1)
         log_prob = torch.zeros(B, device=src.device)  # (B,)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
         for _ in range(max_len):
-            logits = model.decode(tokens, memory, src)[:, -1]  # (B, V): only the last position predicts the next token
+            logits = _next_logits(model, tokens, memory, src, memory_kv, cache)  # (B, V): the last position
             logp = torch.log_softmax(logits.float(), dim=-1)  # (B, V)
             best = _never_bos_or_pad(logp, bos, pad).argmax(dim=-1)  # (B,)
             log_prob += torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])  # (B,)
@@ -321,15 +351,22 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = Non
 
 @torch.no_grad()
 def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len: int | None = None, *,
-                length_penalty: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+                length_penalty: float = 0.0, use_cache: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Beam search over a batch of sources; returns the best hypothesis of each, like `greedy_decode`.
 
     Every step extends each of the ``beam_size`` hypotheses of a source by every token and keeps the
-    ``beam_size`` highest totals of log-probability (a finished hypothesis is carried along
-    unchanged). At the end the best finished hypothesis wins, ranked by
+    ``beam_size`` highest totals of log-probability. A finished hypothesis (one that has produced
+    <eos>) stays IN the beam, carried along unchanged, where it keeps a slot from the unfinished
+    ones; many implementations set finished hypotheses aside instead and keep ``beam_size``
+    unfinished ones running. At the end the best finished hypothesis wins, ranked by
     ``log_prob / length ** length_penalty`` (0 = the raw sum, which favours short sentences; about
     0.6-1.0 is common for natural languages). Returns ``(tokens (B, 1 + L), log_prob (B,))`` with
-    the raw log-probability of the returned tokens. The model's train/eval mode is restored.
+    the raw log-probability of the returned tokens.
+
+    Each source is encoded once and its memory repeated for its ``beam_size`` hypotheses; with
+    ``use_cache`` the cross-attention keys and values are computed once per source as well, and the
+    decoder's own are kept in a KV cache that follows each hypothesis's parent (the same result,
+    faster). The model's train/eval mode is restored.
     """
     bos, eos, pad, limit = _seq2seq_ids(model, src)
     max_len = _check_max_len(max_len, limit - 1)
@@ -341,15 +378,19 @@ def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len
     model.eval()
     try:
         B, K, device = src.shape[0], beam_size, src.device
-        src_k = src.repeat_interleave(K, dim=0)  # (B*K, S): every hypothesis carries its source
-        memory = model.encode(src_k)  # (B*K, S, C)
+        memory = model.encode(src)  # (B, S, C): once per source, not once per hypothesis
+        memory_kv, cache = _caches(model, memory, use_cache)  # per layer (k, v), (B, n_heads, S, head_dim)
+        # Every hypothesis carries its source: K copies of each row (copied, not computed again).
+        src_k, memory = src.repeat_interleave(K, dim=0), memory.repeat_interleave(K, dim=0)  # (B*K, S), (B*K, S, C)
+        if memory_kv is not None:
+            memory_kv = [(k.repeat_interleave(K, dim=0), v.repeat_interleave(K, dim=0)) for k, v in memory_kv]
         tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=device)  # (B*K, 1)
         scores = torch.full((B, K), float("-inf"), device=device)  # (B, K)
         scores[:, 0] = 0.0  # one live hypothesis per source at first (K copies would tie)
         done = torch.zeros(B, K, dtype=torch.bool, device=device)  # (B, K)
         lengths = torch.zeros(B, K, device=device)  # (B, K) tokens after <bos>, <eos> included
         for _ in range(max_len):
-            logits = model.decode(tokens, memory, src_k)[:, -1]  # (B*K, V)
+            logits = _next_logits(model, tokens, memory, src_k, memory_kv, cache)  # (B*K, V)
             V = logits.shape[-1]
             logp = _never_bos_or_pad(torch.log_softmax(logits.float(), dim=-1), bos, pad).view(B, K, V)  # (B, K, V)
             # A finished hypothesis may only be extended by <pad>, at no cost: it stays one candidate.
@@ -361,6 +402,8 @@ def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len
             parent, token = flat // V, flat % V  # (B, K) which hypothesis, which new token
             rows = (parent + torch.arange(B, device=device)[:, None] * K).view(-1)  # (B*K,) rows of `tokens`
             tokens = torch.cat([tokens[rows], token.view(-1, 1)], dim=1)  # (B*K, t + 1)
+            for layer_cache in cache or []:  # each new hypothesis continues its parent's cached keys and values
+                layer_cache.k, layer_cache.v = layer_cache.k[rows], layer_cache.v[rows]
             was_done = done.gather(1, parent)  # (B, K)
             lengths = lengths.gather(1, parent) + (~was_done).float()
             done = was_done | (token == eos)

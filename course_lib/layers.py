@@ -161,11 +161,14 @@ class TransformerBlock(nn.Module):
     ``dropout`` is used on each sub-layer's output (before the residual add), on the attention
     weights and inside the feed-forward network, as torch does. It is active only in training mode.
 
-    ``forward(x, mask=None, *, context=None, context_mask=None, cache=None)``: x ``(B, T, d_model)``;
+    ``forward(x, mask=None, *, context=None, context_mask=None, cache=None, context_kv=None)``:
+    x ``(B, T, d_model)``;
     ``mask`` (True = may attend) for the self-attention, e.g. ``causal_mask(T)``; ``context``
     ``(B, T_ctx, d_model)`` (e.g. the encoder's output) and ``context_mask`` for the
     cross-attention, required when ``cross_attention=True``; ``cache`` (an ``attention.KVCache``)
-    is handed to the self-attention. Returns ``(B, T, d_model)``.
+    is handed to the self-attention; ``context_kv``, the context's keys and values computed once by
+    ``cross_attn.context_keys_values(context)``, is handed to the cross-attention (for decoding,
+    where the context stays the same at every step). Returns ``(B, T, d_model)``.
     """
 
     def __init__(
@@ -208,6 +211,7 @@ class TransformerBlock(nn.Module):
         context: torch.Tensor | None = None,
         context_mask: torch.Tensor | None = None,
         cache=None,
+        context_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
             got = f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
@@ -217,7 +221,7 @@ class TransformerBlock(nn.Module):
                 "this block has cross-attention (cross_attention=True): pass context=, the (B, T_ctx, d_model) "
                 "sequence to attend to (e.g. the encoder's output)"
             )
-        if self.cross_attn is None and (context is not None or context_mask is not None):
+        if self.cross_attn is None and (context is not None or context_mask is not None or context_kv is not None):
             raise ValueError(
                 "this block has no cross-attention (cross_attention=False), so context= and context_mask= "
                 "cannot be used; build it with cross_attention=True"
@@ -226,14 +230,16 @@ class TransformerBlock(nn.Module):
         if self.norm_first:  # pre-norm: x + f(norm(x)), the residual stream itself is never normalised
             x = x + self.dropout1(self._self_attention(self.norm1(x), mask, cache))  # (B, T, C)
             if self.cross_attn is not None:
-                x = x + self.dropout2(self.cross_attn(self.norm2(x), context=context, mask=context_mask))  # (B, T, C)
+                x = x + self.dropout2(self.cross_attn(self.norm2(x), context=context, mask=context_mask,
+                                                      context_kv=context_kv))  # (B, T, C)
                 x = x + self.dropout3(self.ff(self.norm3(x)))  # (B, T, C)
             else:
                 x = x + self.dropout2(self.ff(self.norm2(x)))  # (B, T, C)
         else:  # post-norm ("Add & Norm"): norm(x + f(x)), every residual sum is normalised
             x = self.norm1(x + self.dropout1(self._self_attention(x, mask, cache)))  # (B, T, C)
             if self.cross_attn is not None:
-                x = self.norm2(x + self.dropout2(self.cross_attn(x, context=context, mask=context_mask)))  # (B, T, C)
+                x = self.norm2(x + self.dropout2(self.cross_attn(x, context=context, mask=context_mask,
+                                                                 context_kv=context_kv)))  # (B, T, C)
                 x = self.norm3(x + self.dropout3(self.ff(x)))  # (B, T, C)
             else:
                 x = self.norm2(x + self.dropout2(self.ff(x)))  # (B, T, C)

@@ -330,6 +330,7 @@ class Seq2SeqConfig:
     pad_id: int = 0  # padding id, in both vocabularies
     bos_id: int = 1  # the decoder's first input
     eos_id: int = 2  # the token that ends a target sentence
+    tie_weights: bool = False  # one (V_tgt, C) matrix for the target embedding and the output layer
 
     def __post_init__(self):
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
@@ -348,16 +349,21 @@ class Seq2SeqConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.tgt_vocab_size:
                 raise ValueError(f"Seq2SeqConfig.{name} must be a target id in [0, {self.tgt_vocab_size}), got {value!r}")
+        if not isinstance(self.tie_weights, bool):
+            raise TypeError(f"Seq2SeqConfig.tie_weights must be True or False, got {self.tie_weights!r}")
 
 
-def _check_ids(name: str, ids, vocab_size: int, max_len: int) -> None:
+def _check_ids(name: str, ids, vocab_size: int, max_len: int, past: int = 0) -> None:
     if not isinstance(ids, torch.Tensor) or ids.ndim != 2:
         got = f"shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise ValueError(f"{name} must be a (B, length) tensor of token ids, got {got}")
     if ids.is_floating_point() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
-    if ids.shape[1] > max_len:
-        raise ValueError(f"{name} has {ids.shape[1]} positions, more than max_len={max_len}")
+    if past + ids.shape[1] > max_len:
+        after = f" after {past} cached ones" if past else ""
+        raise ValueError(f"{name} has {ids.shape[1]} positions{after}, more than max_len={max_len}: the sinusoid "
+                         f"table has max_len rows (a larger max_len builds a longer one, but a model trained on "
+                         f"shorter sentences has never used those positions)")
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"{name} ids must be in [0, {vocab_size}), got values from {int(ids.min())} to {int(ids.max())}")
 
@@ -389,10 +395,13 @@ class TransformerEncoder(nn.Module):
 class TransformerDecoder(nn.Module):
     """``n_layers`` `layers.TransformerBlock` with cross-attention, then a final LayerNorm.
 
-    ``forward(y, memory, mask=None, memory_mask=None)``: y ``(B, T, C)`` the target so far;
-    memory ``(B, S, C)`` the encoder's output (its LAST layer, after the final norm: every decoder
-    layer attends to the same memory); mask for the self-attention (causal, and target padding);
-    memory_mask for the cross-attention (source padding). Returns ``(B, T, C)``.
+    ``forward(y, memory, mask=None, memory_mask=None, *, memory_kv=None)``: y ``(B, T, C)`` the
+    target so far; memory ``(B, S, C)`` the encoder's output (its LAST layer, after the final norm:
+    every decoder layer attends to the same memory); mask for the self-attention (causal, and target
+    padding); memory_mask for the cross-attention (source padding); memory_kv, optionally, each
+    layer's cross-attention keys and values of the memory, computed once for a whole decoding (see
+    `Seq2SeqTransformer.memory_keys_values`); cache, optionally, one `attention.KVCache` per layer
+    for the self-attention (y then holds only the new positions). Returns ``(B, T, C)``.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
@@ -406,9 +415,16 @@ class TransformerDecoder(nn.Module):
         self.norm = layers.LayerNorm(d_model)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        for block in self.layers:
-            y = block(y, mask, context=memory, context_mask=memory_mask)  # (B, T, C)
+                memory_mask: torch.Tensor | None = None, *, memory_kv: list | None = None,
+                cache: list | None = None) -> torch.Tensor:
+        for name, per_layer in (("memory_kv", memory_kv), ("cache", cache)):
+            if per_layer is not None and len(per_layer) != len(self.layers):
+                raise ValueError(f"{name} must hold one entry per decoder layer ({len(self.layers)}), "
+                                 f"got {len(per_layer)}")
+        for i, block in enumerate(self.layers):
+            kv = None if memory_kv is None else memory_kv[i]  # this layer's cross-attention keys and values
+            layer_cache = None if cache is None else cache[i]  # this layer's own past keys and values
+            y = block(y, mask, context=memory, context_mask=memory_mask, context_kv=kv, cache=layer_cache)  # (B, T, C)
         return self.norm(y)  # (B, T, C)
 
 
@@ -421,7 +437,13 @@ class Seq2SeqTransformer(nn.Module):
     decoding calls `encode` once and `decode` once per new token (see `generation.greedy_decode`).
 
     Submodules: ``src_emb`` (V_src x C), ``tgt_emb`` (V_tgt x C), ``encoder``, ``decoder``,
-    ``lm_head`` (C -> V_tgt); the sinusoid table ``positions`` (max_len x C) is a buffer, not a parameter.
+    ``lm_head`` (C -> V_tgt; with ``tie_weights`` its weight *is* ``tgt_emb.weight``); the sinusoid
+    table ``positions`` (max_len x C) is a buffer, not a parameter.
+
+    The model is pre-norm (``norm_first=True``) with a final LayerNorm after each stack, as most
+    transformers are today; ``norm_first=False`` gives the 2017 paper's post-norm "Add & Norm".
+    By default no attention weights are kept (``.last_weights`` is None): call
+    `keep_attention_weights` before a forward pass whose weights you want to plot.
     """
 
     def __init__(self, config: Seq2SeqConfig):
@@ -443,6 +465,10 @@ class Seq2SeqTransformer(nn.Module):
             # same size as the sinusoids they are added to (torch's default N(0, 1) would drown them).
             for table in (self.src_emb, self.tgt_emb):
                 table.weight.normal_(0.0, C**-0.5)
+        if config.tie_weights:
+            # The paper's tying: the row that embeds a target word also scores it at the output
+            # (saves V_tgt x C parameters; the output layer keeps its own bias).
+            self.lm_head.weight = self.tgt_emb.weight
         self.keep_attention_weights(False)
 
     def keep_attention_weights(self, keep: bool = True) -> "Seq2SeqTransformer":
@@ -453,9 +479,11 @@ class Seq2SeqTransformer(nn.Module):
                 module.keep_weights = keep
         return self
 
-    def _embed(self, ids: torch.Tensor, table: nn.Embedding) -> torch.Tensor:
+    def _embed(self, ids: torch.Tensor, table: nn.Embedding, start: int = 0) -> torch.Tensor:
+        # Entries initialised N(0, 1/C) give token vectors of length about 1; times sqrt(C) they are as
+        # long as a sinusoid row (about sqrt(C/2)), so neither the word nor its position drowns the other.
         x = table(ids) * math.sqrt(self.config.d_model)  # (B, L, C)
-        return self.drop(x + self.positions[: ids.shape[1]])  # (B, L, C)
+        return self.drop(x + self.positions[start : start + ids.shape[1]])  # (B, L, C)
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor:
         """``(B, 1, 1, S)``, True where the source token is real: any query may attend to it."""
@@ -472,15 +500,46 @@ class Seq2SeqTransformer(nn.Module):
         _check_ids("src", src, self.config.src_vocab_size, self.config.max_len)
         return self.encoder(self._embed(src, self.src_emb), self.source_mask(src))  # (B, S, C)
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, T, V_tgt)`` for the target prefix ``tgt_in`` given the encoded source."""
-        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, self.config.max_len)
+    def memory_keys_values(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every decoder layer's cross-attention keys and values of ``memory`` ``(B, S, C)``: one pair
+        of ``(B, n_heads, S, head_dim)`` per layer.
+
+        They depend on the source only, so a decoder that writes a target token by token computes
+        them once and passes them to every step (``decode(..., memory_kv=...)``) instead of
+        projecting the same memory again at each step.
+        """
+        return [block.cross_attn.context_keys_values(memory) for block in self.decoder.layers]
+
+    def new_decoder_cache(self) -> list:
+        """An empty key/value cache for the decoder's self-attention: one `attention.KVCache` per layer."""
+        return [attention.KVCache() for _ in self.decoder.layers]
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, *,
+               memory_kv: list | None = None, cache: list | None = None) -> torch.Tensor:
+        """Logits ``(B, T, V_tgt)`` for the target prefix ``tgt_in`` given the encoded source.
+
+        For decoding token by token (the same logits, less work): ``memory_kv``, the result of
+        `memory_keys_values(memory)`, computed once; ``cache``, from `new_decoder_cache`, keeps the
+        decoder's own past keys and values, and then ``tgt_in`` holds only the NEW tokens, placed at
+        the positions after the cached ones (cached positions count as real tokens).
+        """
+        past = 0 if cache is None else len(cache[0])  # target positions already in the cache
+        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, self.config.max_len, past)
         if memory.shape[:2] != src.shape or tgt_in.shape[0] != src.shape[0]:
             raise ValueError(
                 f"memory must be (B, S, C) for src (B, S) and tgt_in (B, T), got memory {tuple(memory.shape)}, "
                 f"src {tuple(src.shape)}, tgt_in {tuple(tgt_in.shape)}"
             )
-        y = self.decoder(self._embed(tgt_in, self.tgt_emb), memory, self.target_mask(tgt_in), self.source_mask(src))  # (B, T, C)
+        if cache is None:
+            mask = self.target_mask(tgt_in)  # (B, 1, T, T)
+        else:
+            B, T = tgt_in.shape
+            keys = torch.cat([torch.ones(B, past, dtype=torch.bool, device=tgt_in.device),
+                              tgt_in != self.config.pad_id], dim=1)  # (B, past + T): cached keys are real
+            causal = attention.causal_mask(T, past=past, device=tgt_in.device)  # (T, past + T)
+            mask = keys[:, None, None, :] & causal  # (B, 1, T, past + T)
+        y = self.decoder(self._embed(tgt_in, self.tgt_emb, past), memory, mask, self.source_mask(src),
+                         memory_kv=memory_kv, cache=cache)  # (B, T, C)
         return self.lm_head(y)  # (B, T, V_tgt)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -498,6 +557,7 @@ class Seq2SeqTransformer(nn.Module):
         return weights
 
     def num_parameters(self) -> int:
+        """The number of distinct parameters (a tied matrix counts once)."""
         return sum(p.numel() for p in self.parameters())
 
 

@@ -43,6 +43,8 @@ def test_shapes_measured_on_the_model():
         ("logits_shape", (4, 50), "kept only the last position"),
         ("logits_shape", (4, 6, 32), "stopped before the output layer"),
         ("logits_shape", (4, 9, 50), "one prediction per target position"),
+        ("memory_shape", (9, 4, 32), "put the source length first"),
+        ("cross_weights_shape", (16, 6, 9), "merged the batch and head axes"),
     ],
 )
 def test_shape_mistakes_are_named(name, wrong, match):
@@ -101,6 +103,22 @@ def test_right_decoder_io_passes_in_several_forms(capsys):
 )
 def test_decoder_io_mistakes_are_named(wrong, match):
     fails_with(lesson10.check_decoder_io, wrong, match=match)
+
+
+def test_decoder_io_shifted_the_wrong_way_and_eos_padding_are_named():
+    def wrong_way(targets, bos, eos, pad):
+        T = max(len(t) for t in targets) + 1
+        tin = torch.tensor([list(t) + [pad] * (T - len(t)) for t in targets])
+        tout = torch.tensor([list(t[1:]) + [eos] + [pad] * (T - len(t)) for t in targets])
+        return tin, tout
+
+    fails_with(lesson10.check_decoder_io, wrong_way, match="shifted the wrong way")
+
+    def eos_padded(targets, bos, eos, pad):
+        tin, tout = lesson10.reference_decoder_io(targets, bos, eos, pad)
+        return tin, tout.masked_fill(tout == pad, eos)
+
+    fails_with(lesson10.check_decoder_io, eos_padded, match="padded the labels with <eos>")
 
 
 def test_left_padding_is_named():
@@ -167,13 +185,47 @@ def _tril(t):
         (_with_tgt(lambda s, t, p: (t != p)[:, None, :].expand(-1, t.shape[1], -1)), "left out the causal part"),
         (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & _tril(t).T), "used the upper triangle"),
         (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & _tril(t).tril(-1)), "left out the diagonal"),
-        (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & (t != p)[:, :, None] & _tril(t)), "also blanked the padded queries"),
-        (_with_tgt(lambda s, t, p: (t != p)[:, :, None] & _tril(t)), "mask the keys (columns) only"),
+        (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & (t != p)[:, :, None] & _tril(t)),
+         "masked the padded queries (rows) instead of the padded keys (columns)"),
+        (_with_tgt(lambda s, t, p: (t != p)[:, :, None] & _tril(t)),
+         "masked the padded queries (rows) instead of the padded keys (columns)"),
         (lambda s, t, p: (s != 0, (t != 0)[:, None, :] & _tril(t)), "compared with 0 instead of pad_id"),
     ],
 )
 def test_mask_mistakes_are_named(wrong, match):
     fails_with(lesson10.check_masks, wrong, match=match)
+
+
+def _query_src_mask(layout):
+    """A padding mask put on the query axis, (B, S, 1) or (B, 1, S, 1): it passed every test once."""
+    def fn(s, t, p):
+        real = s != p  # (B, S)
+        src_mask = real[:, :, None] if layout == "BS1" else real[:, None, :, None]
+        return src_mask, lesson10.reference_masks(s, t, p)[1]
+    return fn
+
+
+@pytest.mark.parametrize("layout", ["BS1", "B1S1"])
+def test_a_source_mask_on_the_queries_fails_visible_hidden_and_model_tests(layout):
+    for hidden in (False, True):
+        fails_with(lesson10.check_masks, _query_src_mask(layout), hidden=hidden, match=lesson10.QUERY_MASK)
+    fails_with(lesson10.check_masks_in_model, _query_src_mask(layout), match="a mask on the queries (rows)")
+
+
+def test_a_target_mask_on_the_queries_is_named():
+    fails_with(lesson10.check_masks, _with_tgt(lambda s, t, p: (t != p)[:, :, None]), match=lesson10.QUERY_MASK)
+
+
+def test_right_masks_pass_in_the_model_and_its_hint_explains_left_out_padding():
+    lesson10.check_masks_in_model(lesson10.reference_masks)
+    lesson10.check_masks_in_model(lambda s, t, p: (lesson10.reference_masks(s, t, p)[0][:, None, None, :],
+                                                   lesson10.reference_masks(s, t, p)[1][:, None]))
+    # Without the target padding only the padded rows change: the model test cannot see it, the check can.
+    no_tgt_padding = _with_tgt(lambda s, t, p: _tril(t).expand(len(t), -1, -1))
+    lesson10.check_masks_in_model(no_tgt_padding)
+    fails_with(lesson10.check_masks, no_tgt_padding, match="it matters with left padding or packed sequences")
+    fails_with(lesson10.check_masks_in_model, lambda s, t, p: (s == s, lesson10.reference_masks(s, t, p)[1]),
+               match="the model's real outputs change")
 
 
 def test_both_wrong_masks_are_reported_and_form_errors_explained():
@@ -213,6 +265,9 @@ def test_label_smoothing_right_answer_agrees_with_torch():
         (None, _loss([0.05, 0.8, 0.05, 0.05]), "gave the right class 1 - eps only"),
         (None, -math.log(0.6), "without smoothing"),
         (None, _loss([0.05, 0.85, 0.05, 0.05]) / math.log(2), "log base 2"),
+        (None, 0.157, "computed KL(q || p)"),
+        (None, sum(pk * math.log(pk / qk) for pk, qk in zip(P, [0.05, 0.85, 0.05, 0.05])), "computed KL(p || q)"),
+        (None, -sum(qk * math.log(qk) for qk in [0.05, 0.85, 0.05, 0.05]), "gave H(q)"),
     ],
 )
 def test_label_smoothing_mistakes_are_named(target, loss, match):
@@ -290,6 +345,32 @@ def test_beam_step_mistakes_written_independently_are_named():
         return scores[flat // V] + log_probs.flatten()[flat], flat // V, flat % V
 
     fails_with(lesson10.check_beam_step, no_scores, match="add each hypothesis's score so far")
+
+    def probabilities(scores, log_probs, k):  # multiplied probabilities instead of adding logs
+        V = log_probs.shape[1]
+        best, flat = (scores.exp()[:, None] * log_probs.exp()).flatten().topk(k)
+        return best, flat // V, flat % V
+
+    fails_with(lesson10.check_beam_step, probabilities, match="returned probabilities")
+
+    def product(scores, log_probs, k):
+        V = log_probs.shape[1]
+        best, flat = (scores[:, None] * log_probs).flatten().topk(k)
+        return best, flat // V, flat % V
+
+    fails_with(lesson10.check_beam_step, product, match="log-probabilities ADD")
+    fails_with(lesson10.check_beam_step, lambda s, lp, k: [x / 2 if i == 0 else x for i, x in
+                                                           enumerate(lesson10.reference_beam_step(s, lp, k))],
+               match="divided the totals by 2")
+
+    def unsorted(scores, log_probs, k):
+        new, parents, tokens = lesson10.reference_beam_step(scores, log_probs, k)
+        order = torch.tensor([1, 2, 0][:k] + list(range(3, k))) if k >= 3 else torch.arange(k)
+        return new[order], parents[order], tokens[order]
+
+    lesson10.check_beam_step(lambda s, lp, k: lesson10.reference_beam_step(s, lp, k))  # still right
+    fails_with(lesson10.check_beam_step, lambda s, lp, k: unsorted(s, lp, k) if k >= 3 else
+               lesson10.reference_beam_step(s, lp, k), match="not sorted best first")
     fails_with(lesson10.check_beam_step, lambda s, lp, k: lesson10.reference_beam_step(s, lp, k)[:2], match="expected three results")
     fails_with(lesson10.check_beam_step, lambda s, lp, k: lesson10.reference_beam_step(s, lp, 1), match="expected k = 2 entries")
 
@@ -314,6 +395,10 @@ def test_parameter_counts_against_the_model():
         (None, 3 * 2 * (d * d + d), "counted only W_K and W_V"),
         (None, attn, "counted one decoder layer"),
         (None, 3 * 4 * d * d, "left out the biases: each of the four"),
+        (n - 1200 * d, None, "tied the output layer to the target embedding"),
+        (n + 2 * 64 * d, None, "counted learned position tables"),
+        (n + 64 * d, None, "counted a learned position table"),
+        (None, cross + 3 * 2 * d, "counted the LayerNorm before the cross-attention"),
     ]
     for wrong_n, wrong_cross, match in mistakes:
         text = fails_with(lesson10.check_parameter_counts, wrong_n if wrong_n is not None else n,
@@ -360,6 +445,33 @@ class Renamed(nn.Module):
         return self.layer(y, causal_mask(y.shape[1]), context=memory)
 
 
+class UpperSelf(FixedDecoder):
+    def forward(self, y, memory):
+        return self.block(y, causal_mask(y.shape[1]).T, context=memory)
+
+
+class UpperCross(FixedDecoder):
+    def forward(self, y, memory):
+        mask = torch.ones(y.shape[1], memory.shape[1], dtype=torch.bool).triu()
+        return self.block(y, causal_mask(y.shape[1]), context=memory, context_mask=mask)
+
+
+class ShiftedCross(FixedDecoder):
+    def forward(self, y, memory):
+        T, S = y.shape[1], memory.shape[1]
+        mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
+        return self.block(y, causal_mask(T), context=memory, context_mask=mask)
+
+
+def test_first_sees_hints_do_not_state_the_answer():
+    """A hint names the mistake; it must not give the count away (position 0 sees ONE source word)."""
+    for wrong in (6, 0, 4, 5, 3):
+        text = fails_with(lesson10.check_fixed_decoder, wrong, FixedDecoder, match="first_sees")
+        hint = text.split("Hint:", 1)[-1].lower()
+        for giveaway in ("source position 0", "sees 1", "only one", "one source", "0..i", "a single"):
+            assert giveaway not in hint, f"first_sees = {wrong}: the hint gives the answer away ({giveaway!r}):\n{text}"
+
+
 def test_fixed_decoder_passes_written_either_way():
     lesson10.check_fixed_decoder(1, FixedDecoder)
     lesson10.check_fixed_decoder(1.0, FixedWithOnes)
@@ -369,7 +481,12 @@ def test_fixed_decoder_passes_written_either_way():
     "first, cls, match",
     [
         (6, FixedDecoder, "gave what a correct decoder allows"),
-        (0, FixedDecoder, "the diagonal is True"),
+        (0, FixedDecoder, "check whether .tril() keeps the entries ON the diagonal"),
+        (4, FixedDecoder, "gave the number of target positions"),
+        (5, FixedDecoder, "counted the blocked source words"),
+        (1, UpperSelf, "gave the self-attention the upper triangle"),
+        (1, UpperCross, "by the upper triangle"),
+        (1, ShiftedCross, "by a shifted triangle"),
         (1, StillBuggy, "kept the causal mask on the cross-attention"),
         (1, OverFixed, "removed the causal mask from the self-attention as well"),
         (1, Renamed, "do not load from a BuggyDecoder's"),

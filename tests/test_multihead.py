@@ -454,3 +454,61 @@ def test_kv_cache_refuses_cross_attention_and_a_new_batch_without_reset():
         m(torch.randn(3, 1, 16), cache=cache)
     with pytest.raises(ValueError, match="either context or cache"):
         m(torch.randn(2, 1, 16), context=torch.randn(2, 4, 16), cache=cache)
+
+
+@pytest.mark.parametrize("shape", ["B,T,1", "B,1,T,1", "T,1"])
+def test_a_padding_mask_on_the_query_axis_is_refused(shape):
+    """(B, T, 1) broadcasts over the keys: it would hide whole query rows and let real queries attend to <pad>."""
+    m = _mha()
+    x = torch.randn(2, 6, 16)
+    real = padding_mask([6, 4], 6)[:, 0, 0]  # (B, T)
+    mask = {"B,T,1": real[:, :, None], "B,1,T,1": real[:, None, :, None], "T,1": real[0][:, None]}[shape]
+    with pytest.raises(ValueError, match=r"is a mask on the queries \(rows\).*expected \(B, T_ctx\) = \(2, 6\), "
+                                         r"\(B, 1, T_ctx\) or \(B, 1, 1, T_ctx\)") as info:
+        m(x, mask=mask)
+    assert str(tuple(mask.shape)) in str(info.value), "the message must say what was given"
+    # the same padding as keys is accepted, in each key layout
+    want = m(x, mask=real[:, None, None, :])
+    for keys in (real, real[:, None, :]):
+        assert_close(m(x, mask=keys), want)
+
+
+def test_a_query_mask_is_refused_in_cross_attention_too_and_a_one_key_context_still_works():
+    m = _mha()
+    x, context = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
+    src_real = padding_mask([5, 2], 5)[:, 0, 0]  # (B, S)
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 5, 1\) is a mask on the queries"):
+        m(x, context=context, mask=src_real[:, :, None])
+    # with a single key, a (B, T, 1) mask is an ordinary (B, T, T_ctx) mask
+    one = torch.randn(2, 1, 16)
+    out = m(x, context=one, mask=torch.ones(2, 3, 1, dtype=torch.bool))
+    assert_close(out, m(x, context=one))
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_precomputed_context_keys_and_values_give_the_same_output(keep):
+    m = _mha(keep_weights=keep)
+    g = torch.Generator().manual_seed(6)
+    x, context = torch.randn(3, 4, 16, generator=g), torch.randn(3, 7, 16, generator=g)
+    mask = padding_mask([7, 3, 5], 7)
+    kv = m.context_keys_values(context)
+    assert [tuple(t.shape) for t in kv] == [(3, 4, 7, 4)] * 2, "(B, n_heads, T_ctx, head_dim)"
+    want = m(x, context=context, mask=mask)
+    w_k_calls = []
+    hook = m.w_k.register_forward_hook(lambda *a: w_k_calls.append(1))
+    try:
+        got = m(x, context=context, mask=mask, context_kv=kv)
+    finally:
+        hook.remove()
+    assert not w_k_calls, "with context_kv the keys must not be projected again"
+    assert_close(got, want)
+
+
+def test_bad_context_kv_is_explained():
+    m = _mha()
+    x, context = torch.randn(2, 4, 16), torch.randn(2, 5, 16)
+    k, v = m.context_keys_values(context)
+    with pytest.raises(ValueError, match=r"context_kv must be the pair \(k, v\).*\(2, 4, 5, 4\), got \[\(2, 4, 3, 4\)"):
+        m(x, context=context, context_kv=(k[:, :, :3], v))
+    with pytest.raises(ValueError, match="context_kv is for cross-attention: pass the context too"):
+        m(x, context_kv=(k, v))

@@ -395,3 +395,74 @@ def test_decoding_restores_the_mode_and_checks_its_input():
         generation.beam_search(model, torch.tensor([[3, 4]]), beam_size=0)
     with pytest.raises(TypeError, match="needs a model with encode"):
         generation.greedy_decode(nn.Linear(2, 2), torch.tensor([[3, 4]]))
+
+
+# --- caching at decode time, tying ---------------------------------------------------------------------
+
+
+def test_cached_decoding_gives_the_logits_of_recomputing_the_whole_prefix():
+    model = _model(seed=10).double().eval()
+    src, tgt = _batch(seed=11)
+    tgt = tgt.masked_fill(tgt == 0, 5)  # a full prefix in every row (cached positions count as real tokens)
+    with torch.no_grad():
+        memory = model.encode(src)
+        memory_kv, cache = model.memory_keys_values(memory), model.new_decoder_cache()
+        assert len(memory_kv) == 2 and memory_kv[0][0].shape == (3, 4, 7, 4), "(B, n_heads, S, head_dim) per layer"
+        steps = [model.decode(tgt[:, :2], memory, src, memory_kv=memory_kv, cache=cache)]  # two tokens at once
+        steps += [model.decode(tgt[:, t : t + 1], memory, src, memory_kv=memory_kv, cache=cache) for t in range(2, 6)]
+        full = model.decode(tgt, memory, src)
+    assert len(cache[0]) == 6
+    assert_close(torch.cat(steps, dim=1), full)
+    with pytest.raises(ValueError, match="1 positions after 6 cached ones, more than max_len=6"):
+        models.Seq2SeqTransformer(models.Seq2SeqConfig(V_SRC, V_TGT, d_model=16, n_heads=4, max_len=6)).decode(
+            tgt[:, :1], memory.float(), src, cache=[_filled_cache(6)] * 2)
+
+
+def _filled_cache(n):
+    from course_lib.attention import KVCache
+
+    cache = KVCache()
+    cache.append(torch.zeros(3, 4, n, 4), torch.zeros(3, 4, n, 4))
+    return cache
+
+
+def test_caching_changes_no_decoded_token():
+    model = _model(seed=12).double().eval()
+    src, _ = _batch(seed=13)
+    for decode in (lambda **kw: generation.greedy_decode(model, src, max_len=8, **kw),
+                   lambda **kw: generation.beam_search(model, src, beam_size=3, max_len=8, **kw),
+                   lambda **kw: generation.beam_search(model, src, beam_size=4, max_len=8, length_penalty=1.0, **kw)):
+        (t1, lp1), (t2, lp2) = decode(use_cache=True), decode(use_cache=False)
+        assert torch.equal(t1, t2)
+        assert_close(lp1, lp2, atol=1e-5, rtol=1e-5)
+
+
+def test_beam_search_encodes_each_source_once_and_projects_its_memory_once():
+    model = _model(seed=14).eval()
+    src, _ = _batch(seed=15)  # B = 3
+    encoded, projected = [], []
+    original_encode = model.encode
+    model.encode = lambda s: encoded.append(tuple(s.shape)) or original_encode(s)
+    hooks = [block.cross_attn.w_k.register_forward_hook(lambda mod, inp, out: projected.append(tuple(inp[0].shape)))
+             for block in model.decoder.layers]
+    try:
+        generation.beam_search(model, src, beam_size=4, max_len=6)
+        assert encoded == [(3, 7)], f"the encoder must run once on the B = 3 sources, not on B * K copies: {encoded}"
+        assert projected == [(3, 7, 16)] * 2, f"each layer's memory keys once per source: {projected}"
+        encoded.clear(), projected.clear()
+        generation.beam_search(model, src, beam_size=4, max_len=6, use_cache=False)
+        assert encoded == [(3, 7)] and len(projected) > 2 and projected[0] == (12, 7, 16), "uncached: every step"
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def test_tied_weights_share_one_matrix_and_save_its_parameters():
+    untied, tied = _model(seed=16), _model(seed=16, tie_weights=True)
+    assert tied.lm_head.weight is tied.tgt_emb.weight
+    assert untied.num_parameters() - tied.num_parameters() == V_TGT * 16
+    src, tgt = _batch()
+    tied(src, tgt).square().sum().backward()
+    assert tied.tgt_emb.weight.grad is not None and tied.tgt_emb.weight.grad.abs().sum() > 0
+    with pytest.raises(TypeError, match="tie_weights must be True or False"):
+        _model(tie_weights=1)

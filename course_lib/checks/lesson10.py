@@ -30,6 +30,8 @@ _SHAPE_MISTAKES = {
         "decoder's cross-attention looks up": "36b5f491aa95e26aa34d",
         "used the target's length: the memory is the encoded SOURCE, one vector per source token": "a7f65e8299d93ea0d1d6",
         "left out the batch axis": "875cd8e416c039f85025",
+        "put the source length first: (S, B, d_model) is torch's batch_first=False layout; this model is batch-first, "
+        "(B, S, d_model)": "2b9e082c74e08e17e8d8",
     },
     "cross_weights_shape": {
         "swapped queries and keys: rows are the decoder's positions (queries), columns the source tokens (keys)":
@@ -39,6 +41,8 @@ _SHAPE_MISTAKES = {
             "0bfeb81ea4984918fe29",
         "used the source's length for the queries too: the queries come from the decoder (6 positions)":
             "5626e619a1b2b8467492",
+        "merged the batch and head axes into one (B * n_heads): that is how some code computes them, but the "
+        "weights kept on .last_weights keep both axes, (B, n_heads, T_q, T_k)": "90ff2adae12085bf67f8",
     },
     "logits_shape": {
         "kept only the last position: in training (teacher forcing) every position predicts its next word "
@@ -77,6 +81,13 @@ def _io_mistakes(targets, bos_id, eos_id, pad_id) -> dict[str, tuple[torch.Tenso
     no_bos_in = torch.cat([no_bos_in[:, 1:], torch.full((len(targets), 1), pad_id)], dim=1)  # target, padded
     _, no_eos_out = reference_decoder_io(targets, bos_id, pad_id, pad_id)
     zero_in, zero_out = reference_decoder_io(targets, bos_id, eos_id, 0)
+    wrong_way_in, wrong_way_out = right_in.clone(), right_out.clone()
+    eos_padded_out = right_out.clone()
+    for b, t in enumerate(targets):
+        t = [int(x) for x in t]
+        wrong_way_in[b] = torch.tensor(t + [pad_id] * (right_in.shape[1] - len(t)))  # the target, no <bos>
+        wrong_way_out[b] = torch.tensor(t[1:] + [eos_id] + [pad_id] * (right_in.shape[1] - len(t)))  # one ahead
+        eos_padded_out[b, len(t) + 1:] = eos_id
     left_in, left_out = right_in.clone(), right_out.clone()
     for b, t in enumerate(targets):  # the same tokens, padding in front
         n = len(t) + 1
@@ -91,6 +102,10 @@ def _io_mistakes(targets, bos_id, eos_id, pad_id) -> dict[str, tuple[torch.Tenso
             (no_bos_in, right_out),
         "left <eos> out of the labels: then the model never learns to stop": (right_in, no_eos_out),
         "padded with 0 instead of pad_id": (zero_in, zero_out),
+        "shifted the wrong way: the input starts with <bos> and the LABELS are the input moved one place to the "
+        "left, so tgt_out[b, t] == tgt_in[b, t + 1]": (wrong_way_in, wrong_way_out),
+        "padded the labels with <eos>: after the one <eos>, pad with pad_id, so that the loss ignores those positions":
+            (right_in, eos_padded_out),
         "padded on the left: keep each sentence at positions 0, 1, ... and put the padding after it":
             (left_in, left_out),
     }
@@ -145,8 +160,9 @@ def check_decoder_io(fn: Callable, name: str = "decoder_io", *, hidden: bool = F
                               "<bos> in the input and <eos> in the labels")
         if _io_matches(got_in, got_out, want_in, want_out, pad):
             continue
+        real = want_out != pad  # what tgt_in holds where the RIGHT label is padding does not matter
         for description, (m_in, m_out) in _io_mistakes(targets, bos, eos, pad).items():
-            if _io_matches(got_in, got_out, m_in, m_out, pad):
+            if m_out.shape == got_out.shape and torch.equal(got_out, m_out) and torch.equal(got_in[real], m_in[real]):
                 raise CheckFailed(label, "the values are not right.", f"it looks like you {description}.")
         wrong = [n for n, ok in [("tgt_in", torch.equal(got_in[want_out != pad], want_in[want_out != pad])),
                                  ("tgt_out", torch.equal(got_out, want_out))] if not ok]
@@ -180,20 +196,30 @@ def _mask_cases(hidden: bool) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
     return cases
 
 
+QUERY_MASK = "this is a mask on the queries (rows); padding must hide keys (columns)"
+
+
 def _normalise_mask(label: str, value: Any, B: int, rows: int | None, cols: int, what: str) -> torch.Tensor:
+    """The learner's mask as (B, S) or (B, T, T). Only key-shaped layouts are accepted: the size-1 axes
+    must come BEFORE the key axis, so (B, 1, S) broadcasts over the queries, while (B, S, 1) would
+    broadcast over the keys and hide query rows instead."""
     try:
         m = torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError):
         raise CheckFailed(label, f"{what} should be a boolean tensor, got {_short(value)}.") from None
     want = (B, cols) if rows is None else (B, rows, cols)
-    shape = list(m.shape)
-    while len(shape) > len(want) and 1 in shape[1:]:  # (B, 1, 1, S) -> (B, S); (B, 1, T, T) -> (B, T, T)
-        shape.pop(shape.index(1, 1))
-    m = m.reshape(shape)
-    if tuple(m.shape) != want:
+    accepted = [want, (B, 1, cols), (B, 1, 1, cols)] if rows is None else [want, (B, 1, rows, cols)]
+    shape = tuple(m.shape)
+    if shape not in accepted:
         shapes = "(B, S), (B, 1, S) or (B, 1, 1, S)" if rows is None else "(B, T, T) or (B, 1, T, T)"
-        raise CheckFailed(label, f"{what} has shape {tuple(torch.as_tensor(value).shape)}; expected {shapes} "
+        if cols > 1 and len(shape) >= 2 and shape[-1] == 1 and cols in shape[1:]:
+            # (B, S, 1), (B, 1, S, 1), (B, T, 1): the positions sit on a query axis
+            raise CheckFailed(label, f"{what} has shape {shape}: {QUERY_MASK}.",
+                              f"put the key positions on the LAST axis, {shapes}: then the mask broadcasts over "
+                              f"the queries and hides the padded keys from every one of them")
+        raise CheckFailed(label, f"{what} has shape {shape}; expected {shapes} "
                                  f"with B={B}, {'S' if rows is None else 'T'}={cols}.")
+    m = m.reshape(want)
     if m.dtype != torch.bool:
         raise CheckFailed(label, f"{what} has dtype {m.dtype}; a mask must be boolean (True = may attend).",
                           "compare with ==, != or <=, which give booleans, or add .bool()")
@@ -208,13 +234,15 @@ def _mask_mistakes(src, tgt_in, pad_id) -> tuple[dict[str, torch.Tensor], dict[s
         "inverted the source mask: True must mark the REAL tokens, the ones that may be attended to": ~real_src,
     }
     tgt_mistakes = {
-        "left out the target padding: a padded target key must not be attended to either": tril.expand(len(src), T, T),
+        "left out the target padding: a padded target key must not be attended to either. (With the padding at "
+        "the end, as here, that changes only the padded rows, which nobody reads; it matters with left padding "
+        "or packed sequences, so the mask includes it)": tril.expand(len(src), T, T),
         "left out the causal part: position i must not see target words after it": real_tgt[:, None, :].expand(-1, T, -1),
         "used the upper triangle: True must be on and BELOW the diagonal (word i sees words 0..i)":
             real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).triu(),
         "left out the diagonal: a position may attend to itself": real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).tril(-1),
-        "also blanked the padded queries' rows: a row with nothing allowed has no softmax (NaN in torch); mask the keys "
-        "(columns) only": real_tgt[:, None, :] & real_tgt[:, :, None] & tril,
+        "masked the padded queries (rows) instead of the padded keys (columns): a row with nothing allowed has no "
+        "softmax (NaN in torch); mask the keys (columns) only": real_tgt[:, None, :] & real_tgt[:, :, None] & tril,
         "inverted the target mask: True must mean 'may attend'": ~(real_tgt[:, None, :] & tril),
     }
     if pad_id != 0:  # put first: with no 0 in the batch, "!= 0" also looks like a mask without padding
@@ -254,6 +282,35 @@ def check_masks(fn: Callable, name: str = "seq2seq_masks", *, hidden: bool = Fal
     passed(name, f"{len(_mask_cases(hidden))} batches")
 
 
+def check_masks_in_model(fn: Callable, name: str = "seq2seq_masks (in the model)") -> None:
+    """Exercise 3, by behaviour: the learner's masks used inside a `Seq2SeqTransformer` (its own blocks and
+    `MultiHeadAttention`) give the model's logits at every real target position."""
+    from course_lib.models import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(Seq2SeqConfig(12, 12, d_model=8, n_heads=2, pad_id=0, dropout=0.0)).eval()
+    # B = 2 differs from S = 4 and T = 5, so no 2-D mask can be read two ways
+    src, tgt = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]]), torch.tensor([[1, 4, 5, 0, 0], [1, 6, 7, 8, 9]])
+    out = call(name, fn, src.clone(), tgt.clone(), 0)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise CheckFailed(name, f"expected a pair (src_mask, tgt_mask), got {_short(out)}.")
+    try:
+        src_mask, tgt_mask = torch.as_tensor(out[0]), torch.as_tensor(out[1])
+        with torch.no_grad():
+            memory = model.encoder(model._embed(src, model.src_emb), src_mask)  # (B, S, C)
+            got = model.lm_head(model.decoder(model._embed(tgt, model.tgt_emb), memory, tgt_mask, src_mask))
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise CheckFailed(name, f"the model's attention refuses these masks: {type(err).__name__}: "
+                                f"{str(err).splitlines()[0][:300]}") from None
+    with torch.no_grad():
+        want = model(src, tgt)  # (B, T, V): the model's own masks
+    real = tgt != 0  # padded target positions are read by nobody
+    check_close(name, got[real], want[real], atol=1e-5, rtol=1e-4, quiet=True, reveal=False,
+                hint="with your masks the model's real outputs change: no query may see a padded key "
+                     "(src_mask on the source's columns) or a later target word")
+    passed(name, "the model's outputs are unchanged")
+
+
 # --- exercise 4: label smoothing by hand ----------------------------------------------------------------
 # V = 4, eps = 0.2, right class 1, p = [0.1, 0.6, 0.2, 0.1]
 
@@ -271,6 +328,12 @@ _SMOOTH_MISTAKES = {
         "gave the right class 1 - eps only: it also gets eps / V": "2d4aa145c351df5828d7",
         "computed the loss without smoothing, -ln p[right]": "2913d4cf46ef49684e38",
         "used log base 2: cross-entropy in PyTorch uses the natural log": "43ef1c055ea7d920ec2f",
+        "computed KL(q || p): the loss asked for is the cross-entropy -sum_k q_k ln p_k = H(q) + KL(q || p), "
+        "which is larger by H(q) (the two have the same gradients)": "84d44a95ca7643ab7682",
+        "computed KL(p || q), and the wrong way round: the loss is the cross-entropy -sum_k q_k ln p_k, "
+        "with the target q as the weights": "ab63226872baafcd1bbf",
+        "gave H(q), the entropy of the target (the floor of the loss): the loss uses the model's p inside the log, "
+        "-sum_k q_k ln p_k": "67d60280e996266276f0",
     },
 }
 
@@ -310,6 +373,13 @@ def _beam_mistakes(scores, log_probs, k) -> dict[str, tuple[torch.Tensor, torch.
     right_scores, right_parents, right_tokens = reference_beam_step(scores, log_probs, k)
     out["returned only the new words' log-probabilities as the scores: the new score is the total, old score + new "
         "log-probability"] = (right_scores - scores[right_parents], right_parents, right_tokens)
+    out["returned probabilities (exp of the totals, or products of probabilities): keep the scores as "
+        "log-probabilities, which add up along a sentence"] = (right_scores.exp(), right_parents, right_tokens)
+    out["divided the totals by 2 (an average of old and new): the new score is the sum, old score + new "
+        "log-probability"] = (right_scores / 2, right_parents, right_tokens)
+    product, flat = (scores[:, None] * log_probs).flatten().topk(k)
+    out["multiplied the scores by the log-probabilities: log-probabilities ADD (the log of a product of "
+        "probabilities is the sum of their logs)"] = (product, flat // V, flat % V)
     if k <= K:
         top1 = (scores[:, None] + log_probs).max(dim=1)  # each hypothesis's best extension
         s, parents = top1.values.topk(k)
@@ -372,6 +442,11 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
         for description, wrong in _beam_mistakes(scores, log_probs, k).items():
             if same(got, wrong):
                 raise CheckFailed(label, "the result is not right.", f"it looks like you {description}.")
+        order = got[0].argsort(descending=True)
+        if same([x[order] for x in got], want):
+            raise CheckFailed(label, "the result is not right.",
+                              "it looks like you returned the right k, but not sorted best first (topk sorts them "
+                              "unless it is given sorted=False)")
         wrong_parts = [n for n, a, b in zip(("new_scores", "parents", "tokens"), got, want)
                        if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores" else torch.equal(a.long(), b.long()))]
         raise CheckFailed(label, f"{', '.join(wrong_parts)} not right.",
@@ -393,11 +468,17 @@ _COUNT_MISTAKES = {
             "d350b7922211abad54a9",
         "forgot the final LayerNorm of each stack": "13ec2197eb82073b0392",
         "forgot the output layer (d_model -> V_tgt, with a bias)": "ad6b08977c8d1bf95037",
+        "tied the output layer to the target embedding: this model keeps its own (V_tgt, d_model) output matrix "
+        "(tie_weights=False)": "cf35db096c90519dd03d",
+        "counted learned position tables: the positions are sinusoids, computed, not learned": "bd4fcb369d3cea925dda",
+        "counted a learned position table: the positions are sinusoids, computed, not learned": "ebca9a7bfb49ed35f3db",
     },
     "n_cross": {
         "counted only W_K and W_V: cross-attention also has W_Q (on the decoder side) and W_O": "bbaadf84cf1a460db80b",
         "counted one decoder layer: every one of the 3 has its own cross-attention": "4a555f546202d8d310f7",
         "left out the biases: each of the four Linear maps has d_model of them": "2b0f2766fb4ec1b4d562",
+        "counted the LayerNorm before the cross-attention too: it belongs to the block, not to the attention's "
+        "four Linear maps": "96c4a52adea74f4306d2",
     },
 }
 
@@ -429,10 +510,13 @@ def check_parameter_counts(n_params: Any, n_cross: Any) -> None:
 
 _FIRST_SEES_SEAL = "eef30eb37f9af6779e5c"
 _FIRST_SEES_MISTAKES = {
-    "gave what a correct decoder allows: with the bug, the causal (lower-triangular) mask on cross-attention lets "
-    "target position i see source positions 0..i only": "9e6ae39a895f1eda2624",
-    "counted 0: the diagonal is True in a lower-triangular mask, so position 0 still sees source position 0":
-        "8cefedfd955c09066849",
+    "gave what a correct decoder allows (the whole source): BuggyDecoder also gives its cross-attention a mask; "
+    "write that mask out and read the row of target position 0": "9e6ae39a895f1eda2624",
+    "counted 0: check whether .tril() keeps the entries ON the diagonal": "8cefedfd955c09066849",
+    "gave the number of target positions: the question asks how many SOURCE words target position 0 may attend to":
+        "342b869feb91a5f570e8",
+    "counted the blocked source words (False) instead of the ones position 0 may attend to (True)":
+        "9e57a5b55d7f601291b6",
 }
 
 
@@ -445,11 +529,12 @@ def _reference_decoder(d_model: int, n_heads: int) -> nn.Module:
             super().__init__()
             self.block = TransformerBlock(d_model, n_heads, cross_attention=True)
 
-        def forward(self, y, memory, cross="none", self_causal=True):
+        def forward(self, y, memory, cross="none", self_mask="causal"):
             T, S = y.shape[1], memory.shape[1]
-            self_mask = causal_mask(T) if self_causal else None
-            cross_mask = torch.ones(T, S, dtype=torch.bool).tril() if cross == "causal" else None
-            return self.block(y, self_mask, context=memory, context_mask=cross_mask)
+            ones = torch.ones(T, S, dtype=torch.bool)
+            cross_mask = {"none": None, "causal": ones.tril(), "upper": ones.triu(), "shifted": ones.tril(S - T)}[cross]
+            self_masks = {"causal": causal_mask(T), "none": None, "upper": causal_mask(T).T}
+            return self.block(y, self_masks[self_mask], context=memory, context_mask=cross_mask)
 
     return Decoder()
 
@@ -485,8 +570,13 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
                     "kept the causal mask on the cross-attention: target position i must see the WHOLE source, "
                     "which the encoder has read in full": reference(y, memory, cross="causal"),
                     "removed the causal mask from the self-attention as well: the decoder must not see the target "
-                    "words it is about to predict": reference(y, memory, self_causal=False),
+                    "words it is about to predict": reference(y, memory, self_mask="none"),
+                    "gave the self-attention the upper triangle: a causal mask lets query i see keys j <= i, the "
+                    "lower triangle (causal_mask(T))": reference(y, memory, self_mask="upper"),
                 }
+                for cross, triangle in (("upper", "the upper triangle"), ("shifted", "a shifted triangle")):
+                    wrong[f"replaced the cross-attention's causal mask by {triangle}: it needs no mask at all (the "
+                          f"whole source is known; there is no padding here)"] = reference(y, memory, cross=cross)
             if not isinstance(got, torch.Tensor):
                 raise CheckFailed(name, f"forward should return a tensor, got {_short(got)}.")
             check_close(f"{name} on a target of {T} and a source of {S} positions", got, want, atol=1e-5, rtol=1e-4,
