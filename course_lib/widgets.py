@@ -27,7 +27,7 @@ class Explorer(widgets.VBox):
     def __init__(self, children, what: str, **kwargs):
         super().__init__(children, **kwargs)
         # what the notebook shows for this widget before it is run (and, if widgets do not work, after)
-        self.hint = (f"Run this cell to get the {what}. "
+        self.hint = (f"Run this cell to get the {what}.\n"  # two lines: each fits the notebook column
                      "(Still this line after running it? See Troubleshooting in the README.)")
 
     def _repr_mimebundle_(self, **kwargs):
