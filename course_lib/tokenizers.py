@@ -7,6 +7,7 @@ unknown token for anything the table has never seen.
 so every string can be encoded (nothing is ever unknown), and learns merges of frequent adjacent
 pairs from a training text. `PairIndex` is its training state: the text as token ids, with the
 count and the positions of every adjacent pair, updated around each merge instead of recounted.
+`BPETokenizer.from_gpt2` (or `gpt2_tokenizer()`) loads GPT-2's published 50,000 merges into it.
 
 Ids are 0-based: in a vocabulary of V tokens they run from 0 to V - 1.
 """
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 import heapq
 import json
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
+import regex
 
 LEVELS = ("word", "char")
 ORDERS = ("sorted", "frequency")
@@ -227,11 +228,18 @@ N_BYTES = 256  # ids 0..255 are the bytes themselves, so any text can be encoded
 
 # Pre-tokenization: a regular expression cuts the text into chunks, and merges never cross a chunk
 # boundary. The default keeps each line (with its newline) together; nothing else is split, so a
-# token may hold several words ("of the "). GPT2_SPLIT is GPT-2's rule, written for Python's `re`
-# (letters as [^\W\d_], digits as \d): words with their leading space, numbers, runs of
-# punctuation, and whitespace, so that tokens stay inside words.
+# token may hold several words ("of the "). GPT2_SPLIT is GPT-2's own pattern (encoder.py in OpenAI's
+# gpt-2 repository): a contraction ('s 't 're 've 'm 'll 'd, lower case and ASCII apostrophe only),
+# a run of letters or a run of numbers or a run of other symbols, each with at most one space in
+# front, and whitespace on its own. It needs the `regex` module: \p{L} (any letter) and \p{N} (any
+# number: 4, but also ² and ½) are Unicode classes that Python's `re` does not know. GPT4_SPLIT is
+# the pattern of GPT-4's tokenizer (cl100k_base, as tiktoken ships it): contractions in any case, and
+# numbers cut into groups of at most three digits.
 LINES = r"[^\n]*\n|[^\n]+"
-GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
+GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+GPT4_SPLIT = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"""
+              r"""|\s*[\r\n]|\s+(?!\S)|\s""")
+PATTERN_NAMES = {LINES: "LINES", GPT2_SPLIT: "GPT2_SPLIT", GPT4_SPLIT: "GPT4_SPLIT"}
 
 
 def utf8(text: str) -> bytes:
@@ -240,15 +248,21 @@ def utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def split_chunks(text: str, pattern: str | re.Pattern = LINES) -> list[str]:
-    """Cut `text` into the chunks that merges stay inside: the matches of `pattern`, plus whatever
-    lies between them, so that every character lands in exactly one chunk (nothing is dropped).
+def split_chunks(text: str, pattern: str | regex.Pattern = LINES) -> list[str]:
+    """Cut `text` into the chunks that merges stay inside: the matches of `pattern` (read by the
+    `regex` module, which also understands \\p{L} and \\p{N}), plus whatever lies between them, so
+    that every character lands in exactly one chunk (nothing is dropped).
 
     >>> split_chunks("to be\\nor not")
     ['to be\\n', 'or not']
     """
+    compiled = regex.compile(pattern) if isinstance(pattern, str) else pattern
+    if compiled.groups == 0:  # the usual case, a pattern that matches every character: findall is faster
+        found = [chunk for chunk in compiled.findall(text) if chunk]
+        if sum(map(len, found)) == len(text):  # disjoint matches in order that add up to the text: no gaps
+            return found
     chunks, end = [], 0
-    for m in re.finditer(pattern, text):
+    for m in compiled.finditer(text):
         if m.start() > end:  # text the pattern skipped still has to be encoded
             chunks.append(text[end:m.start()])
         if m.end() > m.start():
@@ -404,7 +418,7 @@ def count_pairs(sequences: Iterable[tuple[Sequence[int], int]]) -> dict[tuple[in
 
 
 class BPETokenizer:
-    """Byte-level byte-pair encoding (BPE), trained from scratch.
+    """Byte-level byte-pair encoding (BPE), trained from scratch or loaded from GPT-2's files.
 
     The vocabulary starts as the 256 bytes (ids 0..255), so any string can be encoded: its UTF-8
     bytes are the fallback, and a character never seen in training simply stays in byte pieces.
@@ -412,15 +426,22 @@ class BPETokenizer:
     frequent pair into a new token, until the vocabulary is full. Merge number k (0-based) creates
     id 256 + k; `merges[k]` is the pair of ids it joined. The special tokens come last.
 
+    Ids 0..255 are the 256 single bytes. In a tokenizer trained here byte b has id b; GPT-2 numbers
+    them in another order (its printable bytes first: "!" is id 0), which `byte_order` records:
+    `byte_order[i]` is the byte that id i stands for.
+
     Ties: when several pairs are equally frequent, the pair with the smallest (left id, right id)
-    wins: pairs of older tokens first, and among bytes the lower byte value. (The `tokenizers`
-    library breaks ties the same way, but numbers its bytes in another order.)
+    wins: pairs of older tokens first, and among bytes the lower id. (The `tokenizers` library
+    breaks ties the same way, but numbers its bytes in another order.)
 
     Merges stay inside chunks cut by `pattern` (see `split_chunks`): by default each line, so no
     token crosses a line break. `GPT2_SPLIT` keeps tokens inside words as GPT-2 does.
 
     Special tokens (e.g. "<|endoftext|>") encode to one id each, are never split or merged, and are
-    left out of training. `encode` recognises them in the text unless `allow_special=False`.
+    left out of training. Text may contain their strings too (a user can type "<|endoftext|>"), so
+    `encode` refuses such text unless told what it is, as tiktoken does: `allowed_special={...}` (or
+    "all") for text your own code assembled, where the string means the special token;
+    `encode_ordinary` (or `disallowed_special=()`) for text from users, where it is ordinary text.
 
     `encode` applies the merges in the order they were learned (each one left to right wherever
     its pair occurs), which reproduces the segmentation training arrived at.
@@ -444,21 +465,27 @@ class BPETokenizer:
         if not isinstance(pattern, str):
             raise TypeError(f"pattern must be a regular expression (a string), got {type(pattern).__name__}")
         try:
-            self._compiled = re.compile(pattern)
-        except re.error as err:
+            self._compiled = regex.compile(pattern)
+        except regex.error as err:
             raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {err}") from None
         self.special_tokens = special_tokens  # in id order, after the merges
         self.pattern = pattern
-        # Longest first, so that a special token that contains another is matched whole.
-        ordered = sorted(special_tokens, key=len, reverse=True)
-        self._special_re = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+        self._special_res: dict[frozenset, regex.Pattern] = {}  # a set of special tokens -> a regex that finds them
         self.history: list[MergeStep] = []  # filled by train(..., record=True)
         self._set_merges([])
 
-    def _set_merges(self, merges: Sequence[tuple[int, int]]) -> None:
+    def _set_merges(self, merges: Sequence[tuple[int, int]], byte_order: Sequence[int] | None = None) -> None:
+        order = list(range(N_BYTES)) if byte_order is None else [int(b) for b in byte_order]
+        if sorted(order) != list(range(N_BYTES)):
+            raise ValueError(f"byte_order must list each of the 256 bytes exactly once, got {_short_repr(order)}")
+        self.byte_order: list[int] = order  # the byte that each of the ids 0..255 stands for
+        ids_of = [0] * N_BYTES
+        for i, b in enumerate(order):
+            ids_of[b] = i
+        self._to_ids = bytes(ids_of)  # a bytes.translate table: byte -> its id
         self.merges: list[tuple[int, int]] = [(int(a), int(b)) for a, b in merges]  # merges[k] made id 256 + k
         self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}  # pair -> the order it was learned in
-        self.vocab: list[bytes] = [bytes([i]) for i in range(N_BYTES)]  # id -> bytes, for every id but the specials
+        self.vocab: list[bytes] = [bytes([b]) for b in order]  # id -> bytes, for every id but the specials
         for a, b in self.merges:
             self.vocab.append(self.vocab[a] + self.vocab[b])
         self.special_ids = {tok: len(self.vocab) + i for i, tok in enumerate(self.special_tokens)}
@@ -476,7 +503,8 @@ class BPETokenizer:
 
     def __repr__(self) -> str:
         specials = f", special_tokens={list(self.special_tokens)}" if self.special_tokens else ""
-        split = "" if self.pattern == LINES else (", pattern=GPT2_SPLIT" if self.pattern == GPT2_SPLIT else f", pattern={self.pattern!r}")
+        name = PATTERN_NAMES.get(self.pattern)
+        split = "" if self.pattern == LINES else f", pattern={name or repr(self.pattern)}"
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}{specials}{split})"
 
     def token_bytes(self, idx: int) -> bytes:
@@ -501,18 +529,36 @@ class BPETokenizer:
         if isinstance(n_merges, bool) or not isinstance(n_merges, (int, np.integer)) or not 0 <= n_merges <= len(self.merges):
             raise ValueError(f"n_merges must be an int from 0 to {len(self.merges)} (the merges learned), got {n_merges!r}")
         out = BPETokenizer(self.special_tokens, self.pattern)
-        out._set_merges(self.merges[: int(n_merges)])
+        out._set_merges(self.merges[: int(n_merges)], self.byte_order)
         out.history = self.history[: int(n_merges)]
         return out
 
-    # -- training ----------------------------------------------------------------------------------
+    # -- special tokens ----------------------------------------------------------------------------
 
-    def _split_specials(self, text: str) -> list[tuple[str, bool]]:
-        """`text` as (piece, is_special) parts, the special tokens cut out whole."""
-        if self._special_re is None:
+    def _special_set(self, value, argument: str) -> frozenset:
+        """`allowed_special` / `disallowed_special` as a set of this tokenizer's special tokens."""
+        if value == "all":
+            return frozenset(self.special_tokens)
+        if isinstance(value, str):
+            raise TypeError(f"{argument} takes a set of special tokens such as {{'<|endoftext|>'}} or 'all', "
+                            f"got the string {value!r}")
+        chosen = frozenset(value)
+        unknown = sorted(chosen - set(self.special_tokens))
+        if unknown:
+            raise ValueError(f"{argument}: {unknown[0]!r} is not a special token of this tokenizer "
+                             f"(it has {list(self.special_tokens)})")
+        return chosen
+
+    def _split_specials(self, text: str, specials: Collection[str]) -> list[tuple[str, bool]]:
+        """`text` as (piece, is_special) parts, the given special tokens cut out whole."""
+        key = frozenset(specials)
+        if not key:
             return [(text, False)]
+        if key not in self._special_res:  # longest first: a special token that contains another is matched whole
+            ordered = sorted(key, key=len, reverse=True)
+            self._special_res[key] = regex.compile("|".join(regex.escape(s) for s in ordered))
         parts, end = [], 0
-        for m in self._special_re.finditer(text):
+        for m in self._special_res[key].finditer(text):
             if m.start() > end:
                 parts.append((text[end:m.start()], False))
             parts.append((m.group(), True))
@@ -520,6 +566,8 @@ class BPETokenizer:
         if end < len(text):
             parts.append((text[end:], False))
         return parts
+
+    # -- training ----------------------------------------------------------------------------------
 
     def train(self, text: str, vocab_size: int, *, min_frequency: int = 2, record: bool = False) -> "BPETokenizer":
         """Learn merges from `text` until the vocabulary holds `vocab_size` tokens (256 bytes + merges
@@ -535,7 +583,8 @@ class BPETokenizer:
             raise ValueError(f"vocab_size must be at least {smallest} (the 256 byte tokens{specials}), got {vocab_size}")
         if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)) or min_frequency < 1:
             raise ValueError(f"min_frequency must be an int >= 1, got {min_frequency!r}")
-        chunks = Counter(utf8(chunk) for piece, special in self._split_specials(text) if not special
+        chunks = Counter(utf8(chunk).translate(self._to_ids)  # bytes as ids (the same values unless from GPT-2)
+                         for piece, special in self._split_specials(text, self.special_tokens) if not special
                          for chunk in split_chunks(piece, self._compiled))
         index = PairIndex(chunks)
         merges, history = [], []
@@ -548,42 +597,70 @@ class BPETokenizer:
             merges.append(pair)
             if record:
                 history.append(MergeStep(rank, pair, N_BYTES + rank, count, index.n_tokens))
-        self._set_merges(merges)
+        self._set_merges(merges, self.byte_order)
         self.history = history
         return self
 
     # -- text <-> ids ------------------------------------------------------------------------------
 
-    def encode(self, text: str, *, allow_special: bool = True) -> list[int]:
-        """The token ids of `text`. With `allow_special=False`, special-token strings in the text are
-        encoded as ordinary text (use this for text from users, who should not be able to type a
-        control token)."""
+    def encode(self, text: str, *, allowed_special: str | Collection[str] = (),
+               disallowed_special: str | Collection[str] = "all") -> list[int]:
+        """The token ids of `text`.
+
+        Special tokens, as in tiktoken: those in `allowed_special` (a set, or "all") become their own
+        id wherever their string occurs; any other special token's string raises a ValueError, unless
+        `disallowed_special` leaves it out (`disallowed_special=()` encodes them all as ordinary text,
+        as `encode_ordinary` does). So by default text that contains "<|endoftext|>" is refused
+        rather than silently given the end-of-text id: a user must not be able to type a control token.
+        """
         if not isinstance(text, str):
             raise TypeError(f"encode takes a string, got {type(text).__name__} ({_short_repr(text)})")
-        if not allow_special:
+        allowed = self._special_set(allowed_special, "allowed_special")
+        if disallowed_special == "all":
+            disallowed = frozenset(self.special_tokens) - allowed
+        else:
+            disallowed = self._special_set(disallowed_special, "disallowed_special")
+        for piece, special in self._split_specials(text, disallowed):
+            if special:
+                raise ValueError(
+                    f"the text contains the special token {piece!r}. If your own code put it there, pass "
+                    f"allowed_special={{{piece!r}}} (or 'all') to encode it as that token; if the text comes from a "
+                    "user, use encode_ordinary(text) (or disallowed_special=()) to encode it as ordinary text")
+        if not allowed:
             return self._encode_ordinary(text)
         ids: list[int] = []
-        for piece, special in self._split_specials(text):
+        for piece, special in self._split_specials(text, allowed):
             if special:
                 ids.append(self.special_ids[piece])
             else:
                 ids.extend(self._encode_ordinary(piece))
         return ids
 
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The token ids of `text`, special tokens' strings included as ordinary text (for text from users)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode_ordinary takes a string, got {type(text).__name__} ({_short_repr(text)})")
+        return self._encode_ordinary(text)
+
     def _encode_ordinary(self, text: str) -> list[int]:
-        """Bytes, then the merges in the order they were learned, each wherever its pair occurs."""
+        """Each chunk on its own (a chunk that occurs again is looked up, not encoded again)."""
         ids: list[int] = []
-        next_pos: list[int] = []
+        done: dict[str, list[int]] = {}
         for chunk in split_chunks(text, self._compiled):
-            data = utf8(chunk)
-            start = len(ids)
-            ids.extend(data)
-            next_pos.extend(range(start + 1, start + len(data)))
-            next_pos.append(-1)  # merges never cross a chunk boundary
-        prev_pos = [-1] * len(ids)
-        for p, q in enumerate(next_pos):
-            if q != -1:
-                prev_pos[q] = p
+            chunk_ids = done.get(chunk)
+            if chunk_ids is None:
+                chunk_ids = done[chunk] = self._encode_chunk(list(utf8(chunk).translate(self._to_ids)))
+            ids.extend(chunk_ids)
+        return ids
+
+    def _encode_chunk(self, ids: list[int], applied: list[int] | None = None) -> list[int]:
+        """Bytes (as ids), then the merges in the order they were learned, each wherever its pair occurs.
+        The rank of every merge made is appended to `applied` when given (see `tokens_after_each_merge`)."""
+        n = len(ids)
+        if n < 2 or not self.merges:
+            return ids
+        next_pos = list(range(1, n)) + [-1]  # a linked list, so that a merge does not shift the rest
+        prev_pos = list(range(-1, n - 1))
         where: dict[tuple[int, int], list[int]] = {}  # known merge -> positions where its pair may occur
         ranks: list[int] = []  # heap of the ranks of the merges present, lowest (learned first) on top
 
@@ -596,9 +673,8 @@ class BPETokenizer:
                     heapq.heappush(ranks, rank)
                 where[pair].append(p)
 
-        for p, q in enumerate(next_pos):
-            if q != -1:
-                note(p)
+        for p in range(n - 1):
+            note(p)
         while ranks:
             rank = heapq.heappop(ranks)  # a merge creates only pairs with its new id, all of a later rank
             a, b = pair = self.merges[rank]
@@ -608,6 +684,8 @@ class BPETokenizer:
                 if ids[p] != a or q == -1 or ids[q] != b:
                     continue  # stale, or used up by the occurrence to its left
                 ids[p], ids[q] = new_id, -1
+                if applied is not None:
+                    applied.append(rank)
                 after = next_pos[q]
                 next_pos[p] = after
                 if after != -1:
@@ -616,6 +694,30 @@ class BPETokenizer:
                 if prev_pos[p] != -1:
                     note(prev_pos[p])
         return [i for i in ids if i != -1]  # merged-away positions are marked -1; the rest keep their order
+
+    def tokens_after_each_merge(self, text: str) -> list[int]:
+        """How many tokens `text` becomes with only the first k merges, for every k from 0 to
+        len(merges): `len(self.truncated(k).encode_ordinary(text))` for all k, at the cost of one encoding.
+
+        Encoding applies the merges in the order they were learned, so once the merges of rank < k are
+        done it holds exactly what the first k merges give; counting the merges of each rank as they
+        happen gives every k at once (as `MergeStep.n_tokens` does for the training text)."""
+        if not isinstance(text, str):
+            raise TypeError(f"tokens_after_each_merge takes a string, got {type(text).__name__}")
+        made = [0] * (len(self.merges) + 1)  # made[r + 1]: how many merges of rank r encoding makes
+        tokens = 0
+        for chunk, count in Counter(split_chunks(text, self._compiled)).items():
+            data = utf8(chunk)
+            tokens += len(data) * count
+            applied: list[int] = []
+            self._encode_chunk(list(data.translate(self._to_ids)), applied)
+            for rank in applied:
+                made[rank + 1] += count
+        counts = []
+        for k in range(len(self.merges) + 1):
+            tokens -= made[k]
+            counts.append(tokens)
+        return counts
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`. The bytes of all tokens are joined first and then read as UTF-8, because
@@ -633,9 +735,46 @@ class BPETokenizer:
         except UnicodeDecodeError:
             return data.decode("utf-8", "replace")
 
-    def tokenize(self, text: str) -> list[str]:
-        """The tokens of `text` as text, for display (see `token_text`)."""
-        return [self.token_text(i) for i in self.encode(text)]
+    def tokenize(self, text: str, **special) -> list[str]:
+        """The tokens of `text` as text, for display (see `token_text`); `special` as for `encode`."""
+        return [self.token_text(i) for i in self.encode(text, **special)]
+
+    # -- GPT-2's published vocabulary --------------------------------------------------------------
+
+    @classmethod
+    def from_gpt2(cls, encoder: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> "BPETokenizer":
+        """GPT-2's tokenizer from its published files, as `course_lib.data.gpt2_vocabulary()` reads them:
+        `encoder` (token -> id, 50,257 entries) and `merges` (50,000 pairs, in the order learned), both
+        written in GPT-2's byte-to-unicode alphabet (see `bytes_to_unicode`: a space is "Ġ").
+
+        The layout is this class's: ids 0..255 are the bytes (in GPT-2's order), merge k makes id
+        256 + k, and "<|endoftext|>" comes last (50256); the pattern is GPT2_SPLIT. The files are
+        checked against that layout, so a mismatch raises instead of giving wrong ids.
+        """
+        byte_of = {ch: b for b, ch in bytes_to_unicode().items()}
+        byte_order = [-1] * N_BYTES
+        for ch, b in byte_of.items():
+            idx = encoder.get(ch)
+            if idx is None or not 0 <= idx < N_BYTES:
+                raise ValueError(f"the encoder should give the byte {b} (written {ch!r}) an id from 0 to 255, "
+                                 f"got {idx!r}")
+            byte_order[idx] = b
+        pairs = []
+        for rank, pair in enumerate(merges):
+            if len(pair) != 2 or any(part not in encoder for part in pair) or pair[0] + pair[1] not in encoder:
+                raise ValueError(f"merge {rank} is {pair!r}: its two parts and their join must all be in the encoder")
+            made = encoder[pair[0] + pair[1]]
+            if made != N_BYTES + rank:
+                raise ValueError(f"merge {rank} ({pair[0]!r} + {pair[1]!r}) makes id {made} in the encoder; "
+                                 f"expected {N_BYTES + rank} (256 + its rank)")
+            pairs.append((encoder[pair[0]], encoder[pair[1]]))
+        rest = sorted((idx, tok) for tok, idx in encoder.items() if idx >= N_BYTES + len(pairs))
+        if [idx for idx, _ in rest] != list(range(N_BYTES + len(pairs), N_BYTES + len(pairs) + len(rest))):
+            raise ValueError(f"the ids after the merges should be the special tokens, numbered on from "
+                             f"{N_BYTES + len(pairs)}; got {rest[:3]}")
+        tok = cls([t for _, t in rest], pattern=GPT2_SPLIT)
+        tok._set_merges(pairs, byte_order)
+        return tok
 
     # -- saving ------------------------------------------------------------------------------------
 
@@ -649,6 +788,8 @@ class BPETokenizer:
             "merges": [list(pair) for pair in self.merges],
             "tokens": [self.token_text(i) for i in range(N_BYTES, len(self.vocab))],  # not read back
         }
+        if self.byte_order != list(range(N_BYTES)):
+            data["byte_order"] = self.byte_order
         Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
@@ -669,8 +810,20 @@ class BPETokenizer:
                   and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < N_BYTES + rank for i in pair))
             if not ok:
                 raise ValueError(f"{path}: merge {rank} is {pair!r}; expected two ids that exist before it (0..{N_BYTES + rank - 1})")
-        tok._set_merges([tuple(pair) for pair in merges])
+        byte_order = data.get("byte_order")
+        if byte_order is not None and (not isinstance(byte_order, list) or sorted(byte_order) != list(range(N_BYTES))):
+            raise ValueError(f"{path}: byte_order must list each of the 256 bytes exactly once")
+        tok._set_merges([tuple(pair) for pair in merges], byte_order)
         return tok
+
+
+def gpt2_tokenizer(cache_dir=None) -> BPETokenizer:
+    """GPT-2's tokenizer (50,257 tokens) as a `BPETokenizer`, from the files `course_lib.data`
+    downloads once (`gpt2_vocabulary`)."""
+    from course_lib.data import gpt2_vocabulary
+
+    encoder, merges = gpt2_vocabulary(cache_dir)
+    return BPETokenizer.from_gpt2(encoder, merges)
 
 
 def _short_repr(value, limit: int = 40) -> str:

@@ -5,30 +5,38 @@
   fast encoder;
 - the `tokenizers` library's byte-level BPE trained on the same text with the same vocabulary size:
   the same first merges (until the first tie, which the two break in different byte orders) and the
-  same compression on held-out text, within 2%.
+  same compression on held-out text, within 2%;
+- GPT-2's published vocabulary and merges loaded into it: exactly tiktoken's GPT-2 ids (tiktoken
+  built from the same local files, nothing downloaded), on tricky strings and on real text; and
+  GPT2_SPLIT / GPT4_SPLIT against the patterns tiktoken ships.
 
 Plus round trips for any string (hypothesis), save/load, special tokens and error messages.
 """
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections import Counter
 
 import numpy as np
 import pytest
+import regex
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_lib.data import load_corpus, tiny_shakespeare, train_val_split
+from course_lib.data import gpt2_files, gpt2_vocabulary, load_corpus, tiny_shakespeare, train_val_split, wikitext2
 from course_lib.tokenizers import (
     GPT2_SPLIT,
+    GPT4_SPLIT,
     LINES,
     N_BYTES,
     BPETokenizer,
     PairIndex,
     bytes_to_unicode,
     count_pairs,
+    gpt2_tokenizer,
     hf_merges,
     split_chunks,
     train_hf_bpe,
@@ -237,7 +245,7 @@ def _assert_matches_hf(train_text: str, held_out: str, vocab_size: int, pattern:
 @pytest.mark.parametrize("pattern", [LINES, GPT2_SPLIT], ids=["lines", "gpt2-split"])
 def test_matches_the_tokenizers_library_on_tiny_shakespeare(shared_data, pattern):
     text = tiny_shakespeare()
-    train_text, held_out = text[:1_000_000], text[1_000_000:]
+    train_text, held_out = text[:400_000], text[1_000_000:]  # 400k characters keep the test to seconds
     _assert_matches_hf(train_text, held_out, N_BYTES + 1000, pattern, min_agree=150)
 
 
@@ -284,8 +292,10 @@ def test_decode_encode_round_trips_any_string(trained, text):
                     max_size=40).map("".join))
 def test_round_trip_with_emoji_unseen_scripts_and_special_tokens(trained, text):
     tok = trained["special"]
-    assert tok.decode(tok.encode(text)) == text, (text, tok.encode(text))
-    assert tok.decode(tok.encode(text, allow_special=False)) == text, (text, tok.encode(text, allow_special=False))
+    ids = tok.encode(text, allowed_special="all")
+    assert tok.decode(ids) == text, (text, ids)
+    assert tok.decode(tok.encode_ordinary(text)) == text, (text, tok.encode_ordinary(text))
+    assert tok.encode(text, disallowed_special=()) == tok.encode_ordinary(text), text
 
 
 def test_round_trip_of_lone_surrogates_and_empty_text(trained):
@@ -326,17 +336,168 @@ def test_special_tokens_are_single_ids_never_split_and_not_trained_on():
     eot = tok.special_ids[EOT]
     assert eot == tok.vocab_size - 1, "special tokens come after the merges"
     assert not any(b"<|" in t or b"|>" in t for t in tok.vocab), "the special token's text was trained on"
-    ids = tok.encode("hi" + EOT + EOT + "world")
+    ids = tok.encode("hi" + EOT + EOT + "world", allowed_special={EOT})
     assert ids.count(eot) == 2 and tok.decode(ids) == "hi" + EOT + EOT + "world", (ids, tok.decode(ids))
-    assert tok.encode(EOT) == [eot] and tok.token_text(eot) == EOT, (tok.encode(EOT), tok.token_text(eot))
-    plain = tok.encode(EOT, allow_special=False)
+    whole = tok.encode(EOT, allowed_special="all")
+    assert whole == [eot] and tok.token_text(eot) == EOT, whole
+    plain = tok.encode_ordinary(EOT)
     assert eot not in plain and len(plain) > 1 and tok.decode(plain) == EOT, plain
-    assert tok.encode("x<|endoftex") == tok.encode("x<|endoftex", allow_special=False), tok.encode("x<|endoftex")  # a prefix is ordinary text
+    prefix = "x<|endoftex"  # a prefix of a special token is ordinary text
+    assert tok.encode(prefix) == tok.encode_ordinary(prefix), tok.encode(prefix)
+
+
+def test_typed_special_tokens_are_refused_by_default_as_tiktoken_does():
+    """A user who types "<|endoftext|>" must not end the document: encode raises unless told what the text is."""
+    tok = BPETokenizer([EOT, "<|pad|>"]).train("hello world " * 20, N_BYTES + 2 + 10)
+    user_text = "summarise this: <|endoftext|> and more"
+    message = r"contains the special token '<\|endoftext\|>'.*allowed_special.*encode_ordinary"
+    with pytest.raises(ValueError, match=message):
+        tok.encode(user_text)
+    assert tok.special_ids[EOT] not in tok.encode_ordinary(user_text), tok.encode_ordinary(user_text)
+    assert tok.encode(user_text, disallowed_special=()) == tok.encode_ordinary(user_text)
+    assert tok.special_ids[EOT] in tok.encode(user_text, allowed_special={EOT}), "allowed: the special id"
+    # only the allowed ones become ids; another special token in the text is still refused
+    with pytest.raises(ValueError, match="<\\|pad\\|>"):
+        tok.encode("<|pad|>" + EOT, allowed_special={EOT})
+    mixed = tok.encode("<|pad|>" + EOT, allowed_special={EOT}, disallowed_special=())
+    assert mixed[-1] == tok.special_ids[EOT] and tok.special_ids["<|pad|>"] not in mixed, mixed
+    with pytest.raises(TypeError, match="a set of special tokens"):
+        tok.encode("hi", allowed_special=EOT)
+    with pytest.raises(ValueError, match="not a special token of this tokenizer"):
+        tok.encode("hi", allowed_special={"<|im_start|>"})
+    with pytest.raises(ValueError, match="contains the special token"):
+        tok.tokenize(user_text)
 
 
 def test_longest_special_token_wins():
     tok = BPETokenizer(["<|a|>", "<|a|>b"])
-    assert tok.encode("<|a|>b<|a|>") == [tok.special_ids["<|a|>b"], tok.special_ids["<|a|>"]], (tok.encode("<|a|>b<|a|>"), tok.special_ids)
+    got = tok.encode("<|a|>b<|a|>", allowed_special="all")
+    assert got == [tok.special_ids["<|a|>b"], tok.special_ids["<|a|>"]], (got, tok.special_ids)
+
+
+# --- GPT-2's published vocabulary, against tiktoken ---------------------------------------------
+
+# Strings where tokenizers differ: contractions (GPT-2's are lower case, ASCII apostrophe only), digits
+# and other numbers (\p{N}: "²", "½"), accents written as a combining mark, CJK, emoji with joiners,
+# runs of spaces and newlines, punctuation runs, and a famous glitch token.
+TRICKY = [
+    "Hello world", " Hello", "HELLO hello Hello", "I'm sure you'll see they've done it, haven't they?",
+    "I'M DON'T don’t rock'n'roll", "x² + y² = z²; ½ of 3.14159", "12345678 2024 1,000,000 007",
+    "東京タワー、中文分词。", "🙂🙂 👩‍👩‍👧 🇫🇷", "a\u0301 café naïve ＡＢＣ", "  \n\n\t  spaces   \n", "   ",
+    "foo_bar __init__() $42.50!!", "strawberry", " SolidGoldMagikarp", "tab\there\r\nCRLF", "", "\u00a0nbsp\u2009thin",
+]
+
+
+@pytest.fixture(scope="module")
+def gpt2_pair():
+    """The course's GPT-2 tokenizer and tiktoken's, both from ../shared/data/gpt2 (nothing downloaded)."""
+    from course_pytest_plugin import SHARED_DATA
+
+    if not (SHARED_DATA / "gpt2" / "vocab.bpe").is_file():
+        pytest.skip(f"GPT-2's vocabulary is not in {SHARED_DATA / 'gpt2'}")
+    import tiktoken
+    import tiktoken.load
+    from tiktoken_ext.openai_public import r50k_pat_str
+
+    encoder_json, vocab_bpe = gpt2_files()
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""  # read the local files, write no cached copy of them
+    try:
+        ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(vocab_bpe),
+                                                              encoder_json_file=str(encoder_json))
+    finally:
+        if saved is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
+    reference = tiktoken.Encoding(name="gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks,
+                                  special_tokens={EOT: 50256})
+    return gpt2_tokenizer(), reference
+
+
+@pytest.mark.parametrize("text", TRICKY, ids=range(len(TRICKY)))
+def test_gpt2_gives_exactly_tiktokens_ids(gpt2_pair, text):
+    ours, reference = gpt2_pair
+    ids = ours.encode(text)
+    assert ids == reference.encode(text), f"{text!r}: ours {ours.tokenize(text)}, tiktoken {reference.encode(text)}"
+    assert ours.decode(ids) == text == reference.decode(ids), (ours.decode(ids), reference.decode(ids))
+    assert [ours.token_bytes(i) for i in ids] == [reference.decode_single_token_bytes(i) for i in ids]
+
+
+def test_gpt2_gives_exactly_tiktokens_ids_on_real_text(gpt2_pair):
+    ours, reference = gpt2_pair
+    for text in [wikitext2("valid")[:200_000], tiny_shakespeare()[:100_000]]:
+        ids = ours.encode(text)
+        theirs = reference.encode(text)
+        assert ids == theirs, next(i for i, (a, b) in enumerate(zip(ids, theirs, strict=False)) if a != b)
+
+
+def test_gpt2_layout_special_token_and_glitch_token(gpt2_pair):
+    ours, reference = gpt2_pair
+    encoder, merges = gpt2_vocabulary()
+    assert ours.vocab_size == len(encoder) == 50_257 == reference.n_vocab and len(ours.merges) == len(merges) == 50_000
+    assert ours.special_ids == {EOT: 50256}, ours.special_ids
+    assert ours.encode(EOT, allowed_special="all") == [50256] == reference.encode(EOT, allowed_special="all")
+    assert ours.encode_ordinary(EOT) == reference.encode_ordinary(EOT), ours.tokenize(EOT, disallowed_special=())
+    with pytest.raises(ValueError):
+        reference.encode(EOT)  # tiktoken refuses it by default ...
+    with pytest.raises(ValueError, match="special token"):
+        ours.encode(EOT)  # ... and so does the course's tokenizer
+    assert ours.encode(" SolidGoldMagikarp") == [43453], ours.encode(" SolidGoldMagikarp")
+    assert ours.byte_order[0] == ord("!") and ours.byte_order[188] == 0, ours.byte_order[:3]  # printable bytes first
+
+
+def test_gpt2_tokenizer_saves_and_loads_with_its_byte_order(gpt2_pair, tmp_path):
+    ours = gpt2_pair[0].truncated(5_000)  # the byte order is what matters here; fewer merges save faster
+    ours.save(tmp_path / "gpt2.json")
+    back = BPETokenizer.load(tmp_path / "gpt2.json")
+    text = "The café's 12 crêpes cost $42 🙂\n"
+    assert back.byte_order == ours.byte_order and back.encode(text) == ours.encode(text), back.tokenize(text)
+    assert back.truncated(100).encode(text) == ours.truncated(100).encode(text)
+
+
+def test_from_gpt2_refuses_files_that_do_not_fit_the_layout():
+    from course_lib.tokenizers import bytes_to_unicode
+
+    b2u = bytes_to_unicode()
+    encoder = {ch: i for i, ch in enumerate(b2u[b] for b in range(N_BYTES))}
+    encoder.update({"Ġt": 256, "he": 257, EOT: 258})
+    tok = BPETokenizer.from_gpt2(encoder, [("Ġ", "t"), ("h", "e")])
+    assert tok.encode(" the", allowed_special="all") == [256, 257] and tok.special_ids == {EOT: 258}, tok.encode(" the")
+    with pytest.raises(ValueError, match="makes id 257 in the encoder; expected 256"):
+        BPETokenizer.from_gpt2(encoder, [("h", "e"), ("Ġ", "t")])
+    with pytest.raises(ValueError, match="must all be in the encoder"):
+        BPETokenizer.from_gpt2(encoder, [("Ġ", "q")])
+
+
+def test_gpt2_split_is_gpt2s_pattern_and_differs_from_re_on_other_numbers():
+    from tiktoken_ext.openai_public import r50k_pat_str
+
+    for text in TRICKY:
+        assert split_chunks(text, GPT2_SPLIT) == regex.findall(r50k_pat_str, text), text
+    assert split_chunks(" x²", GPT2_SPLIT) == [" x", "²"], split_chunks(" x²", GPT2_SPLIT)  # ² is \p{N}, not a letter
+    # the course's earlier version for Python's re, with \d for numbers and [^\W\d_] for letters
+    approximation = r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
+    assert re.findall(approximation, " x²") == [" x²"], "Python's re counts ² as a word character, not as a digit"
+
+
+def test_gpt4_split_is_cl100ks_pattern(monkeypatch):
+    import tiktoken_ext.openai_public as openai_public
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {})  # the pattern, not the ranks
+    assert GPT4_SPLIT == openai_public.cl100k_base()["pat_str"]
+    chunks = split_chunks(" 1234567 I'M", GPT4_SPLIT)
+    assert chunks == [" ", "123", "456", "7", " I", "'M"], chunks
+
+
+def test_tokens_after_each_merge_equals_encoding_with_fewer_merges():
+    text = load_corpus("english")[:20_000]
+    held_out = load_corpus("english")[-2_000:] + "naïve 🙂 <|endoftext|>\n"
+    for pattern in (LINES, GPT2_SPLIT):
+        tok = BPETokenizer(pattern=pattern).train(text, N_BYTES + 80)
+        counts = tok.tokens_after_each_merge(held_out)
+        assert counts == [len(tok.truncated(k).encode_ordinary(held_out)) for k in range(81)], pattern
+        assert counts[0] == len(utf8(held_out)), counts[0]
 
 
 # --- save / load -------------------------------------------------------------------------------
@@ -349,7 +510,8 @@ def test_save_load_round_trip(tmp_path, trained):
         back = BPETokenizer.load(path)
         assert back.merges == tok.merges and back.special_tokens == tok.special_tokens and back.pattern == tok.pattern, name
         sample = "the transformer reads naïve 🙂 text" + EOT + "\n"
-        assert back.encode(sample) == tok.encode(sample) and back.vocab == tok.vocab, name
+        assert back.encode(sample, allowed_special="all") == tok.encode(sample, allowed_special="all"), name
+        assert back.vocab == tok.vocab, name
     data = json.loads((tmp_path / "special.json").read_text(encoding="utf-8"))
     assert data["special_tokens"] == [EOT, "<|pad|>"] and len(data["tokens"]) == len(data["merges"]), (data["special_tokens"], len(data["tokens"]))
 

@@ -52,20 +52,38 @@ def buggy_decode(ids: Sequence[int], vocab: Mapping[int, bytes]) -> str:
     return "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)
 
 
+def _count_pairs(ids: Sequence[int]) -> Counter:
+    return Counter(zip(ids, ids[1:], strict=False))
+
+
+def _count_pairs_without_overlaps(ids: Sequence[int]) -> Counter:
+    """Pairs counted as str.count counts a substring: an occurrence that overlaps the previous one of the
+    same pair is skipped (only equal neighbours can overlap: "aaaa" has (a, a) twice, not three times)."""
+    counts: Counter = Counter()
+    free_from: dict = {}  # pair -> the first position where its next occurrence may start
+    for i, pair in enumerate(zip(ids, ids[1:], strict=False)):
+        if i >= free_from.get(pair, 0):
+            counts[pair] += 1
+            free_from[pair] = i + 2
+    return counts
+
+
 def reference_train(text: str, n_merges: int, *, ties: str = "smallest", units: str = "bytes", min_count: int = 2,
-                    recount: bool = True, first_id: int = N_BYTES) -> list[tuple[int, int]]:
+                    recount: bool = True, overlaps: bool = True, first_id: int = N_BYTES) -> list[tuple[int, int]]:
     """BPE training with a full recount per merge; the keyword arguments switch on the usual slips.
 
     ties: "smallest" (right: the smallest (left, right) pair of ids), "first" (the pair seen first in
     the text, as Counter.most_common does) or "largest"; units: "bytes" (right) or "chars" (ord of each
     character); min_count: stop when the best pair occurs fewer times (2 is right); recount=False keeps
-    the counts of the first step; first_id: the id of the first merge (256 is right).
+    the counts of the first step; overlaps=False counts a pair of equal neighbours as str.count would ("aaa" has one
+    (a, a)); first_id: the id of the first merge (256 is right).
     """
+    count = _count_pairs if overlaps else _count_pairs_without_overlaps
     ids = list(text.encode("utf-8")) if units == "bytes" else [ord(c) for c in text]
-    first_counts = Counter(zip(ids, ids[1:]))
+    first_counts = count(ids)
     merges: list[tuple[int, int]] = []
     for k in range(n_merges):
-        counts = Counter(zip(ids, ids[1:])) if recount else Counter({p: c for p, c in first_counts.items() if p not in merges})
+        counts = count(ids) if recount else Counter({p: c for p, c in first_counts.items() if p not in merges})
         if not counts:
             break
         if ties == "smallest":
@@ -358,14 +376,19 @@ def check_vocab_arithmetic(gpt2_merges: Any, id_of_merge_10: Any, naive_bytes: A
 # --- exercise 7: encode -------------------------------------------------------------------------------
 
 
-def _lower_merges() -> dict[tuple[int, int], int]:
-    """The six merges of exercise 5 (e+r, w+er, l+o, lo+w, s+t, e+st) as ids."""
+def _letter_merges(pairs: Sequence[tuple[str, str]]) -> dict[tuple[int, int], int]:
+    """A merge table written as letter pairs, in the order learned, as ids: [("e", "r"), ("w", "er")] -> ..."""
     ids = {chr(b): b for b in range(128)}
     merges = {}
-    for k, (a, b) in enumerate([("e", "r"), ("w", "er"), ("l", "o"), ("lo", "w"), ("s", "t"), ("e", "st")]):
+    for k, (a, b) in enumerate(pairs):
         merges[(ids[a], ids[b])] = N_BYTES + k
         ids[a + b] = N_BYTES + k
     return merges
+
+
+def _lower_merges() -> dict[tuple[int, int], int]:
+    """The six merges of exercise 5 (e+r, w+er, l+o, lo+w, s+t, e+st) as ids."""
+    return _letter_merges([("e", "r"), ("w", "er"), ("l", "o"), ("lo", "w"), ("s", "t"), ("e", "st")])
 
 
 def _trained_merges(text: str, n_merges: int) -> dict[tuple[int, int], int]:
@@ -382,6 +405,28 @@ def _encode_text_order(text, merges):
                 ids = ids[:i] + [merges[(ids[i], ids[i + 1])]] + ids[i + 2:]
                 changed = True
                 break
+    return ids
+
+
+def _encode_most_frequent(text, merges):
+    ids = list(text.encode("utf-8"))
+    while len(ids) >= 2:
+        counts = Counter(p for p in zip(ids, ids[1:], strict=False) if p in merges)  # the most frequent first
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = reference_merge_pair(ids, pair, merges[pair])
+    return ids
+
+
+def _encode_latest_first(text, merges):
+    ids = list(text.encode("utf-8"))
+    while len(ids) >= 2:
+        present = [p for p in zip(ids, ids[1:], strict=False) if p in merges]
+        if not present:
+            break
+        pair = max(present, key=lambda p: merges[p])  # the largest new id: the merge learned last
+        ids = reference_merge_pair(ids, pair, merges[pair])
     return ids
 
 
@@ -411,36 +456,90 @@ def _encode_one_merge(text, merges):
 _ENCODE_MISTAKES = {
     "merged the first known pair from the left each time: apply the merges in the order they were learned "
     "(the smallest new id first), whatever their place in the text": _encode_text_order,
+    "merged the known pair that occurs most often first: that is how training chooses a merge, but encoding "
+    "applies the learned merges in the order they were learned (the smallest new id first)": _encode_most_frequent,
+    "merged the pair learned last (the largest new id) first: apply the merges in the order they were learned, "
+    "the smallest new id first": _encode_latest_first,
     "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169": _encode_chars,
     "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs": _encode_first_occurrence,
     "stopped after one merge: keep going while any learned pair is present": _encode_one_merge,
 }
 
+# Hand-made merge tables in which the order of the merges matters (in a table learned from a text, the
+# order rarely changes the result, so these catch encoders that ignore it). Not exercise 5's table.
+_BANANA = [("b", "a"), ("ba", "n"), ("n", "a"), ("a", "na")]
+_TOKENS = [("e", "n"), ("k", "en"), ("t", "o"), ("to", "k"), ("en", "s")]
+
 
 def _encode_cases(hidden: bool) -> list[tuple[str, dict]]:
-    lower = _lower_merges()
     rain = _trained_merges("the rain in spain stays mainly in the plain", 12)
-    cases = [("lower", lower), ("lowest slower", lower), ("the rain in spain", rain), ("née", lower)]
+    banana, tokens = _letter_merges(_BANANA), _letter_merges(_TOKENS)
+    cases = [("the rain in spain", rain), ("banana", banana), ("tokens", tokens), ("née", tokens)]
     if hidden:
+        lower = _lower_merges()
         cafe = _trained_merges("café, café, crème brûlée, café", 10)
-        cases += [("", rain), ("a", rain), ("mainly plain rain 🙂", rain), ("café crème", cafe), ("lowerlowestlower", lower)]
+        cases += [("", rain), ("a", rain), ("mainly plain rain 🙂", rain), ("café crème", cafe),
+                  ("lowerlowestlower", lower), ("bananas and tokens", banana), ("tokens, token", tokens)]
     return cases
+
+
+def _diagnose(name: str, results: Sequence[tuple[str, Any, Any, Mapping[str, Any]]], hint: str,
+              detail: Callable[[Any, Any], str] | None = None) -> None:
+    """Name the mistake behind a learner's wrong results, never printing an expected value.
+
+    `results` holds, for every case, (how the call looked, the learner's result, the right result,
+    {mistake: that mistake's result}). A mistake is named only if it gives the learner's results on
+    every case, so that two mistakes that agree on one case are told apart by the others."""
+    wrong = [(shown, got, want) for shown, got, want, _ in results if got != want]
+    if not wrong:
+        return
+    shown, got, want = wrong[0]
+    for description in results[0][3]:
+        if all(outs[description] == got_i for _, got_i, _, outs in results):
+            raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, which is not right.",
+                              f"it looks like you {description}.")
+    extra = f" {detail(got, want)}" if detail else ""
+    raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, which is not right{extra}.", hint)
 
 
 def check_encode(fn: Callable, name: str = "encode", *, hidden: bool = False) -> None:
     """The learner's encode(text, merges) against the reference, naming the usual mistakes."""
     cases = _encode_cases(hidden)
+    results = []
     for text, merges in cases:
         shown = f"{name}({text!r}, merges)"
         got = _as_ids(name, call(name, fn, text, dict(merges)), shown)
-        wrong = {d: m(text, merges) for d, m in _ENCODE_MISTAKES.items()}
-        _compare_ids(name, got, reference_encode(text, merges), wrong, shown,
-                     "start from list(text.encode('utf-8')); then, while a learned pair is present, merge the one "
-                     "with the smallest new id everywhere")
+        mistakes = {d: m(text, merges) for d, m in _ENCODE_MISTAKES.items()}
+        results.append((shown, got, reference_encode(text, merges), mistakes))
+    _diagnose(name, results, "start from list(text.encode('utf-8')); then, while a learned pair is present, merge the "
+                             "one with the smallest new id everywhere")
     passed(name, f"{len(cases)} cases")
 
 
 # --- exercise 8: the decode bug -----------------------------------------------------------------------
+
+# The small tokenizer of exercises 7 and 8: the 30 merges BPE learns from this text.
+CAFE = ("the café near the station serves crêpes and coffee. the café opens early. "
+        "we met at the café, ordered two crêpes, and stayed at the café until noon.")
+CAFE_MERGES = 30
+
+
+def cafe_merges() -> dict[tuple[int, int], int]:
+    """The 30 merges BPE learns from CAFE: {(left id, right id): new id}, in the order learned."""
+    return _trained_merges(CAFE, CAFE_MERGES)
+
+
+def cafe_vocab() -> dict[int, bytes]:
+    """Every id of the CAFE tokenizer (the 256 bytes and the 30 merges) -> the bytes it stands for."""
+    vocab = {i: bytes([i]) for i in range(N_BYTES)}
+    for (a, b), new_id in cafe_merges().items():
+        vocab[new_id] = vocab[a] + vocab[b]
+    return vocab
+
+
+def cafe_encode(text: str) -> list[int]:
+    """The ids of `text` with the CAFE tokenizer's merges (to try strings in exercise 8)."""
+    return reference_encode(text, cafe_merges())
 
 
 def check_broken_example(value: Any, merges: Mapping[tuple[int, int], int], vocab: Mapping[int, bytes]) -> None:
@@ -452,9 +551,19 @@ def check_broken_example(value: Any, merges: Mapping[tuple[int, int], int], voca
         raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({_short(value)}).")
     ids = reference_encode(value, merges)
     if buggy_decode(ids, vocab) == value:
-        raise CheckFailed(name, f"buggy_decode gives {value!r} back correctly.",
-                          "pick a string with a character that takes more than one byte in UTF-8 (é, 東, 🙂): its "
-                          "bytes end up in separate tokens")
+        multibyte = sorted({ch for ch in value if len(ch.encode("utf-8", "surrogatepass")) > 1})
+        if multibyte:
+            named = " and ".join(repr(ch) for ch in multibyte[:3])
+            one = len(multibyte) == 1
+            hint = (f"{named} take{'s' if one else ''} more than one byte, but this tokenizer keeps "
+                    f"{'it' if one else 'each'} whole inside one token (it learned those bytes together from CAFE), "
+                    "so decoding token by token still works. Pick a character whose bytes end up in different "
+                    "tokens: print([vocab[i] for i in cafe_encode(s)]) shows the pieces")
+        else:
+            hint = ("buggy_decode only goes wrong when the bytes of one character are split over two or more "
+                    "tokens, so the string needs a character that takes more than one byte in UTF-8 (an ASCII "
+                    "letter takes one)")
+        raise CheckFailed(name, f"buggy_decode gives {_short(value)} back correctly.", hint)
     passed(name, "buggy_decode garbles it")
 
 
@@ -466,22 +575,38 @@ def _decode_latin1(ids, vocab):
     return b"".join(vocab[i] for i in ids).decode("latin-1")
 
 
+def _decode_one_replacement(ids, vocab):
+    try:
+        return b"".join(vocab[i] for i in ids).decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd"  # one replacement character for the whole text
+
+
 _DECODE_MISTAKES = {
     "still decoded token by token (the bug): join the bytes of all tokens first, then decode once": buggy_decode,
     "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'": _decode_ignore,
     "decoded as latin-1: the bytes are UTF-8": _decode_latin1,
+    "returned a single '\ufffd' for the whole text when its bytes are not valid UTF-8: errors='replace' puts "
+    "'\ufffd' only where the bad bytes are and keeps the valid text around them": _decode_one_replacement,
 }
 
 
 def _decode_cases(merges, vocab, hidden: bool) -> list[tuple[str, list[int]]]:
-    """(what the ids are, ids): the ids of some texts, and ids whose bytes are not valid UTF-8."""
-    texts = ["the café", "crêpes 🙂", "東京"]
+    """(what the ids are, ids): the ids of some texts, and ids whose bytes are not valid UTF-8. The labels
+    never spell a text out, so that a failure message does not hand over a string for broken_example."""
+    texts = [("a short sentence", "the café"), ("a word with an accent and an emoji", "crêpes 🙂"),
+             ("two Chinese characters", "東京")]
     if hidden:
-        texts += ["", "café café", "naïve", "\U0001F9EC DNA"]
-    cases = [(f"the ids of {t!r}", reference_encode(t, merges)) for t in texts]
-    cases.append(("half of 'é', which is not valid UTF-8", [0xC3]))
+        texts += [("no ids at all", ""), ("two words", "café café"), ("a word with a diaeresis", "naïve"),
+                  ("a rare emoji and a word", "\U0001F9EC DNA")]
+    cases = [(f"the ids of {label}", reference_encode(t, merges)) for label, t in texts]
+    cases.append(("a lone first byte of a two-byte character: not valid UTF-8", [0xC3]))
+    cases.append(("a sentence with one stray byte in the middle", reference_encode("the ", merges) + [0xE6]
+                  + reference_encode(" station", merges)))
     if hidden:
         cases.append(("half an emoji, then 'a'", [0xF0, 0x9F, ord("a")]))
+        cases.append(("two stray bytes between words", reference_encode("we met", merges) + [0xA9, 0xFF]
+                      + reference_encode(" at noon", merges)))
     return cases
 
 
@@ -490,6 +615,7 @@ def check_fixed_decode(fn: Callable, merges: Mapping[tuple[int, int], int], voca
     """Exercise 8b: the learner's fixed decode(ids, vocab) against the reference."""
     vocab = {int(i): bytes(b) for i, b in vocab.items()}
     cases = _decode_cases(merges, vocab, hidden)
+    results = []
     for label, ids in cases:
         shown = f"{name}({_short(ids, 40)}, vocab) ({label})"
         try:
@@ -503,14 +629,20 @@ def check_fixed_decode(fn: Callable, merges: Mapping[tuple[int, int], int], voca
         if not isinstance(got, str):
             raise CheckFailed(name, f"expected a string from {shown}, got {_short(got)}.",
                               "end with bytes.decode('utf-8', errors='replace'), which makes a str")
-        want = reference_decode(ids, vocab)
-        if got != want:
-            for description, mistake in _DECODE_MISTAKES.items():
-                if got == mistake(ids, vocab) != want:
-                    raise CheckFailed(name, f"{shown} returned {got!r}, which is not right.", f"it looks like you {description}.")
-            raise CheckFailed(name, f"{shown} returned {got!r}, expected {want!r}.",
-                              "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')")
+        mistakes = {d: m(ids, vocab) for d, m in _DECODE_MISTAKES.items()}
+        results.append((shown, got, reference_decode(ids, vocab), mistakes))
+    _diagnose(name, results, "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')",
+              detail=lambda got, want: "(not the text these ids spell)")
     passed(name, f"{len(cases)} cases")
+
+
+def check_decode_bug(broken_example: Any, fixed_decode: Callable, merges: Mapping[tuple[int, int], int],
+                     vocab: Mapping[int, bytes]) -> None:
+    """Exercise 8, both parts: each earns its share, and the decoder is checked even when the example is wrong."""
+    check_all(
+        lambda: check_broken_example(broken_example, merges, vocab),
+        lambda: check_fixed_decode(fixed_decode, merges, vocab),
+    )
 
 
 # --- exercise 9: training -----------------------------------------------------------------------------
@@ -525,13 +657,16 @@ _TRAIN_MISTAKES = {
     "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times": dict(min_count=1),
     "counted the pairs only once, before the first merge: count again after every merge, because each merge "
     "changes the pairs (and makes new ones with the new id)": dict(recount=False),
+    "counted a pair of equal neighbours without overlaps (as str.count does, 'aaa' as one (97, 97)): BPE counts "
+    "every pair of neighbours, so 'aaa' has (97, 97) twice, at 0-1 and at 1-2": dict(overlaps=False),
     "numbered the new tokens from 257: the first merge makes id 256": dict(first_id=N_BYTES + 1),
     "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256": dict(first_id=N_BYTES - 1),
 }
 
 _TRAIN_CASES = [("bcab bcab", 3), ("a rose is a rose is a rose", 8), ("aaaaaa", 3), ("crème brûlée crème brûlée", 6)]
 _TRAIN_HIDDEN_CASES = [("xyz", 4), ("", 3), ("hug pug hugs pun bun hugs", 10), ("zzzz yyyy zzzz", 5),
-                       ("東京 東京 京都", 4), ("the rain in spain stays mainly in the plain", 15)]
+                       ("東京 東京 京都", 4), ("the rain in spain stays mainly in the plain", 15),
+                       ("hmmm mmm hm hm", 3)]  # the last: counting without overlaps learns other merges
 
 
 def _as_merges(name: str, value: Any, shown: str) -> list[tuple[int, int]]:
@@ -548,21 +683,87 @@ def _as_merges(name: str, value: Any, shown: str) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in value]
 
 
+def _merges_agree(got: list, want: list) -> str:
+    first = next((k for k, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
+    return f"(the first difference is at merge {first + 1})"
+
+
 def check_train(fn: Callable, name: str = "train_bpe", *, hidden: bool = False) -> None:
     """The learner's train_bpe(text, n_merges) -> list of merged pairs, against the reference."""
     cases = _TRAIN_HIDDEN_CASES if hidden else _TRAIN_CASES
+    results = []
     for text, n in cases:
         shown = f"{name}({text!r}, {n})"
         got = _as_merges(name, call(name, fn, text, n), shown)
-        want = reference_train(text, n)
-        if got == want:
-            continue
-        for description, flags in _TRAIN_MISTAKES.items():
-            if got == reference_train(text, n, **flags) != want:
-                raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, which is not right.", f"it looks like you {description}.")
-        first = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, expected {_short(want, 80)} "
-                          f"(the first {first} merges agree).",
-                          "count all pairs, take the most frequent (ties: the smallest pair of ids), stop if it occurs "
-                          "fewer than 2 times, merge it everywhere with the next id (256, 257, ...), repeat")
+        results.append((shown, got, reference_train(text, n),
+                        {d: reference_train(text, n, **flags) for d, flags in _TRAIN_MISTAKES.items()}))
+    _diagnose(name, results, "count all pairs, take the most frequent (ties: the smallest pair of ids), stop if it "
+                             "occurs fewer than 2 times, merge it everywhere with the next id (256, 257, ...), repeat",
+              detail=_merges_agree)
     passed(name, f"{len(cases)} cases")
+
+
+# --- exercise 10: what GPT-2 adds around BPE --------------------------------------------------------------
+
+_SEALED_GPT2 = {
+    "chunks": (None, "7ab5a15b97f2c9c747bb", {
+        "split at the spaces only: the pattern also cuts letters, numbers and other symbols apart (' ?\\p{L}+', "
+        "' ?\\p{N}+', ' ?[^\\s\\p{L}\\p{N}]+')": "28d699d6720c2c9bb578",
+        "kept '12.50' together: '.' is not a number (\\p{N}), so it is a chunk between the two runs of digits":
+            "605a17514d8a016fbe27",
+        "gave the space before '$' a chunk of its own: every class may take one space in front (' ?'), "
+        "whatever follows it": "b7708f9f5351f323e7ba",
+        "left the contraction in the word: GPT-2 cuts 's 't 're 've 'm 'll 'd off as chunks of their own":
+            "aac4c0df0e01f827403f",
+        "split the contraction: \"'ll\" is one of GPT-2's contractions ('s 't 're 've 'm 'll 'd), one chunk":
+            "7fd516e6e84d32b2e757",
+        "put each space after a word: GPT-2 gives a space to the chunk that follows it (' pay', not 'pay ')":
+            "538cb8a3723e7fd328bd",
+        "kept '$' with the digits: '$' is neither a letter nor a number, so it goes in a chunk of symbols":
+            "d5ef375950567be89554",
+        "joined '50' and '!': digits and other symbols are different classes, each a chunk of its own":
+            "520d573dc771f333767f",
+    }),
+    "stored": (None, "fd201bafdeca4b4ebc45", {
+        "mapped only the space: 'è' is two bytes in UTF-8, and GPT-2's files write each byte as a character "
+        "of its own": "d73bc15ba817789be100",
+        "left the space as it is: byte 32 is not printable, so GPT-2 writes it as 'Ġ'": "ca2e641e44f499df6ddd",
+    }),
+    "eot_count": (None, "68ad4b58ab806aa46499", {
+        "counted only the app's own marker: allowed_special='all' turns every '<|endoftext|>' in the text into the "
+        "special id, the one the user typed as well": "093323011bc226cd85f7",
+    }),
+}
+
+
+def check_gpt2_additions(chunks: Any, stored: Any, eot_count: Any) -> None:
+    """Exercise 10: GPT-2's pre-tokenization chunks, its byte-to-unicode file format, and a typed special token."""
+
+    def check_chunks() -> None:
+        if chunks is None:
+            raise CheckFailed("chunks", "got None: did you forget to assign the variable?")
+        listed = isinstance(chunks, (list, tuple)) and all(isinstance(c, str) for c in chunks)
+        if not listed:
+            raise CheckFailed("chunks", f"expected a list of strings such as ['She', ' pay'], got {_short(chunks)}.")
+        if "".join(chunks) != "She'll pay $12.50!":
+            raise CheckFailed("chunks", f"{_short(list(chunks), 80)} does not spell the text: the chunks, joined, "
+                              "must give back \"She'll pay $12.50!\" exactly, spaces included.")
+        decimals, answer, mistakes = _SEALED_GPT2["chunks"]
+        try:
+            check_sealed("chunks", repr(list(chunks)), answer, decimals=decimals, mistakes=mistakes, kind="text",
+                         hint="go left to right: a contraction, or a run of letters, of numbers or of other symbols, "
+                              "each taking at most one space in front of it")
+        except CheckFailed as err:
+            raise CheckFailed("chunks", f"{_short(list(chunks), 80)} is not right.", err.hint) from None
+
+    def check_stored() -> None:
+        decimals, answer, mistakes = _SEALED_GPT2["stored"]
+        check_sealed("stored", stored, answer, decimals=decimals, mistakes=mistakes, kind="text",
+                     hint="write out the UTF-8 bytes of ' crème' and map each byte with bytes_to_unicode's rule")
+
+    def check_eot() -> None:
+        decimals, answer, mistakes = _SEALED_GPT2["eot_count"]
+        check_sealed("eot_count", eot_count, answer, decimals=decimals, mistakes=mistakes, kind="count",
+                     hint="look for '<|endoftext|>' in the whole prompt, the user's text included")
+
+    check_all(check_chunks, check_stored, check_eot)
