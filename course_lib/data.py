@@ -297,6 +297,39 @@ def gpt2_vocabulary(cache_dir: str | os.PathLike | None = None) -> tuple[dict[st
     return encoder, merges
 
 
+def google_analogies(path: str | os.PathLike | None = None, lowercase: bool = True
+                     ) -> dict[str, list[tuple[str, str, str, str]]]:
+    """Mikolov et al.'s (2013) Google analogy set, by section: {section: [(a, b, c, d), ...]}.
+
+    19,544 questions "a is to b as c is to d" (athens greece baghdad iraq) in 14 sections, in the
+    file's order: 5 semantic ("capital-common-countries", "capital-world", "currency",
+    "city-in-state", "family") and 9 syntactic ("gram1-adjective-to-adverb" ... "gram9-plural-verbs").
+    Read from `path`, by default the copy of `questions-words.txt` that gensim ships in its test data
+    (nothing is downloaded). `lowercase` folds case, for vectors trained on lowercased text.
+    """
+    if path is None:
+        try:
+            from gensim.test.utils import datapath
+        except ImportError:
+            raise ImportError("google_analogies() reads questions-words.txt from gensim's test data: install gensim "
+                              "(pip install gensim), or pass the path of a copy of the file") from None
+        path = datapath("questions-words.txt")
+    sections: dict[str, list[tuple[str, str, str, str]]] = {}
+    current = None
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.startswith(":"):  # ": capital-common-countries" starts a section
+            current = line[1:].strip()
+            sections[current] = []
+            continue
+        words = (line.lower() if lowercase else line).split()
+        if current is None or len(words) != 4:
+            raise ValueError(f"{path}, line {number}: expected a ': section' line or four words, got {line!r}")
+        sections[current].append(tuple(words))
+    return sections
+
+
 # ------------------------------------------------------------------------------------------------
 # A synthetic translation task (lesson 10)
 # ------------------------------------------------------------------------------------------------

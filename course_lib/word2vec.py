@@ -22,8 +22,8 @@ The details follow the original word2vec (and gensim, which the tests compare ag
   (sqrt(f / t) + 1) · t / f, with t = `subsample` (1e-3): "the" is mostly skipped, rare words never;
 - each centre word draws its own window size, uniformly from 1..window, so near neighbours count
   more than far ones;
-- centre vectors start small and random, context vectors at zero; the learning rate falls linearly
-  from `lr` to `lr / 10,000` over the run.
+- centre vectors start small and random (uniform in [-1/dim, 1/dim), as in gensim), context vectors at
+  zero; the learning rate starts at word2vec's 0.025 and falls linearly to `lr / 10,000` over the run.
 Unlike the original, which updates after every single pair, pairs are processed in shuffled
 mini-batches of `batch_size`, one SGD step per batch, with the gradients worked out by hand
 (`sgns_gradients`, checked against torch autograd in the tests): that is what makes it fast in Python.
@@ -31,10 +31,11 @@ mini-batches of `batch_size`, one SGD step per batch, with the gradients worked 
 Typical use::
 
     from course_lib.data import load_sentences
-    from course_lib.word2vec import train_word2vec
+    from course_lib.word2vec import analogy_accuracy, train_word2vec
     wv = train_word2vec(load_sentences("english"), window=4, epochs=10)
-    wv.most_similar("king")                 # [('queen', 0.9...), ...]
-    wv.analogy("man", "king", "woman")      # king - man + woman: [('queen', ...), ...]
+    wv.most_similar("king")                 # [('prince', 0.88...), ('queen', 0.86...), ...]
+    wv.analogy("man", "king", "woman")      # king - man + woman: [('queen', 0.98...), ...]
+    analogy_accuracy(wv, questions)         # the share of (a, b, c, d) whose top answer is d
 """
 from __future__ import annotations
 
@@ -63,8 +64,10 @@ class Word2VecConfig:
     epochs: int = 5  # passes over the corpus
     seed: int = 0  # seeds every random choice: initial vectors, subsampling, windows, order, noise words
     min_count: int = 1  # words seen fewer times than this are left out of the vocabulary
-    lr: float = 0.1  # starting learning rate of SGD, decaying linearly to lr * 1e-4; four times word2vec's
-    # 0.025, because one step on a batch stands in for many of word2vec's one-pair steps
+    lr: float = 0.025  # starting learning rate of SGD, decaying linearly to lr * 1e-4: word2vec's and gensim's
+    # value. Each pair's step is lr times its gradient, as in word2vec's one-pair-at-a-time SGD: a batch
+    # only adds up its pairs' steps (a word used n times in a batch moves n steps, all computed from its
+    # old vector, which is what makes too large an lr overshoot: lr 0.1 makes the loss jump)
     batch_size: int = 1024  # (centre, context) pairs per SGD step
     subsample: float = 1e-3  # t in the keep probability (sqrt(f / t) + 1) * t / f; 0 keeps every word
     noise_power: float = 0.75  # noise words are drawn with probability proportional to count ** noise_power
@@ -144,22 +147,23 @@ class WordVectors:
         scores[banned] = float("-inf")
         k = min(k, len(self.vocab) - len(set(banned)))
         top = torch.topk(scores, k)  # sorted, best first
-        return [(self.vocab[i], float(s)) for s, i in zip(top.values.tolist(), top.indices.tolist())]
+        return [(self.vocab[i], float(s)) for s, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)]
 
     def most_similar(self, word: str, k: int = 5) -> list[tuple[str, float]]:
         """The k nearest words to `word` by cosine similarity, best first (the word itself left out)."""
         return self.nearest(self.vectors[self.id(word)], k, exclude=[word])
 
-    def analogy(self, a: str, b: str, c: str, k: int = 5) -> list[tuple[str, float]]:
+    def analogy(self, a: str, b: str, c: str, k: int = 5, *, exclude_inputs: bool = True) -> list[tuple[str, float]]:
         """a is to b as c is to ...? The words nearest to b - a + c, best first, a, b and c left out.
 
         The three vectors are normalised to length 1 first (as gensim and the word2vec papers do), so
         a frequent word with a long vector does not swamp the others. `analogy("man", "king", "woman")`
-        is king - man + woman.
+        is king - man + woman. With `exclude_inputs=False` a, b and c may be answers too: on real
+        vectors b or c itself then often comes first.
         """
         ia, ib, ic = self.id(a), self.id(b), self.id(c)
         target = self.unit[ib] - self.unit[ia] + self.unit[ic]  # (dim,)
-        return self.nearest(target, k, exclude=[a, b, c])
+        return self.nearest(target, k, exclude=[a, b, c] if exclude_inputs else [])
 
 
 def _check_k(k) -> int:
@@ -173,9 +177,11 @@ def _check_k(k) -> int:
 
 def _check_sgns_shapes(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor) -> None:
     if centre.dim() != 2 or context.shape != centre.shape:
-        raise ValueError(f"centre and context must both be (B, dim), got {tuple(centre.shape)} and {tuple(context.shape)}")
+        raise ValueError(f"centre and context must both be (B, dim), got {tuple(centre.shape)} and "
+                         f"{tuple(context.shape)}")
     if noise.dim() != 3 or noise.shape[0] != centre.shape[0] or noise.shape[2] != centre.shape[1]:
-        raise ValueError(f"noise must be (B, K, dim) = ({centre.shape[0]}, K, {centre.shape[1]}), got {tuple(noise.shape)}")
+        raise ValueError(f"noise must be (B, K, dim) = ({centre.shape[0]}, K, {centre.shape[1]}), "
+                         f"got {tuple(noise.shape)}")
 
 
 def sgns_loss(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -187,7 +193,7 @@ def sgns_loss(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor) 
     """
     _check_sgns_shapes(centre, context, noise)
     positive = (centre * context).sum(-1)  # (B,) score of the true neighbour
-    negative = torch.bmm(noise, centre.unsqueeze(-1)).squeeze(-1)  # (B, K) scores of the noise words
+    negative = (noise * centre.unsqueeze(1)).sum(-1)  # (B, K) scores of the noise words
     # logsigmoid is the numerically safe log σ(x): no log(0) for large negative x.
     return -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1))  # (B,)
 
@@ -205,11 +211,11 @@ def sgns_gradients(centre: torch.Tensor, context: torch.Tensor, noise: torch.Ten
     """
     _check_sgns_shapes(centre, context, noise)
     positive = (centre * context).sum(-1)  # (B,)
-    negative = torch.bmm(noise, centre.unsqueeze(-1)).squeeze(-1)  # (B, K)
+    negative = (noise * centre.unsqueeze(1)).sum(-1)  # (B, K)
     loss = -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1))  # (B,)
     g_pos = torch.sigmoid(positive) - 1  # (B,) d loss / d s, in (-1, 0)
     g_neg = torch.sigmoid(negative)  # (B, K) d loss / d s_k, in (0, 1)
-    grad_centre = g_pos.unsqueeze(-1) * context + torch.bmm(g_neg.unsqueeze(1), noise).squeeze(1)  # (B, dim)
+    grad_centre = g_pos.unsqueeze(-1) * context + (g_neg.unsqueeze(-1) * noise).sum(1)  # (B, dim)
     grad_context = g_pos.unsqueeze(-1) * centre  # (B, dim)
     grad_noise = g_neg.unsqueeze(-1) * centre.unsqueeze(1)  # (B, K, dim)
     return loss, grad_centre, grad_context, grad_noise
@@ -352,9 +358,10 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
 
     g = torch.Generator().manual_seed(config.seed)
     V, D, K, B = len(vocab), config.dim, config.negatives, config.batch_size
-    # Centre vectors start small and random, context vectors at zero (as in word2vec): every score
-    # starts at 0, every probability at σ(0) = 0.5, so the first loss is (1 + K) · ln 2.
-    centre = (torch.rand(V, D, generator=g) - 0.5) / D  # (V, D)
+    # Centre vectors start small and random, uniform in [-1/D, 1/D) as in gensim (the original C code
+    # draws from half that range), context vectors at zero: every score starts at 0, every
+    # probability at σ(0) = 0.5, so the first loss is (1 + K) · ln 2.
+    centre = (torch.rand(V, D, generator=g) * 2 - 1) / D  # (V, D)
     context = torch.zeros(V, D)  # (V, D)
     keep = keep_probabilities(counts, config.subsample)[ids].float()  # (N,)
     noise = noise_distribution(counts, config.noise_power).float()  # (V,)
@@ -364,7 +371,8 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
 
     disable = (not progress) or os.environ.get("TQDM_DISABLE", "").lower() not in ("", "0", "false") or tqdm is None
     # disable=False explicitly: tqdm reads TQDM_DISABLE once, when it is imported; we read it on every call.
-    bar = None if disable else tqdm(total=config.epochs, desc="word2vec", unit="epoch", leave=False, disable=False)
+    # The bar stays when training is done (leave=True), showing the epochs and the last loss.
+    bar = None if disable else tqdm(total=config.epochs, desc="word2vec", unit="epoch", disable=False)
     step, pairs_seen, running, running_pairs = 0, 0, 0.0, 0
     history, history_pairs = [], []
     for epoch in range(config.epochs):
@@ -382,16 +390,18 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
             log_every = max(1, config.epochs * steps // config.history_points)
         for i, start in enumerate(range(0, pairs.shape[0], B)):
             c, o = pairs[start:start + B, 0], pairs[start:start + B, 1]  # (b,), (b,)
-            n = noise_ids[start:start + B]  # (b, K)
-            loss, g_centre, g_context, g_noise = sgns_gradients(centre[c], context[o], context[n])
+            n = noise_ids[start:start + B].reshape(-1)  # (b * K,)
+            noise_rows = context.index_select(0, n).view(c.shape[0], K, D)  # (b, K, D)
+            loss, g_centre, g_context, g_noise = sgns_gradients(centre[c], context[o], noise_rows)
             if step == 0:  # the curve starts with the untrained model: (1 + K) ln 2 per pair
                 history.append(float(loss.mean()))
                 history_pairs.append(0)
             lr = config.lr - (config.lr - min_lr) * (epoch + i / steps) / config.epochs
             # SGD on the rows that took part; index_add_ sums the steps of a word used several times.
-            centre.index_add_(0, c, g_centre, alpha=-lr)
-            context.index_add_(0, o, g_context, alpha=-lr)
-            context.index_add_(0, n.reshape(-1), g_noise.reshape(-1, D), alpha=-lr)
+            # (The steps are scaled first: index_add_'s own `alpha` takes a much slower path on the CPU.)
+            centre.index_add_(0, c, g_centre * -lr)
+            context.index_add_(0, o, g_context * -lr)
+            context.index_add_(0, n, g_noise.reshape(-1, D) * -lr)
             step += 1
             total = float(loss.sum())
             if not math.isfinite(total):  # summed steps of a word repeated many times in one batch overshot
@@ -424,13 +434,29 @@ def analogy_questions(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str, 
     return [(a, b, c, d) for (a, b), (c, d) in permutations(pairs, 2)]
 
 
-def analogy_accuracy(wv: WordVectors, questions: Sequence[tuple[str, str, str, str]]) -> float:
+def analogy_answers(wv: WordVectors, questions: Sequence[Sequence[str]], *, exclude_inputs: bool = True,
+                    chunk: int = 1024) -> list[str]:
+    """The top answer of wv.analogy(a, b, c) for every question (a, b, c) or (a, b, c, d), computed
+    `chunk` questions at a time: one matrix product per chunk instead of one per question."""
+    ids = torch.tensor([[wv.id(q[0]), wv.id(q[1]), wv.id(q[2])] for q in questions], dtype=torch.long)  # (Q, 3)
+    answers = []
+    for part in ids.split(chunk):
+        target = wv.unit[part[:, 1]] - wv.unit[part[:, 0]] + wv.unit[part[:, 2]]  # (q, dim): b - a + c
+        scores = F.normalize(target, dim=1) @ wv.unit.T  # (q, V) cosine of each target with every word
+        if exclude_inputs:
+            scores.scatter_(1, part, float("-inf"))  # a, b and c are not allowed as answers
+        answers += [wv.vocab[i] for i in scores.argmax(dim=1).tolist()]
+    return answers
+
+
+def analogy_accuracy(wv: WordVectors, questions: Sequence[tuple[str, str, str, str]], *,
+                     exclude_inputs: bool = True) -> float:
     """The fraction of questions a : b :: c : d whose top answer to wv.analogy(a, b, c) is d.
 
     This is the "3CosAdd" test of the word2vec papers: a question counts as solved only when d is the
-    single nearest word to b - a + c (a, b and c excluded).
+    single nearest word to b - a + c (a, b and c excluded; with `exclude_inputs=False` they may win).
     """
     if not questions:
         raise ValueError("analogy_accuracy needs at least one question (a, b, c, d)")
-    solved = sum(wv.analogy(a, b, c, k=1)[0][0] == d for a, b, c, d in questions)
-    return solved / len(questions)
+    answers = analogy_answers(wv, questions, exclude_inputs=exclude_inputs)
+    return sum(answer == q[3] for answer, q in zip(answers, questions, strict=True)) / len(questions)

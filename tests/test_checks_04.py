@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from grading_helpers import fails_with
 
 from course_lib import checks, word2vec
 from course_lib.checks import lesson04
-from grading_helpers import fails_with
 
 
 def sig(x: float) -> float:
@@ -37,7 +37,8 @@ def assert_hidden(text: str, *values: float, given=()) -> None:
 
 
 @pytest.mark.parametrize("scores, p", [
-    ([3, 2, 1, -1], P_SAT), ((3.0, 2.0, 1.0, -1.0), round(P_SAT, 4)), (torch.tensor([3.0, 2, 1, -1]), torch.tensor(P_SAT)),
+    ([3, 2, 1, -1], P_SAT), ((3.0, 2.0, 1.0, -1.0), round(P_SAT, 4)),
+    (torch.tensor([3.0, 2, 1, -1]), torch.tensor(P_SAT)),
     (np.array([3, 2, 1, -1]), np.float32(P_SAT)),
 ])
 def test_softmax_by_hand_passes_right_answers_written_any_way(scores, p):
@@ -53,7 +54,7 @@ def test_softmax_by_hand_passes_right_answers_written_any_way(scores, p):
     ([3, 2, 1, -1], E4[0] / (sum(E4[:3]) + math.e), "so its score came out +1"),
     ([3, 2, 1, -1], round(P_SAT, 2), "rounded to 2 decimals"),
     ([3, 2, 1, -1], 0.5, "exp(score of sat)"),
-    ([3, 2, 1], P_SAT, "expected shape (4,)"),
+    ([3, 2, 1], P_SAT, "expected shape (4,), got (3,).\n  Hint: one score per context word"),
     ([3, 2, 1, -1], "0.66", "expected a number"),
 ])
 def test_softmax_by_hand_names_the_mistakes_without_the_answer(scores, p, match):
@@ -70,7 +71,8 @@ def test_softmax_by_hand_reports_both_wrong_parts():
 
 
 @pytest.mark.parametrize("n_pairs, contexts, n_cbow", [
-    (22, ["fox", "jumps", "the", "lazy"], 7), (22.0, ("lazy", "the", "jumps", "fox"), np.int64(7)), (np.int64(22), {"fox", "jumps", "the", "lazy"}, 7.0),
+    (22, ["fox", "jumps", "the", "lazy"], 7), (22.0, ("lazy", "the", "jumps", "fox"), np.int64(7)),
+    (np.int64(22), {"fox", "jumps", "the", "lazy"}, 7.0),
     (22, ["Fox", " jumps", "the", "lazy"], 7),
 ])
 def test_window_by_hand_passes_right_answers_written_any_way(n_pairs, contexts, n_cbow):
@@ -93,6 +95,8 @@ RIGHT_CONTEXTS = ["fox", "jumps", "the", "lazy"]
     (22, ["a", "fox", "jumps", "the", "lazy", "dog"], 7, "window of 3"),
     (22, ["the", "lazy"], 7, "right only"),
     (22, ["fox", "jumps"], 7, "left only"),
+    (17, RIGHT_CONTEXTS, 7, "range(i - 2, i + 2)"),
+    (22, ["fox", "jumps", "the"], 7, "range(i - 2, i + 2)"),
     (22, ["fox", "jumps", "the", "dog"], 7, "at most 2 positions away"),
     (22, "fox jumps the lazy", 7, "got the string"),
     (22, ["fox", "fox", "the", "lazy"], 7, "lists a word twice"),
@@ -117,7 +121,8 @@ COUNTS = np.array([81.0, 16.0, 1.0])
 P_NOISE = COUNTS ** 0.75 / (COUNTS ** 0.75).sum()
 
 
-@pytest.mark.parametrize("p", [P_NOISE.tolist(), [0.75, 0.222, 0.028], torch.tensor(P_NOISE), (27 / 36, 8 / 36, 1 / 36)])
+@pytest.mark.parametrize("p", [P_NOISE.tolist(), [0.75, 0.222, 0.028], torch.tensor(P_NOISE),
+                               (27 / 36, 8 / 36, 1 / 36)])
 def test_noise_by_hand_passes_right_answers_written_any_way(p):
     lesson04.check_noise_by_hand(p)
 
@@ -128,7 +133,7 @@ def test_noise_by_hand_passes_right_answers_written_any_way(p):
     ([27, 8, 1], "did not normalise"),
     ((COUNTS ** (4 / 3) / (COUNTS ** (4 / 3)).sum()).tolist(), "4/3"),
     (((COUNTS / COUNTS.sum()) ** 0.75).tolist(), "raised the probabilities"),
-    ([0.75, 0.22], "expected shape (3,)"),
+    ([0.75, 0.22], "expected shape (3,), got (2,).\n  Hint: one probability per word"),
     ([0.7, 0.2, 0.1], "81 ** 0.75 = 27"),
 ])
 def test_noise_by_hand_names_the_mistakes_without_the_answer(p, match):
@@ -161,7 +166,7 @@ def test_sgns_by_hand_passes_right_answers_written_any_way(loss, d, grad, move):
     (LOSS, sig(1) - 1, [(sig(1) - 1 + sig(2) + sig(1)) * x for x in (1.0, 2.0)], "down", "centre vector v instead"),
     (LOSS, sig(1) - 1, GRAD, "up", "gradient descent steps against the gradient"),
     (LOSS, sig(1) - 1, GRAD, "decreases", "expected 'up' or 'down'"),
-    (LOSS, sig(1) - 1, [1.0], "down", "expected shape (2,)"),
+    (LOSS, sig(1) - 1, [1.0], "down", "expected shape (2,), got (1,).\n  Hint: the gradient with respect to v_c"),
     (3.5, sig(1) - 1, GRAD, "down", "natural logs"),
 ])
 def test_sgns_by_hand_names_the_mistakes_without_the_answer(loss, d, grad, move, match):
@@ -191,7 +196,7 @@ def softmax_loss(v, U, o):
 def test_softmax_loss_reference_is_the_library_view_of_the_softmax():
     g = torch.Generator().manual_seed(0)
     v, U, o = torch.randn(5, 4, generator=g), torch.randn(9, 4, generator=g), torch.tensor([0, 8, 3, 3, 1])
-    want = -torch.log(torch.softmax(v @ U.T, dim=-1)[torch.arange(5), o])  # the lesson's formula, unstable but fine here
+    want = -torch.log(torch.softmax(v @ U.T, dim=-1)[torch.arange(5), o])  # the lesson's formula, fine here
     torch.testing.assert_close(lesson04.reference_softmax_loss(v, U, o), want)
 
 
@@ -204,7 +209,19 @@ def test_softmax_loss_passes_right_implementations():
         return (m.squeeze(-1) + (s - m).exp().sum(-1).log()) - s.gather(1, o[:, None]).squeeze(1)
 
     lesson04.check_softmax_loss(with_max, hidden=True)
+    # torch's own loss is allowed (the exercise says so; no check can tell who did the arithmetic)
     lesson04.check_softmax_loss(lambda v, U, o: F.cross_entropy(v @ U.T, o, reduction="none"), hidden=True)
+
+
+def test_softmax_loss_statement_allows_the_builtin():
+    """The statement used to forbid F.cross_entropy, which passed anyway: now it says it may be used."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "solutions" / "04_word_vectors.ipynb").read_text())
+    prompt = next("".join(c["source"]) for c in nb["cells"]
+                  if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex5_prompt")
+    assert "F.cross_entropy" in prompt and "Do not call" not in prompt and "may" in prompt, prompt
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -212,7 +229,8 @@ def test_softmax_loss_passes_right_implementations():
     (lambda v, U, o: -torch.exp(-softmax_loss(v, U, o)), "forgot the log"),
     (lambda v, U, o: -torch.log_softmax(v @ U.T, dim=0)[torch.arange(len(o)), o], "wrong axis"),
     (lambda v, U, o: -(v @ U.T)[torch.arange(len(o)), o], "dropped the log-sum-exp"),
-    (lambda v, U, o: torch.log((v @ U.T).exp().sum(-1)) - (v @ U.T)[torch.arange(len(o)), o], "subtract each row's maximum"),
+    (lambda v, U, o: torch.log((v @ U.T).exp().sum(-1)) - (v @ U.T)[torch.arange(len(o)), o],
+     "subtract each row's maximum"),
     (lambda v, U, o: softmax_loss(v, U, o).mean(), "averaged"),
     (lambda v, U, o: torch.logsumexp(v @ U.T, -1)[:, None] - (v @ U.T)[:, o], "scores[:, o]"),
     (lambda v, U, o: torch.logsumexp(v @ U, -1), "v @ U.T"),
@@ -272,7 +290,8 @@ def test_analogy_passes_right_implementations():
     def normalised_first(table, a, b, c):  # the library's variant: unit vectors before the arithmetic
         vec = {w: F.normalize(torch.tensor(v), dim=0) for w, v in table.items()}
         target = vec[b] - vec[a] + vec[c]
-        return max((w for w in vec if w not in (a, b, c)), key=lambda w: float(F.cosine_similarity(target, vec[w], dim=0)))
+        return max((w for w in vec if w not in (a, b, c)),
+                   key=lambda w: float(F.cosine_similarity(target, vec[w], dim=0)))
 
     lesson04.check_analogy(normalised_first, hidden=True)
 
@@ -288,10 +307,44 @@ def test_analogy_passes_right_implementations():
 @pytest.mark.parametrize("flags, match", [
     (dict(exclude_inputs=False), "did not leave out the three input words"),
     (dict(score="dot"), "plain dot product"),
+    (dict(score="euclidean"), "nearest to the point b - a + c (Euclidean distance)"),
     (dict(swapped=True), "a - b + c"),
 ])
-def test_analogy_names_the_mistakes(flags, match):
-    fails_with(lesson04.check_analogy, lambda t, a, b, c: lesson04.reference_analogy(t, a, b, c, **flags), match=match)
+@pytest.mark.parametrize("hidden", [False, True])
+def test_analogy_names_the_mistakes(flags, match, hidden):
+    fails_with(lesson04.check_analogy, lambda t, a, b, c: lesson04.reference_analogy(t, a, b, c, **flags), match=match,
+               hidden=hidden)
+
+
+def euclidean_nearest(table, a, b, c):
+    """The mistake as a learner writes it: the nearest point to b - a + c."""
+    vec = {w: np.asarray(v, dtype=float) for w, v in table.items()}
+    t = vec[b] - vec[a] + vec[c]
+    return min((w for w in vec if w not in (a, b, c)), key=lambda w: np.linalg.norm(t - vec[w]))
+
+
+def test_euclidean_nearest_fails_visible_and_hidden_with_its_hint():
+    match = "Euclidean distance"
+    fails_with(lesson04.check_analogy, euclidean_nearest, match=match)
+    # the hidden tests catch it in cases of their own too (not only the visible ones)
+    table = lesson04.ANALOGY_TABLE
+    hidden_only = [c for c in lesson04.HIDDEN_ANALOGY_CASES
+                   if euclidean_nearest(table, *c) != lesson04.reference_analogy(table, *c)]
+    assert hidden_only, "no hidden analogy separates Euclidean distance from cosine"
+    rotated = lesson04._rotated_table(lesson04.ANALOGY_TABLE, 0)
+    assert any(euclidean_nearest(rotated, *c) != lesson04.reference_analogy(rotated, *c)
+               for c in lesson04.ANALOGY_CASES + lesson04.HIDDEN_ANALOGY_CASES)
+
+
+def test_euclidean_distance_between_unit_vectors_is_a_right_answer():
+    """Normalising every vector first and then taking the nearest point ranks as cosine does (on unit
+    vectors |t - x|^2 = |t|^2 + 1 - 2 t.x): a right answer written another way."""
+    def unit_euclidean(table, a, b, c):
+        vec = {w: F.normalize(torch.tensor(v, dtype=torch.float64), dim=0) for w, v in table.items()}
+        t = vec[b] - vec[a] + vec[c]
+        return min((w for w in vec if w not in (a, b, c)), key=lambda w: float((t - vec[w]).norm()))
+
+    lesson04.check_analogy(unit_euclidean, hidden=True)
 
 
 def test_analogy_other_failures():
@@ -303,10 +356,12 @@ def test_analogy_other_failures():
 
 
 def test_analogy_hidden_table_defeats_hard_coded_answers():
-    answers = {c: lesson04.reference_analogy(lesson04.ANALOGY_TABLE, *c) for c in lesson04.ANALOGY_CASES + lesson04.HIDDEN_ANALOGY_CASES}
+    answers = {c: lesson04.reference_analogy(lesson04.ANALOGY_TABLE, *c)
+               for c in lesson04.ANALOGY_CASES + lesson04.HIDDEN_ANALOGY_CASES}
     lesson04.check_analogy(lambda t, a, b, c: answers[(a, b, c)])  # visible: passes by memory
     rotated = lesson04._rotated_table(lesson04.ANALOGY_TABLE, 0)
-    assert all(lesson04.reference_analogy(rotated, *c) == answers[c] for c in answers), "rotation must not change the answers"
+    assert all(lesson04.reference_analogy(rotated, *c) == answers[c] for c in answers), \
+        "rotation must not change the answers"
     assert rotated["king"] != lesson04.ANALOGY_TABLE["king"]
 
 
@@ -330,16 +385,63 @@ def test_sgd_update_passes_right_implementations():
 
     def loop(E, ids, grads, lr):
         E = E.clone()
-        for i, g in zip(ids.tolist(), grads):
+        for i, g in zip(ids.tolist(), grads, strict=True):
             E[i] -= lr * g
         return E
 
-    def in_place(E, ids, grads, lr):
-        E.index_add_(0, ids, -lr * grads)
-        return E
+    def out_of_place(E, ids, grads, lr):
+        return torch.index_add(E, 0, ids, grads, alpha=-lr)
 
-    lesson04.check_sgd_update(loop, hidden=True)
-    lesson04.check_sgd_update(in_place, hidden=True)
+    def through_numpy(E, ids, grads, lr):  # fine too: the probe with an E that requires grad must not object
+        out = E.detach().numpy().copy()
+        np.add.at(out, ids.numpy(), -lr * grads.numpy())
+        return torch.from_numpy(out)
+
+    for fn in (loop, out_of_place, through_numpy):
+        lesson04.check_sgd_update(fn, hidden=True)
+
+
+def in_place(E, ids, grads, lr):
+    E.index_add_(0, ids, -lr * grads)
+    return E
+
+
+def in_place_no_grad(E, ids, grads, lr):
+    with torch.no_grad():
+        E.index_add_(0, ids, -lr * grads)
+    return E
+
+
+def as_in_the_grader(fn):
+    """fn as `course grade` calls it: in the learner's own kernel, on copies of the arguments (a tensor
+    keeps its requires_grad), so the checker never sees the kernel's E change."""
+    def remote(E, ids, grads, lr):
+        return fn(E.detach().clone().requires_grad_(E.requires_grad), ids.clone(), grads.clone(), lr)
+    return remote
+
+
+@pytest.mark.parametrize("fn", [in_place, in_place_no_grad, as_in_the_grader(in_place)],
+                         ids=["in place", "in place under no_grad", "in place, run as the grader runs it"])
+@pytest.mark.parametrize("hidden", [False, True])
+def test_sgd_update_that_changes_the_callers_matrix_fails_with_its_own_hint(fn, hidden):
+    text = fails_with(lesson04.check_sgd_update, fn, match="it changed the E it was given", hidden=hidden)
+    assert "E = E.clone()" in text, text
+
+
+def test_sgd_update_twice_the_learning_rate_is_not_called_a_forgotten_one():
+    """At lr 0.5 twice the step and no learning rate give the same numbers: the cases avoid it."""
+    for *_, lr in lesson04._sgd_cases(hidden=True):
+        assert lr not in (0.5, 1.0), lr
+    text = fails_with(lesson04.check_sgd_update,
+                      lambda E, ids, grads, lr: lesson04.reference_sgd_update(E, ids, grads, 2 * lr),
+                      match="add -lr * grads[i] to row ids[i]")
+    assert "forgot the learning rate" not in text, text
+
+
+def both_lines(E, ids, grads, lr):
+    E = E.clone()
+    E[ids] -= lr * grads
+    return E.index_add_(0, ids, grads, alpha=-lr)
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -348,8 +450,10 @@ def test_sgd_update_passes_right_implementations():
     (lambda E, ids, grads, lr: lesson04.reference_sgd_update(E, ids, grads, 1.0), "forgot the learning rate"),
     (lambda E, ids, grads, lr: E - lr * torch.zeros_like(E).index_add_(0, ids, grads)
      / torch.bincount(ids, minlength=len(E)).clamp(min=1)[:, None], "averaged the steps"),
+    (both_lines, "kept the buggy line E[ids] -= lr * grads and added index_add_ as well"),
     (lambda E, ids, grads, lr: None, "forget to `return`"),
     (lambda E, ids, grads, lr: E.numpy(), "expected a torch.Tensor"),
 ])
-def test_sgd_update_names_the_mistakes(fn, match):
-    fails_with(lesson04.check_sgd_update, fn, match=match)
+@pytest.mark.parametrize("hidden", [False, True])
+def test_sgd_update_names_the_mistakes(fn, match, hidden):
+    fails_with(lesson04.check_sgd_update, fn, match=match, hidden=hidden)

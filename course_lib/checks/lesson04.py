@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.nn.functional as F
 
-from .core import (CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, check_tensor, passed)
+from .core import CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, check_tensor, passed
 
 # The answers worked out by hand (exercises 1 to 4) and the values of the mistakes their hints name,
 # kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
@@ -33,7 +33,8 @@ _SEALED = {
             '47e6efc360d019fca71b',
     }),
     'n_pairs': (None, 'e5684cecf681cfeb2f04', {
-        'counted each pair once (or looked to one side only): every word is a centre in turn, so (fox, jumps) and (jumps, fox) are two pairs':
+        'counted each pair once (or looked to one side only): every word is a centre in turn, so (fox, jumps) '
+        'and (jumps, fox) are two pairs':
             '70faf7620f430ccf39f4',
         'gave every word 4 neighbours: near the ends of the sentence the window is cut off':
             'aa744c80d19d824e775e',
@@ -43,6 +44,9 @@ _SEALED = {
             '7637489d8ca762b59936',
         'used a window of 1':
             'c8c5b25b9f0dd1f48d6b',
+        'stopped one word short on the right, as range(i - 2, i + 2) does: the window runs from i - 2 to i + 2 '
+        'inclusive, range(i - 2, i + 3)':
+            '3613fbf9b1162c25fe88',
     }),
     'contexts_over': (None, '2a910bca279cfe65f1ca', {
         "included 'over' itself; a word is not its own context":
@@ -55,11 +59,14 @@ _SEALED = {
             '7c6dda5683fb5f1a7543',
         'looked to the left only; the window reaches 2 words to each side':
             '10b2a28720ee2dbfe644',
+        "stopped one word short on the right, as range(i - 2, i + 2) does: 'lazy' is 2 words to the right of 'over'":
+            '28b459ae1f9d33fe97bd',
     }),
     'n_cbow': (None, 'efef19c93358384ac565', {
         'counted the skip-gram pairs; CBOW makes one example per centre word (its whole window predicts it)':
             'd47eb4fe104c6b92bf30',
-        'counted only the centre words with a full window of 2 on each side; CBOW uses every position, with a shorter window at the ends':
+        'counted only the centre words with a full window of 2 on each side; CBOW uses every position, with a '
+        'shorter window at the ends':
             '3a7d571e441bd31cb6cb',
     }),
     'p_noise': (3, '17161aa93949fef4f7e7', {
@@ -103,16 +110,31 @@ _SEALED = {
             '8e8959abdf66dc282198',
     }),
     'noise_score_moves': (None, 'cc0814a3c248c635f5eb', {
-        "said 'up': the loss grows with s_1 (its derivative σ(s_1) is positive), and gradient descent steps against the gradient, so s_1 goes down":
+        "said 'up': the loss grows with s_1 (its derivative σ(s_1) is positive), and gradient descent steps "
+        "against the gradient, so s_1 goes down":
             '04c99642f556fa378fb0',
     }),
 }
 
 
 
-def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None, shape: tuple[int, ...] | None = None) -> None:
+# What a list of the wrong length most likely means, for the answers that are lists of numbers.
+_SHAPE_HINTS = {
+    "scores_cat": "one score per context word: four numbers, in the order sat, the, mat, dog",
+    "p_noise": "one probability per word of the corpus: [P(the), P(cat), P(sat)]",
+    "grad_centre": "the gradient with respect to v_c has one entry per entry of v_c = [1, 2]: two numbers",
+}
+
+
+def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None,
+            shape: tuple[int, ...] | None = None) -> None:
     decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind, shape=shape)
+    try:
+        check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind, shape=shape)
+    except CheckFailed as err:
+        if err.hint is None and err.problem.startswith("expected shape") and name in _SHAPE_HINTS:
+            raise CheckFailed(name, err.problem, _SHAPE_HINTS[name]) from None
+        raise
 
 
 # --- exercise 1: P(sat | cat) by hand -------------------------------------------------------------------
@@ -160,9 +182,11 @@ def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
     """ "a fox jumps over the lazy dog" with a window of 2: skip-gram pairs, the contexts of "over", CBOW examples."""
     check_all(
         lambda: _sealed("n_pairs", n_pairs, "count",
-                        "count, for each word in turn, the neighbours at most 2 positions to its left and to its right"),
+                        "count, for each word in turn, the neighbours at most 2 positions to its left and to its "
+                        "right"),
         lambda: _sealed_words("contexts_over", contexts_over,
-                              "the context of a centre word is every word at most 2 positions away from it, on both sides"),
+                              "the context of a centre word is every word at most 2 positions away from it, on "
+                              "both sides"),
         lambda: _sealed("n_cbow", n_cbow, "count", "CBOW predicts each centre word once, from its whole window"),
     )
 
@@ -190,8 +214,10 @@ def check_sgns_by_hand(loss_pair: Any, dloss_ds: Any, grad_centre: Any, noise_sc
 
     check_all(
         lambda: _sealed("loss_pair", loss_pair, "number",
-                        "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and natural logs"),
-        lambda: _sealed("dloss_ds", dloss_ds, "number", "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"),
+                        "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and "
+                        "natural logs"),
+        lambda: _sealed("dloss_ds", dloss_ds, "number",
+                        "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"),
         lambda: _sealed("grad_centre", grad_centre, shape=(2,),
                               hint="d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2"),
         direction,
@@ -211,7 +237,8 @@ def _softmax_loss_mistakes(v: torch.Tensor, U: torch.Tensor, o: torch.Tensor) ->
     rows = torch.arange(len(o))
     log_p = torch.log_softmax(scores, dim=-1)[rows, o]  # (B,)
     return {
-        "returned log P(o | c) itself; the loss is its negative, -log P (positive, and 0 for a perfect prediction)": log_p,
+        "returned log P(o | c) itself; the loss is its negative, -log P (positive, and 0 for a perfect "
+        "prediction)": log_p,
         "forgot the log: returned -P(o | c) instead of -log P(o | c)": -log_p.exp(),
         "took the softmax over the wrong axis (over the batch, dim=0); each row of scores (one centre word) "
         "must be normalised over the vocabulary, dim=-1": -torch.log_softmax(scores, dim=0)[rows, o],
@@ -252,12 +279,14 @@ def check_softmax_loss(fn: Callable, name: str = "softmax_loss", *, hidden: bool
             raise CheckFailed(name, f"{err.problem} (case: {description})", hint) from None
         if out is None:
             raise CheckFailed(label, "got None: did you forget to `return` the losses?")
-        check_tensor(label, out, "", "compute with torch operations (@, torch.logsumexp, ...); if you used numpy, convert "
-                                     "back with torch.as_tensor")
+        check_tensor(label, out, "", "compute with torch operations (@, torch.logsumexp, ...); if you used numpy, "
+                                     "convert back with torch.as_tensor")
         want = reference_softmax_loss(v, U, o)
         if out.dim() == 0:
-            raise CheckFailed(label, f"expected one loss per centre word, shape {tuple(want.shape)}, got a single number.",
-                              "it looks like you averaged (or summed) over the batch: return the (B,) losses, one per pair")
+            raise CheckFailed(label, f"expected one loss per centre word, shape {tuple(want.shape)}, got a single "
+                                     "number.",
+                              "it looks like you averaged (or summed) over the batch: return the (B,) losses, one "
+                              "per pair")
         if tuple(out.shape) == (len(o), len(o)):
             raise CheckFailed(label, f"expected shape {tuple(want.shape)}, got {tuple(out.shape)}.",
                               "scores[:, o] takes the columns o for EVERY row; each row needs only its own column: "
@@ -272,7 +301,8 @@ def check_softmax_loss(fn: Callable, name: str = "softmax_loss", *, hidden: bool
         v_, U_ = v.clone().requires_grad_(), U.clone().requires_grad_()
         out = call(name, fn, v_, U_, o.clone())
         if not (isinstance(out, torch.Tensor) and out.requires_grad):
-            raise CheckFailed(label, "the output does not depend on v and U through torch operations, so it has no gradient.",
+            raise CheckFailed(label, "the output does not depend on v and U through torch operations, so it has no "
+                                     "gradient.",
                               "stay in torch from start to end: no .item(), .numpy(), .detach() or Python floats")
         weights = torch.linspace(0.5, 1.5, len(o))  # a weighted sum checks every row's gradient
         (out * weights).sum().backward()
@@ -280,7 +310,8 @@ def check_softmax_loss(fn: Callable, name: str = "softmax_loss", *, hidden: bool
         (reference_softmax_loss(v_r, U_r, o) * weights).sum().backward()
         for part, got, ref in (("d loss / d v", v_.grad, v_r.grad), ("d loss / d U", U_.grad, U_r.grad)):
             if got is None:
-                raise CheckFailed(label, f"{part}: no gradient reached it.", "use v and U themselves, not copies made with .detach()")
+                raise CheckFailed(label, f"{part}: no gradient reached it.",
+                                  "use v and U themselves, not copies made with .detach()")
             check_close(f"{label}, {part}", got, ref, atol=1e-4, rtol=1e-4, quiet=True)
         n += 1
     passed(name, f"{n} cases, values and gradients")
@@ -289,10 +320,11 @@ def check_softmax_loss(fn: Callable, name: str = "softmax_loss", *, hidden: bool
 # --- exercise 6: an analogy by vector arithmetic -------------------------------------------------------
 
 # A made-up table of 4-dimensional word vectors (roughly [royal, female, adult, noise]). "castle" has a long
-# vector: it wins every ranking by plain dot product, none by cosine.
+# vector: it wins every ranking by plain dot product, none by cosine. "princess" has a long vector too, so
+# ranking by Euclidean distance to b - a + c (a point, not a direction) misses it in girl - boy + prince.
 ANALOGY_TABLE = {
     "king": [0.7, 0.3, 1.1, 0.3], "queen": [0.9, 0.8, 1.0, 0.1], "man": [0.4, 0.2, 1.0, 0.3],
-    "woman": [0.1, 1.0, 0.9, 0.1], "prince": [1.0, 0.2, 0.2, 0.3], "princess": [1.2, 0.6, 0.2, 0.4],
+    "woman": [0.1, 1.0, 0.9, 0.1], "prince": [1.0, 0.2, 0.2, 0.3], "princess": [2.4, 1.2, 0.4, 0.8],
     "boy": [0.2, 0.0, 0.4, 0.5], "girl": [0.3, 1.1, 0.1, 0.2], "castle": [2.9, 1.8, 1.5, 1.0],
 }
 ANALOGY_CASES = [("man", "king", "woman"), ("boy", "girl", "prince")]
@@ -302,14 +334,20 @@ HIDDEN_ANALOGY_CASES = [("king", "prince", "queen"), ("man", "boy", "woman"), ("
 
 def reference_analogy(table: Mapping[str, Sequence[float]], a: str, b: str, c: str, *, exclude_inputs: bool = True,
                       score: str = "cosine", swapped: bool = False) -> str:
-    """The word nearest to b - a + c by cosine similarity, a, b and c left out (and the usual slips, by flag)."""
+    """The word nearest to b - a + c by cosine similarity, a, b and c left out (and the usual slips, by flag:
+    score="dot" ranks by the plain dot product, score="euclidean" by the distance to the point b - a + c)."""
     vec = {w: torch.tensor(v, dtype=torch.float64) for w, v in table.items()}
     target = (vec[a] - vec[b] + vec[c]) if swapped else (vec[b] - vec[a] + vec[c])
     best, best_score = None, -math.inf
     for word, x in vec.items():  # the table's order breaks ties
         if exclude_inputs and word in (a, b, c):
             continue
-        s = float(F.cosine_similarity(target, x, dim=0)) if score == "cosine" else float(target @ x)
+        if score == "cosine":
+            s = float(F.cosine_similarity(target, x, dim=0))
+        elif score == "dot":
+            s = float(target @ x)
+        else:  # "euclidean": the nearest point is the one with the smallest distance
+            s = -float((target - x).norm())
         if s > best_score:
             best, best_score = word, s
     return best
@@ -317,7 +355,10 @@ def reference_analogy(table: Mapping[str, Sequence[float]], a: str, b: str, c: s
 
 _ANALOGY_MISTAKES = {
     "did not leave out the three input words: b - a + c is often nearest to b or c itself": dict(exclude_inputs=False),
-    "ranked by the plain dot product, which favours long vectors (castle); rank by cosine similarity": dict(score="dot"),
+    "ranked by the plain dot product, which favours long vectors (castle); rank by cosine similarity":
+        dict(score="dot"),
+    "took the word nearest to the point b - a + c (Euclidean distance), which penalises a long vector such as "
+    "princess's; rank by cosine similarity, the angle between the directions": dict(score="euclidean"),
     "computed a - b + c; the analogy 'a is to b as c is to ?' is b - a + c": dict(swapped=True),
 }
 
@@ -341,14 +382,16 @@ def check_analogy(fn: Callable, name: str = "solve_analogy", *, hidden: bool = F
             shown = f"{name}(table, {a!r}, {b!r}, {c!r}) with {table_name}"
             got = call(name, fn, copy.deepcopy(table), a, b, c)
             if isinstance(got, (tuple, list)) and got and isinstance(got[0], str):
-                raise CheckFailed(shown, f"expected one word (a str), got {_short(got)}.", "return only the best word, e.g. return best")
+                raise CheckFailed(shown, f"expected one word (a str), got {_short(got)}.",
+                                  "return only the best word, e.g. return best")
             if not isinstance(got, str):
                 raise CheckFailed(shown, f"expected a word (a str), got {_short(got)}.")
             want = reference_analogy(table, a, b, c)
             if got == want:
                 n += 1
                 continue
-            hint = "form b - a + c, compute its cosine similarity with every other word's vector, and return the word with the largest"
+            hint = ("form b - a + c, compute its cosine similarity with every other word's vector, and return the "
+                    "word with the largest")
             for description, flags in _ANALOGY_MISTAKES.items():
                 if got == reference_analogy(table, a, b, c, **flags) != want:
                     hint = f"it looks like you {description}."
@@ -366,39 +409,76 @@ def reference_sgd_update(E: torch.Tensor, ids: torch.Tensor, grads: torch.Tensor
 
 
 def _sgd_update_mistakes(E: torch.Tensor, ids: torch.Tensor, grads: torch.Tensor, lr: float) -> dict[str, torch.Tensor]:
-    lost = E.clone()
-    lost[ids] -= lr * grads  # one of the steps of a repeated row is lost
-    counts = torch.bincount(ids, minlength=E.shape[0]).clamp(min=1).to(E.dtype)  # (V,)
-    mean = E - lr * torch.zeros_like(E).index_add_(0, ids, grads) / counts[:, None]
-    return {
-        "kept the bug: E[ids] -= ... writes each row once, so a word used twice in the batch gets only one of its steps; "
-        "add every step with E.index_add_(0, ids, -lr * grads)": lost,
-        "moved up the gradient: gradient descent subtracts lr * grads": reference_sgd_update(E, ids, -grads, lr),
-        "averaged the steps of a repeated row: each occurrence is a pair of its own, so its steps add up": mean,
-        "forgot the learning rate": reference_sgd_update(E, ids, grads, 1.0),
-    }
+    with torch.no_grad():
+        E = E.detach()
+        lost = E.clone()
+        lost[ids] -= lr * grads  # one of the steps of a repeated row is lost
+        both = lost.clone().index_add_(0, ids, grads, alpha=-lr)  # the buggy line kept, index_add_ added after it
+        counts = torch.bincount(ids, minlength=E.shape[0]).clamp(min=1).to(E.dtype)  # (V,)
+        mean = E - lr * torch.zeros_like(E).index_add_(0, ids, grads) / counts[:, None]
+        mistakes = {
+            "kept the bug: E[ids] -= ... writes each row once, so a word used twice in the batch gets only one of its "
+            "steps; add every step with E.index_add_(0, ids, -lr * grads)": lost,
+            "kept the buggy line E[ids] -= lr * grads and added index_add_ as well: every step is then taken twice "
+            "(or more); keep only the index_add_": both,
+            "moved up the gradient: gradient descent subtracts lr * grads": reference_sgd_update(E, ids, -grads, lr),
+            "averaged the steps of a repeated row: each occurrence is a pair of its own, so its steps add up": mean,
+        }
+        if lr != 1.0:  # with lr = 1 leaving it out changes nothing
+            mistakes["forgot the learning rate: each row moves by -lr * grads[i]"] = reference_sgd_update(
+                E, ids, grads, 1.0)
+    return mistakes
 
 
 def _sgd_cases(hidden: bool) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor, float]]:
+    # Learning rates other than 0.5: there, twice the step (2 lr) and no learning rate (1) would look alike.
     g = torch.Generator().manual_seed(7)
     cases = [("5 words, a batch of 4 that uses row 1 twice", torch.randn(5, 3, generator=g), torch.tensor([1, 3, 1, 4]),
-              torch.randn(4, 3, generator=g), 0.5)]
+              torch.randn(4, 3, generator=g), 0.3)]
     if hidden:
         cases += [
-            ("row 2 three times", torch.randn(6, 2, generator=g), torch.tensor([2, 2, 0, 2]), torch.randn(4, 2, generator=g), 0.1),
-            ("no repeats", torch.randn(4, 5, generator=g), torch.tensor([3, 0]), torch.randn(2, 5, generator=g), 1.0),
+            ("row 2 three times", torch.randn(6, 2, generator=g), torch.tensor([2, 2, 0, 2]),
+             torch.randn(4, 2, generator=g), 0.1),
+            ("no repeats", torch.randn(4, 5, generator=g), torch.tensor([3, 0]), torch.randn(2, 5, generator=g), 0.7),
         ]
     return cases
 
 
+_IN_PLACE_HINT = ("return a new matrix and leave the caller's E as it was: start from a copy, E = E.clone() (as "
+                  "buggy_sgd_update does), or use the out-of-place torch.index_add(E, 0, ids, grads, alpha=-lr)")
+
+
+def _changes_its_input(name: str, fn: Callable, E: torch.Tensor, ids: torch.Tensor, grads: torch.Tensor,
+                       lr: float) -> bool:
+    """Whether fn updates the E it is given instead of a copy. Two probes: E compared before and after the
+    call (which sees every in-place change when fn runs in this process), and a call with an E that
+    requires grad, on which torch refuses an in-place change (which works also when `course grade` runs
+    fn in the learner's own kernel and so never sees that kernel's copy of E change)."""
+    given = E.clone()
+    call(name, fn, given, ids.clone(), grads.clone(), lr)
+    if not torch.equal(given, E):
+        return True
+    try:
+        with torch.enable_grad():
+            call(name, fn, E.clone().requires_grad_(), ids.clone(), grads.clone(), lr)
+    except CheckFailed as err:  # any other failure (a numpy round trip, say) is not this probe's business
+        text = err.problem.lower()
+        return "leaf variable" in text and "in-place" in text
+    return False
+
+
 def check_sgd_update(fn: Callable, name: str = "sgd_update", *, hidden: bool = False) -> None:
-    """The learner's `sgd_update(E, ids, grads, lr) -> E'` against `reference_sgd_update`."""
+    """The learner's `sgd_update(E, ids, grads, lr) -> E'` against `reference_sgd_update`, and E left unchanged."""
     for description, E, ids, grads, lr in _sgd_cases(hidden):
         label = f"{name} ({description})"
         got = call(name, fn, E.clone(), ids.clone(), grads.clone(), lr)
         if got is None:
             raise CheckFailed(label, "got None: did you forget to `return` the updated matrix?")
         check_tensor(label, got)
-        check_close(label, got, reference_sgd_update(E, ids, grads, lr), mistakes=_sgd_update_mistakes(E, ids, grads, lr),
-                    quiet=True, hint="start from a copy of E and add -lr * grads[i] to row ids[i] for every i")
+        check_close(label, got.detach(), reference_sgd_update(E, ids, grads, lr),
+                    mistakes=_sgd_update_mistakes(E, ids, grads, lr), quiet=True,
+                    hint="start from a copy of E and add -lr * grads[i] to row ids[i] for every i")
+        if _changes_its_input(name, fn, E, ids, grads, lr):
+            raise CheckFailed(label, "the values are right, but it changed the E it was given: the caller's matrix "
+                                     "must stay as it was.", _IN_PLACE_HINT)
     passed(name)
