@@ -28,13 +28,14 @@ import math
 import re
 from pathlib import Path
 
+from course_lib import checks
 from course_lib.checks import seal
+from course_lib.runner.notebook import validate_solution_notebook, write_atomic
 
 from .build import relabel
-from .notebook import validate_solution_notebook, write_atomic
 
 NAME = re.compile(r"^(?P<nn>\d{2})_[a-z0-9]+(?:_[a-z0-9]+)*$")
-COURSE_CHECKS = Path(__file__).resolve().parents[1] / "checks"  # where `from course_lib.checks import ...` looks
+COURSE_CHECKS = Path(checks.__file__).resolve().parent  # where `from course_lib.checks import ...` looks
 
 
 class NewSetError(ValueError):
