@@ -29,20 +29,27 @@ def register(sub) -> list[str]:
     """Add the teacher's subcommands to `course`'s subparsers; the names added."""
     p_build = sub.add_parser("build", help="write exercises/ from solutions/")
     p_build.add_argument("notebooks", nargs="*", help="only these solution notebooks (names like 00_welcome.ipynb)")
-    p_build.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is not what the build makes")
-    p_build.add_argument("--force", action="store_true", help="replace exercise notebooks even if a learner changed them")
+    p_build.add_argument("--check", action="store_true",
+                         help="write nothing; exit 1 if exercises/ is not what the build makes")
+    p_build.add_argument("--force", action="store_true",
+                         help="replace exercise notebooks even if a learner changed them")
     p_build.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
-    p_build.add_argument("--exercises", type=Path, default=None, help="where to write (default: exercises/ next to solutions/)")
+    p_build.add_argument("--exercises", type=Path, default=None,
+                         help="where to write (default: exercises/ next to solutions/)")
     p_build.add_argument("--class", dest="for_class", action="store_true",
                          help="a release for a graded class: leave out the cells tagged self-study (the pointer to "
                               "solutions/); needs --exercises DIR, so the committed exercises/ stay as they are")
 
-    p_new = sub.add_parser("new", help="start a new exercise set from a template (a solution notebook and its checks module)")
-    p_new.add_argument("name", help="NN_name, e.g. 12_my_topic: writes solutions/NN_name.ipynb and course_lib/checks/lessonNN.py")
+    p_new = sub.add_parser("new",
+                           help="start a new exercise set from a template (a solution notebook and its checks module)")
+    p_new.add_argument("name",
+                       help="NN_name, e.g. 12_my_topic: writes solutions/NN_name.ipynb and "
+                            "course_lib/checks/lessonNN.py")
     p_new.add_argument("--title", required=True, help='the set\'s title, e.g. "My topic"')
     p_new.add_argument("--solutions", type=Path, default=None, help="where to write the notebook (default: solutions/)")
     p_new.add_argument("--checks", type=Path, default=None,
-                       help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps them private)")
+                       help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps "
+                            "them private)")
 
     p_grade = sub.add_parser("grade", help="grade SUBMISSIONS_DIR/<student_id>/NN_name.ipynb into the gradebook")
     p_grade.add_argument("submissions", type=Path)
@@ -63,20 +70,24 @@ def register(sub) -> list[str]:
     p_grade.add_argument("--memory", type=int, default=2048, help="MB a submission may allocate (default 2048)")
     p_grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell (default 1000000)")
     p_grade.add_argument("--no-sandbox", action="store_true",
-                         help="grade even where the bubblewrap sandbox is not available (UNSAFE for untrusted submissions)")
+                         help="grade even where the bubblewrap sandbox is not available "
+                              "(UNSAFE for untrusted submissions)")
 
     out_help = "the gradebook's folder (default: grading-output/)"
-    p_deadline = sub.add_parser("deadline", help="set an assignment's deadline and late penalty (applied in every export)")
+    p_deadline = sub.add_parser("deadline",
+                                help="set an assignment's deadline and late penalty (applied in every export)")
     p_deadline.add_argument("assignment", nargs="?", help="e.g. 06_attention")
     p_deadline.add_argument("due", nargs="?", help="e.g. '2026-12-01 23:59' (local time) or 2026-12-01T23:59+01:00")
     p_deadline.add_argument("--penalty", type=float, default=10.0,
                             help="percent of the assignment's points lost per started day late (default 10)")
-    p_deadline.add_argument("--max", type=float, default=100.0, help="the most a late submission loses, in percent (default 100)")
+    p_deadline.add_argument("--max", type=float, default=100.0,
+                            help="the most a late submission loses, in percent (default 100)")
     p_deadline.add_argument("--grace", type=float, default=0.0, help="minutes of lateness forgiven (default 0)")
     p_deadline.add_argument("--list", action="store_true", help="show the deadlines")
     p_deadline.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
-    p_adjust = sub.add_parser("adjust", help="add points to (or take them from) one student's assignment, with a reason")
+    p_adjust = sub.add_parser("adjust",
+                              help="add points to (or take them from) one student's assignment, with a reason")
     p_adjust.add_argument("student", nargs="?")
     p_adjust.add_argument("assignment", nargs="?")
     p_adjust.add_argument("points", nargs="?", type=float, help="e.g. 2 or -1.5")
@@ -92,18 +103,21 @@ def register(sub) -> list[str]:
     p_export.add_argument("--assignment", action="append", help="the LMS file's columns, in this order (default: all)")
     p_export.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
-    p_report = sub.add_parser("report", help="per-exercise pass rates and the most common hints, as a table and figures")
+    p_report = sub.add_parser("report",
+                              help="per-exercise pass rates and the most common hints, as a table and figures")
     p_report.add_argument("--assignment", action="append", help="only this assignment; repeatable")
     p_report.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
     p_unpack = sub.add_parser("unpack", help="unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/")
     p_unpack.add_argument("zip", type=Path)
     p_unpack.add_argument("--assignment", required=True, help="the assignment the zip holds, e.g. 06_attention")
-    p_unpack.add_argument("--to", type=Path, default=Path("submissions"), help="the submissions folder (default: submissions/)")
+    p_unpack.add_argument("--to", type=Path, default=Path("submissions"),
+                          help="the submissions folder (default: submissions/)")
     p_unpack.add_argument("--roster", type=Path, default=None, help="map LMS names and ids to your student ids")
     p_unpack.add_argument("--layout", choices=("auto", "canvas", "moodle", "plain"), default="auto")
     p_unpack.add_argument("--overwrite", action="store_true", help="replace notebooks already unpacked")
-    p_unpack.add_argument("--tz", default=None, help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)")
+    p_unpack.add_argument("--tz", default=None,
+                          help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)")
     p_build.set_defaults(func=build_cmd)
     p_new.set_defaults(func=new_cmd)
     p_grade.set_defaults(func=grade_cmd)
@@ -148,7 +162,8 @@ def build_cmd(args: argparse.Namespace) -> int:
     if not solutions.is_dir():
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
-    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks, for_class=args.for_class)
+    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks,
+                   for_class=args.for_class)
     return print_report(report)
 
 
@@ -217,7 +232,8 @@ def deadline_cmd(args: argparse.Namespace) -> int:
     with closing(_gradebook(args.out)) as book:
         if args.assignment:
             if not args.due:
-                raise ValueError("give the deadline after the assignment, e.g. course deadline 06_attention '2026-12-01 23:59'")
+                raise ValueError("give the deadline after the assignment, "
+                                 "e.g. course deadline 06_attention '2026-12-01 23:59'")
             d = Deadline(args.assignment, parse_time(args.due), args.penalty, args.max, args.grace)
             book.set_deadline(d)
             write_exports(book, args.out)
@@ -227,10 +243,11 @@ def deadline_cmd(args: argparse.Namespace) -> int:
         for d in book.deadlines().values():
             print(f"{d.assignment}: due {d.due.isoformat()}, -{d.percent_per_day:g}% per started day late "
                   f"(at most -{d.max_percent:g}%), grace {d.grace_minutes:g} min")
-            untimed = [r.student for r in rows if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at]
+            untimed = [r.student for r in rows
+                       if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at]
             if untimed:
-                print(f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt in the "
-                      f"student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
+                print(f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt "
+                      f"in the student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
                       + (" ..." if len(untimed) > 10 else ""))
     return 0
 
@@ -247,18 +264,21 @@ def adjust_cmd(args: argparse.Namespace) -> int:
             print(f"removed adjustment {args.remove}")
         elif args.student is not None:
             if args.assignment is None or args.points is None:
-                raise ValueError("give the student, the assignment and the points, e.g. course adjust ada 06_attention 2 --reason '...'")
+                raise ValueError("give the student, the assignment and the points, "
+                                 "e.g. course adjust ada 06_attention 2 --reason '...'")
             known = {(r.student, r.assignment) for r in book.rows()}
             if (args.student, args.assignment) not in known:
                 raise ValueError(f"the gradebook has no grade of {args.assignment} for {args.student}; grade it first "
                                  f"(known assignments: {', '.join(sorted({a for _, a in known})) or 'none'})")
             number = book.add_adjustment(args.student, args.assignment, args.points, args.reason)
-            print(f"adjustment {number}: {args.student} {args.assignment} {'+' if args.points >= 0 else ''}{num(args.points)} ({args.reason})")
+            sign = "+" if args.points >= 0 else ""
+            print(f"adjustment {number}: {args.student} {args.assignment} {sign}{num(args.points)} ({args.reason})")
         elif not args.list:
             raise ValueError("give STUDENT ASSIGNMENT POINTS --reason TEXT, or --list, or --remove N")
         if args.list:
             for a in book.adjustments():
-                print(f"{a.id:>4}  {a.student:<20} {a.assignment:<24} {'+' if a.points >= 0 else ''}{num(a.points):<6} {a.reason}")
+                sign = "+" if a.points >= 0 else ""
+                print(f"{a.id:>4}  {a.student:<20} {a.assignment:<24} {sign}{num(a.points):<6} {a.reason}")
         if args.remove is not None or args.student is not None:
             write_exports(book, args.out)
     return 0
@@ -270,7 +290,8 @@ def export_cmd(args: argparse.Namespace) -> int:
 
     with closing(_gradebook(args.out)) as book:
         rows = write_exports(book, args.out)
-        print(f"wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/ ({len(rows)} rows)")
+        print(f"wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/ "
+              f"({len(rows)} rows)")
         for layout in args.lms or []:
             path = write_lms(book, args.out / f"{layout}.csv", layout, args.assignment)
             print(f"wrote {path}")

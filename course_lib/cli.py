@@ -32,7 +32,7 @@ TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of 
     "report": "per-exercise pass rates and the most common hints",
     "unpack": "unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/",
 }
-INSTALL_GRADER = ("`course {command}` is a teacher's command and comes with the grader, which is not installed{why}: "
+INSTALL_GRADER = ("`course {command}` is a teacher's command and comes with the grader, which {state}: "
                   "run `make install` in the course's folder, or `pip install -e ./course_grader` there "
                   "(see docs/teaching.md)")
 
@@ -62,7 +62,8 @@ def _widgets_status() -> tuple[bool, str]:
     major = int(ipywidgets_version.split(".")[0])
     if major < 8:
         return False, f"ipywidgets {ipywidgets_version} is too old for JupyterLab 4 (need 8 or newer)"
-    return True, f"ipywidgets {ipywidgets_version}, lab extension jupyterlab-manager {found[0]} (jupyterlab_widgets {lab_widgets})"
+    return True, (f"ipywidgets {ipywidgets_version}, lab extension jupyterlab-manager {found[0]} "
+                  f"(jupyterlab_widgets {lab_widgets})")
 
 
 def doctor() -> int:
@@ -128,29 +129,31 @@ def build_parser() -> argparse.ArgumentParser:
     p_check.add_argument("--timeout", type=float, default=120, help="seconds per cell (default 120)")
     p_check.set_defaults(func=check_cmd)
 
-    p_colab = sub.add_parser("colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook")
+    p_colab = sub.add_parser(
+        "colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook")
     p_colab.add_argument("--repository", default=None,
-                         help="the course's git address that Colab installs course_lib from (default: keep the one written in)")
+                         help="the course's git address that Colab installs course_lib from "
+                              "(default: keep the one written in)")
     p_colab.set_defaults(func=colab_cmd)
 
-    added, why = _grader_commands(sub)
+    added, state = _grader_commands(sub)
     for command, text in TEACHER_COMMANDS.items():
         if command not in added:  # no grader: the command is listed, and says how to get it
             missing = sub.add_parser(command, help=f"{text} (needs the grader)", add_help=False)
-            missing.set_defaults(func=None, missing=INSTALL_GRADER.format(command=command, why=why))
+            missing.set_defaults(func=None, missing=INSTALL_GRADER.format(command=command, state=state))
     return parser
 
 
 def _grader_commands(sub) -> tuple[set[str], str]:
     """Let each installed package of the `course_lib.commands` group add its subcommands (the grader's);
-    the names added, and why there are none when one failed to load."""
-    added, why = set(), ""
+    the names added, and the grader's state when it added none ("is not installed", or why it failed)."""
+    added, state = set(), "is not installed"
     for entry in metadata.entry_points(group=COMMANDS_GROUP):
         try:
             added.update(entry.load()(sub))
         except Exception as err:  # noqa: BLE001 - a broken grader must not take `course check` with it
-            why = f" (it is, but it failed to load: {type(err).__name__}: {err})"
-    return added, why
+            state = f"is installed but failed to load ({type(err).__name__}: {err})"
+    return added, state
 
 
 def check_cmd(args: argparse.Namespace) -> int:

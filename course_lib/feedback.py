@@ -129,8 +129,8 @@ def explain_missing(message: str, skipped: list) -> str:
     for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
         owner = next((s for s in skipped if name in s.defines), None)
         if owner is not None:
-            message += (f"\n`{name}` is defined in cell {owner.position}, a cell you added: added cells are run neither "
-                        "by `course check` nor by the grader. Move it into the answer cell that uses it.")
+            message += (f"\n`{name}` is defined in cell {owner.position}, a cell you added: added cells are run "
+                        "neither by `course check` nor by the grader. Move it into the answer cell that uses it.")
     return message
 
 
@@ -148,7 +148,8 @@ def added_cell_hint(message: str, added: list[tuple[str, set[str]]]) -> str:
 
 def added_cells_note(added: list[tuple[str, set[str]]]) -> str:
     """The feedback's note about the code cells a learner added (the grader runs none of them)."""
-    shown = "; ".join(f"`{first}`" for first, _ in added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+    shown = "; ".join(f"`{first}`" for first, _ in added[:5])
+    shown += f" and {len(added) - 5} more" if len(added) > 5 else ""
     return (f"{len(added)} code cell(s) you added were not run: only the answer cells are graded ({shown}). "
             "Keep helper functions inside the answer cell that uses them.")
 
@@ -200,13 +201,15 @@ def feedback_markdown(r) -> str:
         if r.late_penalty or r.adjustments:
             lines += [f"- Tests: {num(r.score)} / {num(r.max_score)}"]
             if r.late_penalty:
-                lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {r.days_late} day{'s' if r.days_late != 1 else ''} "
-                          f"after the deadline, at {r.submitted_at})"]
+                days = f"{r.days_late} day{'s' if r.days_late != 1 else ''}"
+                lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {days} after the deadline, "
+                          f"at {r.submitted_at})"]
             for a in r.adjustments:
                 lines += [f"- {'+' if a.points >= 0 else ''}{num(a.points)}: {a.reason}"]
             lines += [""]
     if r.attempts > 1:
-        lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); it is the one that counts.", ""]
+        lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); "
+                  "it is the one that counts.", ""]
     if r.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
     if r.tests:
@@ -218,5 +221,6 @@ def feedback_markdown(r) -> str:
     if details:
         lines += ["", "## What to look at", ""]
         for t in details:
-            lines += [f"### {t.get('exercise') or t['grade_id']} ({t['status']})", "", "```", t["message"].strip(), "```", ""]
+            heading = f"### {t.get('exercise') or t['grade_id']} ({t['status']})"
+            lines += [heading, "", "```", t["message"].strip(), "```", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -75,7 +75,8 @@ def test_environment_yml_names_the_same_packages_and_versions():
             f"environment.yml pins {name}=={version} but constraints.txt pins {name}=={pins.get(name)}"
         )
     assert other == ["-e .[dev]", "-e ./course_grader"], (
-        f"environment.yml should install the course's two packages with '-e .[dev]' and '-e ./course_grader', got {other}")
+        f"environment.yml should install the course's two packages with '-e .[dev]' and '-e ./course_grader', "
+        f"got {other}")
 
 
 def test_environment_yml_python_matches_the_tested_python():

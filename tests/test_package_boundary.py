@@ -89,7 +89,7 @@ def test_course_check_loads_no_gradebook_export_or_roster():
 
 
 def test_the_root_project_packages_course_lib_alone():
-    """Colab installs the repository's root project with --no-deps: it must hold course_lib and nothing of the grader."""
+    """Colab installs the repository's root project with --no-deps: course_lib, nothing of the grader."""
     packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     assert packages and all(p == "course_lib" or p.startswith("course_lib.") for p in packages), packages
     on_disk = {str(p.parent.relative_to(REPO)).replace("/", ".") for p in LIBRARY.rglob("__init__.py")}
@@ -127,3 +127,17 @@ def test_the_grader_is_released_with_course_lib():
         f"course_lib {course_lib.__version__}, course_grader {course_grader.__version__}, "
         f"course_grader/pyproject.toml {project['version']}: released together, they share one version")
     assert f"course-lib=={course_lib.__version__}" in project["dependencies"], project["dependencies"]
+
+
+def test_a_grader_that_fails_to_load_leaves_course_check_working(monkeypatch, capsys):
+    from course_lib import cli
+
+    class Broken:
+        def load(self):
+            raise ImportError("No module named 'psutil'")
+
+    monkeypatch.setattr(cli.metadata, "entry_points", lambda group: [Broken()])
+    assert cli.build_parser().parse_args(["check", "nb.ipynb"]).func is cli.check_cmd
+    assert cli.main(["report", "--out", "grades"]) == 2
+    err = capsys.readouterr().err
+    assert "failed to load (ImportError: No module named 'psutil')" in err and "make install" in err, err

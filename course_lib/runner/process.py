@@ -185,7 +185,8 @@ class Kernel:
         except KernelStopped as err:
             tail = self.output_tail.decode(errors="replace").strip().splitlines()[-3:]
             self.shutdown()
-            raise RuntimeError(f"the kernel did not start ({err.message})" + (f": {' | '.join(tail)}" if tail else "")) from None
+            said = f": {' | '.join(tail)}" if tail else ""
+            raise RuntimeError(f"the kernel did not start ({err.message}){said}") from None
         if not reply.get("ready"):
             self.shutdown()
             raise RuntimeError("the kernel did not start (no greeting)")
@@ -204,7 +205,8 @@ class Kernel:
         self.home = tempfile.mkdtemp(prefix="course-kernel-", dir=self.temp_root)
         env = kernel_env(home=self.home, config=config)
         return subprocess.Popen(inner, stdin=subprocess.DEVNULL, pass_fds=keep_fds, start_new_session=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(self.cwd or self.home))
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                cwd=str(self.cwd or self.home))
 
     def _find_kernel_pid(self) -> int:
         """The kernel's process id."""
@@ -313,7 +315,8 @@ class Kernel:
         self._drain_output()
         self.output_count = 0
 
-    def request(self, header: dict, buffers: list[bytes] = (), *, deadline: float, cut: bool = False) -> tuple[dict, list[bytes]]:
+    def request(self, header: dict, buffers: list[bytes] = (), *, deadline: float,
+                cut: bool = False) -> tuple[dict, list[bytes]]:
         """Send one request and wait for its reply until `deadline` (`cut`: which is the submission's
         total time limit, not the cell's); `KernelStopped` if no normal reply comes."""
         if not self.alive():
@@ -336,7 +339,7 @@ class Kernel:
             now = time.monotonic()
             if status is None and now > deadline:
                 status = "timeout"
-            if status is None and stage == "request" and self.limits.output_bytes and self.output_count > self.limits.output_bytes:
+            if status is None and stage == "request" and self._over_output_limit():
                 status = "output-limit"
             if status is not None and interrupted_at is None:
                 interrupted_at = now
@@ -353,7 +356,8 @@ class Kernel:
                     self.kill()
                     raise KernelStopped("memory-limit", self._message("memory-limit", cut), alive=False)
             try:
-                readable, writable, _ = select.select([self.sock, self.out_fd], [self.sock] if len(data) else [], [], 0.05)
+                readable, writable, _ = select.select([self.sock, self.out_fd], [self.sock] if len(data) else [], [],
+                                                      0.05)
             except (OSError, ValueError):
                 raise KernelStopped("died", self._message("died", cut), alive=False) from None
             if self.out_fd in readable:
@@ -391,11 +395,14 @@ class Kernel:
                 raise KernelStopped("died", self._message("died", cut), alive=False)
         # Everything the kernel printed before it replied is in the pipe now: count it with this request.
         self._drain_output()
-        if status is None and stage == "request" and self.limits.output_bytes and self.output_count > self.limits.output_bytes:
+        if status is None and stage == "request" and self._over_output_limit():
             status = "output-limit"
         if status is not None:
             raise KernelStopped(status, self._message(status, cut), alive=True)
         return reply, out
+
+    def _over_output_limit(self) -> bool:
+        return bool(self.limits.output_bytes) and self.output_count > self.limits.output_bytes
 
     def _next_reply(self, want_id, limit_bytes: int) -> tuple[dict, list[bytes]] | None:
         """The reply to request `want_id` if it has arrived whole; replies to earlier requests (abandoned
@@ -422,7 +429,8 @@ class Kernel:
         }[status]
 
     def run_cell(self, code: str, kind: str, *, deadline: float) -> tuple[CellRun, list[str]]:
-        """Run one cell; its outcome, and the names bound by answer cells so far. Never raises for what the code does."""
+        """Run one cell; its outcome, and the names bound by answer cells so far.
+        Never raises for what the code does."""
         self.begin_cell()
         own_end = time.monotonic() + self.limits.cell_timeout
         try:

@@ -84,8 +84,8 @@ def run_steps(steps: list[Step], *, limits: Limits, cwd: Path | None = None, ker
         first_answer = next((i for i, s in enumerate(steps) if s.kind == "answer"), len(steps))
         for i, step in enumerate(steps):
             if time.monotonic() >= deadline:
-                report.results[i] = CellRun("timeout", "SubmissionTimeout",
-                                            f"not run: the submission used up its total time limit ({limits.total_timeout:g} s)")
+                report.results[i] = CellRun("timeout", "SubmissionTimeout", "not run: the submission used up its "
+                                            f"total time limit ({limits.total_timeout:g} s)")
                 continue
             if not kernel.alive() and not start(i):
                 report.results[i] = CellRun("died", "KernelDied", "not run: the kernel stopped too many times")
