@@ -12,11 +12,13 @@ JOBS   ?= 2
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+# Two packages, both editable: course_lib (the learners' library, the root project) and course_grader (the
+# teacher's tools, its own project in course_grader/), released together.
+$(STAMP): pyproject.toml course_grader/pyproject.toml constraints.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.10+ is needed (python3.11 or python3 on PATH)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" -e ./course_grader
 	@touch $(STAMP)
 
 lab: install
@@ -46,7 +48,7 @@ run: install
 	$(BIN)/course colab >/dev/null  # the Colab cell is stored unrun, as `course colab` writes it
 
 clean:
-	rm -rf $(VENV) build *.egg-info course_lib/*.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info course_lib/*.egg-info course_grader/*.egg-info course_grader/build .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # The course's website from the notebooks' stored outputs (nothing is run): make site, then open

@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _class(folder: Path, assignment: str, copies: int) -> int:
-    from course_lib.grading.build import build_exercise
-    from course_lib.grading.notebook import dumps_notebook, read_notebook
+    from course_grader.build import build_exercise
+    from course_lib.runner.notebook import dumps_notebook, read_notebook
 
     solution = REPO / "solutions" / f"{assignment}.ipynb"
     blank = dumps_notebook(build_exercise(read_notebook(solution), solution.name))
@@ -40,11 +40,11 @@ def _cpu_per_submission(assignment: str, sandbox: bool, repeat: int) -> float:
     checker's (this process) plus the learner's kernel's, measured here with the grader's own runner."""
     import resource
 
-    from course_lib.grading.build import build_exercise
-    from course_lib.grading.grade import merge
-    from course_lib.grading.notebook import grade_id, is_solution, read_notebook, strip_solution
-    from course_lib.grading.runner import run_steps
-    from course_lib.grading.sandbox import Limits
+    from course_grader.build import build_exercise
+    from course_grader.grade import merge
+    from course_grader.runner import run_steps
+    from course_lib.runner.notebook import grade_id, is_solution, read_notebook, strip_solution
+    from course_lib.runner.process import Limits
 
     solution = read_notebook(REPO / "solutions" / f"{assignment}.ipynb")
     blank = build_exercise(solution, f"{assignment}.ipynb")
@@ -63,7 +63,7 @@ def _cpu_per_submission(assignment: str, sandbox: bool, repeat: int) -> float:
 
 def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool) -> float:
     """Wall-clock seconds to grade the class with `course grade`'s own function."""
-    from course_lib.grading.grade import grade_all
+    from course_grader.grade import grade_all
 
     out = Path(tempfile.mkdtemp(prefix="bench-grade-out-"))
     try:
@@ -84,7 +84,7 @@ def run(copies: int = 8, jobs: int = 2, assignment: str = "06_attention", cpus: 
     """Rows (what, value, details): submissions per minute in each mode (wall clock, `course grade`'s
     own function), the CPU seconds one submission costs in each mode (which, unlike wall-clock time,
     other work on the machine hardly changes), and the sandbox's cost in percent of each."""
-    from course_lib.grading.sandbox import sandbox_status
+    from course_grader.sandbox import sandbox_status
 
     if cpus and hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > cpus:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cpus])  # the workers and kernels inherit it

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from course_lib import checks
-from course_lib.grading.build import build_exercise
-from course_lib.grading.notebook import grade_id, is_solution, read_notebook, source
+from course_lib.runner.notebook import grade_id, is_solution, read_notebook, source
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
@@ -31,7 +30,7 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 @functools.lru_cache(maxsize=1)
 def sandbox_available() -> tuple[bool, str]:
-    from course_lib.grading.sandbox import sandbox_status
+    from course_grader.sandbox import sandbox_status
 
     return sandbox_status()
 
@@ -65,6 +64,8 @@ def solution() -> dict:
 
 
 def exercise() -> dict:
+    from course_grader.build import build_exercise  # here: the lessons' check tests need no grader
+
     return build_exercise(solution(), WELCOME.name)
 
 

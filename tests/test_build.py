@@ -12,9 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.build import build, build_exercise, build_text, exercise_labels, label_problems
 from course_lib import cli
-from course_lib.grading.build import build, build_exercise, build_text, exercise_labels, label_problems
-from course_lib.grading.notebook import NotebookError, dumps_notebook, read_notebook, source
+from course_lib.runner.notebook import NotebookError, dumps_notebook, read_notebook, source
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"

@@ -7,7 +7,7 @@ import sys
 
 from grading_helpers import REPO, digest, learner, write
 
-from course_lib.grading.check import check_notebook
+from course_lib.runner.check import check_notebook
 
 
 def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_file_alone():

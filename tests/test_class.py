@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from grading_helpers import IN_CI, sandbox_available, write
 
+from course_grader.build import build_exercise
+from course_grader.export import safe_name
 from course_lib import cli
-from course_lib.grading.build import build_exercise
-from course_lib.grading.export import safe_name
 
 QUIZ = "21_class_quiz"
 EARLY = "22_second_quiz"

@@ -1,24 +1,30 @@
-"""The three places that name the course's dependencies agree: pyproject.toml (lower bounds),
+"""The three places that name the course's dependencies agree: the two projects' pyproject.toml files
+(lower bounds: pyproject.toml for course_lib, course_grader/pyproject.toml for the grader),
 constraints.txt (the exact tested versions) and environment.yml (conda users)."""
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
+PROJECTS = [REPO / "pyproject.toml", REPO / "course_grader" / "pyproject.toml"]  # course_lib, then the grader
+OWN = {canonicalize_name(tomllib.loads(p.read_text())["project"]["name"]) for p in PROJECTS}  # installed from here
 
 
 def _pyproject_requirements() -> list[Requirement]:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    reqs = list(project["dependencies"])
-    for extra in project.get("optional-dependencies", {}).values():
-        reqs += extra
-    return [Requirement(r) for r in reqs]
+    """Every third-party requirement of both projects (the grader's requirement of course-lib is the course's own)."""
+    reqs = []
+    for path in PROJECTS:
+        project = tomllib.loads(path.read_text())["project"]
+        reqs += project["dependencies"]
+        for extra in project.get("optional-dependencies", {}).values():
+            reqs += extra
+    return [r for r in map(Requirement, reqs) if canonicalize_name(r.name) not in OWN]
 
 
 def _constraints() -> dict[str, str]:
@@ -68,7 +74,9 @@ def test_environment_yml_names_the_same_packages_and_versions():
         assert pins.get(name) == version, (
             f"environment.yml pins {name}=={version} but constraints.txt pins {name}=={pins.get(name)}"
         )
-    assert other == ["-e .[dev]"], f"environment.yml should install the course itself with '-e .[dev]', got {other}"
+    assert other == ["-e .[dev]", "-e ./course_grader"], (
+        f"environment.yml should install the course's two packages with '-e .[dev]' and '-e ./course_grader', "
+        f"got {other}")
 
 
 def test_environment_yml_python_matches_the_tested_python():
@@ -81,3 +89,11 @@ def test_torch_pin_is_satisfied_by_the_local_cpu_wheel():
     # 2.13.0 must satisfy the pin: an unpinned or newer torch would pull a multi-GB CUDA build.
     pin = _constraints()["torch"]
     assert pin == "2.13.0", f"torch should be pinned to 2.13.0 (the CPU wheel the course is tested with), got {pin}"
+
+
+def test_the_two_projects_are_installed_together_by_make_and_conda():
+    makefile = (REPO / "Makefile").read_text()
+    assert '-e ".[dev]" -e ./course_grader' in makefile, "make install must install course_lib and the grader"
+    assert "course_grader/pyproject.toml" in makefile.split("$(STAMP):", 1)[1].splitlines()[0], (
+        "the install must be redone when the grader's dependencies change")
+    assert len(OWN) == 2, f"two projects with two names, got {OWN}"

@@ -42,11 +42,11 @@ from grading_helpers import (
     write,
 )
 
-from course_lib.grading.build import build_exercise
-from course_lib.grading.export import safe_name
-from course_lib.grading.grade import grade_all
-from course_lib.grading.notebook import read_notebook
-from course_lib.grading.sandbox import Limits
+from course_grader.build import build_exercise
+from course_grader.export import safe_name
+from course_grader.grade import grade_all
+from course_lib.runner.notebook import read_notebook
+from course_lib.runner.process import Limits
 
 WRONG_RF = "def receptive_field(num_layers, kernel_size):\n    return num_layers * (kernel_size - 1)\n"
 RIGHT = {  # right answers, for crafted cells that do something else first
@@ -208,7 +208,7 @@ if not found:
         # One line replacing the grader's own modules, and the checks, in the learner's process.
         "module_swap": learner({"ex3_answer": """
 import sys, types
-sys.modules["course_lib.grading.kernel"] = types.ModuleType("nothing to see")
+sys.modules["course_lib.runner.kernel"] = types.ModuleType("nothing to see")
 sys.modules["course_lib.checks.lesson00"].check_receptive_field = lambda *a, **k: None
 sys.modules["course_lib.checks"] = types.ModuleType("checks")
 """ + WRONG_RF}),

@@ -17,13 +17,21 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, exercise, learner, solution, write
 
-from course_lib.grading.export import feedback_markdown, lms_table, safe_name, write_exports, write_lms
-from course_lib.grading.grade import (SubmissionResult, _added_cell_hint, _check_provenance, added_cells, discover,
-                                      loose_stem, merge, resolve_notebooks)
-from course_lib.grading.grade import TestResult as Outcome
-from course_lib.grading.gradebook import Deadline, Gradebook, parse_time
-from course_lib.grading.report import summarize, write_report
-from course_lib.grading.roster import RosterError, parse_roster, read_roster
+from course_grader.export import lms_table, safe_name, write_exports, write_lms
+from course_grader.grade import (
+    SubmissionResult,
+    _check_provenance,
+    added_cells,
+    discover,
+    loose_stem,
+    merge,
+    resolve_notebooks,
+)
+from course_grader.gradebook import Deadline, Gradebook, parse_time
+from course_grader.report import summarize, write_report
+from course_grader.roster import RosterError, parse_roster, read_roster
+from course_lib.feedback import TestResult as Outcome
+from course_lib.feedback import added_cell_hint, feedback_markdown
 
 UTC = timezone.utc
 
@@ -365,9 +373,9 @@ def test_added_cells_are_named_and_a_name_error_they_explain_says_so():
     assert added == [("def my_scale(x):", {"my_scale"})]
     _, _, notes, _ = merge(sol, nb, {})
     assert any("1 code cell(s) you added were not run" in n and "`def my_scale(x):`" in n for n in notes), notes
-    hint = _added_cell_hint("NameError: name 'my_scale' is not defined", added)
+    hint = added_cell_hint("NameError: name 'my_scale' is not defined", added)
     assert "`my_scale` is defined in a cell you added (`def my_scale(x):`)" in hint and "Move it into the answer cell" in hint
-    assert _added_cell_hint("NameError: name 'other' is not defined", added) == ""
+    assert added_cell_hint("NameError: name 'other' is not defined", added) == ""
 
 
 # --- the class report -----------------------------------------------------------------------------------
@@ -413,7 +421,7 @@ def test_a_classes_work_and_grades_are_ignored_by_git(path):
 
 def test_nbgraders_submitted_folder_is_graded_as_it_is(tmp_path):
     """nbgrader's exchange collects into submitted/<student>/<assignment>/<notebook> with a timestamp.txt beside it."""
-    from course_lib.grading.grade import _submitted_at
+    from course_grader.grade import _submitted_at
 
     subs = _class(tmp_path, {"ada/06_attention/06_attention.ipynb": exercise(),
                              "ada/06_attention/timestamp.txt": "2026-12-01 22:59:00.123456 UTC\n"})

@@ -1,4 +1,4 @@
-"""`course_lib.grading.lms.unpack`: an LMS's submissions zip becomes submissions/<id>/NN_name.ipynb.
+"""`course_grader.lms.unpack`: an LMS's submissions zip becomes submissions/<id>/NN_name.ipynb.
 
 Every zip is built here with zipfile, named as Canvas, Moodle or a hand-made export names its
 entries, with the awkward cases a real class brings (non-ASCII names, late and resubmitted work,
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.grading.lms import UnpackError, safe_id, unpack
-from course_lib.grading.roster import parse_roster
+from course_grader.lms import UnpackError, safe_id, unpack
+from course_grader.roster import parse_roster
 
 A = "06_attention"
 T1 = (2026, 11, 23, 14, 3, 6)  # zip times are even seconds

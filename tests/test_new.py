@@ -3,19 +3,18 @@ as written and zero blank, and names the mistakes its checks list."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from course_grader.build import label_problems
+from course_grader.grade import grade_submission
 from course_lib import cli
-from course_lib.grading.build import label_problems
-from course_lib.grading.check import check_notebook
-from course_lib.grading.grade import grade_submission
-from course_lib.grading.notebook import grade_id, is_solution, read_notebook, source, validate_solution_notebook
-from course_lib.grading.sandbox import Limits
+from course_lib.runner.check import check_notebook
+from course_lib.runner.notebook import grade_id, is_solution, read_notebook, source, validate_solution_notebook
+from course_lib.runner.process import Limits
 
 NAME = "93_softmax_shapes"
 
@@ -47,7 +46,7 @@ def test_course_new_writes_a_valid_set_whose_labels_match_its_metadata(course):
     assert label_problems(nb, NAME) == []
     assert "**Total: 8 points.**" in source(nb["cells"][0])
     assert "self-study" in nb["cells"][1]["metadata"]["tags"]
-    assert f"sys.path.insert(0, CHECKS_DIR)" in source(nb["cells"][2]) and "import lesson93" in source(nb["cells"][2])
+    assert "sys.path.insert(0, CHECKS_DIR)" in source(nb["cells"][2]) and "import lesson93" in source(nb["cells"][2])
     module = (course / "checks" / "lesson93.py").read_text()
     assert "0.665" not in module and "(4, 10, 32)" not in module, "hand-worked answers are stored as seals"
     assert "THE NEXT EXERCISE" in module and "THE NEXT EXERCISE" in json.dumps(nb), "the teacher is told where the next one goes"

@@ -23,11 +23,12 @@ import pytest
 import torch
 from grading_helpers import REPO, SOLUTIONS, require_sandbox, sandbox_available
 
+from course_grader.remote import Session
+from course_grader.runner import Checker
+from course_grader.sandbox import Kernel, bound_folders
 from course_lib import checks
-from course_lib.grading import wire
-from course_lib.grading.remote import Session
-from course_lib.grading.runner import Checker
-from course_lib.grading.sandbox import Kernel, KernelStopped, Limits, bound_folders
+from course_lib.runner import wire
+from course_lib.runner.process import KernelStopped, Limits
 
 # --- wire ---------------------------------------------------------------------------------------------
 
@@ -262,7 +263,7 @@ def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
     checker.ns["given"] = "the teacher's"
     from course_lib.checks import core
 
-    core._answer_hook = checker.answer
+    previous = core.set_answer_source(checker.answer)
     try:
         assert checks.answer("answer_value") == 42
         assert checks.answer("given") == "the teacher's"
@@ -271,7 +272,7 @@ def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
         with pytest.raises(checks.NotAttempted, match="not attempted"):
             checks.answer("ellipsis_answer")
     finally:
-        core._answer_hook = None
+        core.set_answer_source(previous)
 
 
 def test_a_test_cell_can_call_learner_names_directly(session):

@@ -91,15 +91,37 @@ def passed(name: str, detail: str = "") -> None:
 
 _MISSING = object()
 
-# While `course grade` runs the tests, the learner's names live in a sandboxed kernel of their own:
-# the grader sets this to the function that fetches them (see course_lib.grading.runner).
-_answer_hook: Callable[[str], Any] | None = None
+_answer_source: Callable[[str], Any] | None = None  # see set_answer_source
+
+
+def set_answer_source(source: Callable[[str], Any] | None) -> Callable[[str], Any] | None:
+    """Where `answer(name)` reads the learner's values from; returns the source it replaces.
+
+    This is the one contract between the checks and a grader. In a notebook (and in `course check`)
+    the checks run next to the learner's code and `answer` reads the notebook's own names: the
+    source is None. A grader that keeps the learner's code in another process (`course grade` runs
+    it in a sandboxed kernel) sets a source for the time its test cells run, and puts the previous
+    one back afterwards::
+
+        previous = set_answer_source(fetch)
+        try:
+            ...  # run the test cells
+        finally:
+            set_answer_source(previous)
+
+    `source(name)` returns the learner's value of `name` (a stand-in object is fine: the checks only
+    call it and read it as plain data) or raises `NotAttempted(name, near)` when the learner never
+    defined it; a value of `...` counts as not attempted too. Nothing else of the checks changes.
+    """
+    global _answer_source
+    previous, _answer_source = _answer_source, source
+    return previous
 
 
 def answer(variable: str) -> Any:
     """The value of `variable` in the notebook, or `NotAttempted` if the answer cell never defined it."""
-    if _answer_hook is not None:
-        value = _answer_hook(variable)
+    if _answer_source is not None:
+        value = _answer_source(variable)
         if value is Ellipsis:
             raise NotAttempted(variable)
         return value

@@ -8,8 +8,9 @@ leaves the previous complete export.
   manual points and the final score; UTF-8 with a byte-order mark so that Excel shows "Zoë Müller"
   and "李雷" as written.
 - grades.json: the same with every test's result and message, the notes, the run warnings.
-- feedback/<student>/<assignment>.md, and feedback/index.csv mapping each student id to its folder
-  (ids that are not plain ASCII get a folder name with a short hash).
+- feedback/<student>/<assignment>.md (laid out by `course_lib.feedback`), and feedback/index.csv
+  mapping each student id to its folder (ids that are not plain ASCII get a folder name with a
+  short hash).
 - canvas.csv / moodle.csv (`course export --lms`): one row per student, one column per assignment,
   final scores, in the layouts the two LMSs import.
 """
@@ -24,15 +25,12 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from course_lib.feedback import feedback_markdown, num
+from course_lib.runner.notebook import write_atomic
+
 from .gradebook import Gradebook, Row
-from .notebook import write_atomic
 
 BOM = "\ufeff"
-
-
-def num(x: float) -> str:
-    x = round(float(x), 2)
-    return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
 def safe_name(name: str) -> str:
@@ -60,39 +58,7 @@ def csv_text(rows: list[list]) -> str:
     return BOM + "".join(",".join(csv_cell(c) for c in row) + "\r\n" for row in rows)
 
 
-# --- feedback ------------------------------------------------------------------------------------------
-
-
-def feedback_markdown(r: Row) -> str:
-    who = f"{r.name} ({r.student})" if r.name else r.student
-    lines = [f"# Feedback on {r.assignment} for {who}", ""]
-    if r.status != "graded":
-        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}** ({r.status})", ""]
-    else:
-        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}**", ""]
-        if r.late_penalty or r.adjustments:
-            lines += [f"- Tests: {num(r.score)} / {num(r.max_score)}"]
-            if r.late_penalty:
-                lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {r.days_late} day{'s' if r.days_late != 1 else ''} "
-                          f"after the deadline, at {r.submitted_at})"]
-            for a in r.adjustments:
-                lines += [f"- {'+' if a.points >= 0 else ''}{num(a.points)}: {a.reason}"]
-            lines += [""]
-    if r.attempts > 1:
-        lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); it is the one that counts.", ""]
-    if r.notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
-    if r.tests:
-        lines += ["| Exercise | Points | Result |", "|---|---|---|"]
-        for t in r.tests:
-            label = (t.get("exercise") or t.get("grade_id") or "").replace("|", "/")
-            lines.append(f"| {label} | {num(t['points'])} / {num(t['max_points'])} | {t['status']} |")
-    details = [t for t in r.tests if t["status"] not in ("passed", "not submitted") and t.get("message")]
-    if details:
-        lines += ["", "## What to look at", ""]
-        for t in details:
-            lines += [f"### {t.get('exercise') or t['grade_id']} ({t['status']})", "", "```", t["message"].strip(), "```", ""]
-    return "\n".join(lines).rstrip() + "\n"
+# --- feedback (its layout is course_lib.feedback's) ---------------------------------------------------
 
 
 def _replace_folder(fresh: Path, target: Path) -> None:

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .notebook import (
+from course_lib.runner.notebook import (
     NotebookError,
     dumps_notebook,
     is_locked,

@@ -1,8 +1,8 @@
 """The learner's kernel: runs notebook cells and, on request, calls what they defined.
 
-    python -m course_lib.grading.kernel FD
+    python -m course_lib.runner.kernel FD
 
-FD is one end of a socket pair; the other end belongs to the grader (`sandbox.Kernel`). The kernel
+FD is one end of a socket pair; the other end belongs to the caller (`process.Kernel`). The kernel
 answers one request at a time (see `wire` for the format):
 
     run      {code, kind}            run a cell with IPython (magics, display, top-level await)

@@ -150,8 +150,8 @@ class Gradebook:
             if found is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif int(found[0]) > SCHEMA_VERSION:
-                raise ValueError(f"{self.path} was written by a newer course_lib (gradebook schema {found[0]}, "
-                                 f"this one reads {SCHEMA_VERSION}): update course_lib")
+                raise ValueError(f"{self.path} was written by a newer course grader (gradebook schema {found[0]}, "
+                                 f"this one reads {SCHEMA_VERSION}): update the course (course_lib and course_grader)")
 
     def close(self) -> None:
         self.db.close()

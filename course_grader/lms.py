@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from course_lib.grading.roster import Roster, Student
+from .roster import Roster, Student
 
 MB = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 20 * MB  # one notebook, uncompressed (a notebook with a few figures is well under 5 MB)

@@ -15,11 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .export import num
-from .gradebook import Gradebook, Row
-from .notebook import write_atomic
+from course_lib.feedback import STATUSES, num
+from course_lib.runner.notebook import write_atomic
 
-OUTCOMES = ("passed", "partial", "failed", "not attempted", "error")
+from .gradebook import Gradebook, Row
+
+OUTCOMES = tuple(s for s in STATUSES if s != "not submitted")  # passed, partial, failed, not attempted, error
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency, and on dark backgrounds.
 COLOURS = {"passed": "#009E73", "partial": "#56B4E9", "failed": "#E69F00", "not attempted": "#999999", "error": "#D55E00"}
 

@@ -11,7 +11,8 @@ graded cell carries nbgrader's metadata in `cell.metadata.nbgrader`:
 
 Everything here works on plain dicts (the notebook's JSON), so that reading a notebook never
 changes it (nbformat's reader would invent random cell ids for old notebooks) and writing is
-byte-for-byte deterministic.
+byte-for-byte deterministic. `course check` reads notebooks through this module; the grader
+(`course build`, `course new`, `course grade`) also validates and writes them.
 """
 from __future__ import annotations
 
@@ -22,8 +23,6 @@ import os
 import re
 import tempfile
 from pathlib import Path
-
-import nbformat
 
 BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -66,6 +65,8 @@ def parse_notebook(raw: bytes, where: str) -> dict:
 
 def dumps_notebook(nb: dict) -> str:
     """The notebook as nbformat writes it (indent 1, sorted keys, lines split), ending in a newline."""
+    import nbformat  # here: only the grader writes notebooks (`course build`)
+
     text = nbformat.writes(nbformat.from_dict(nb), version=nbformat.NO_CONVERT)
     return text if text.endswith("\n") else text + "\n"
 

@@ -12,7 +12,8 @@ answer cells, matched by `metadata.nbgrader.grade_id` to the teacher's answer ce
 else (test cells, extra cells, metadata, outputs) is ignored. The answers run in a fresh kernel
 inside a bubblewrap sandbox (see `sandbox`); the teacher's tests, visible and hidden, run in this
 process and reach the learner's values through that kernel as plain data (see `runner`). A test
-cell earns its points only if the checks, here, ran to the end without an exception.
+cell earns its points only if the checks, here, ran to the end without an exception. What the
+learner is told (status words, points, hints, the feedback file) is `course_lib.feedback`'s.
 
 Every submission gets a row, whatever it contains; one broken submission never stops the batch.
 Submission files are only ever read, and never through a symbolic link; results are written
@@ -36,8 +37,19 @@ from datetime import timezone
 from multiprocessing import get_context
 from pathlib import Path
 
-from .notebook import (
-    UNDEFINED_NAME,
+import course_lib
+from course_lib.feedback import (
+    TestResult,
+    added_cell_hint,
+    added_cells_note,
+    answer_owner,
+    classify,
+    exercise_titles,
+    explain,
+    num,
+    score,
+)
+from course_lib.runner.notebook import (
     NotebookError,
     defined_names,
     grade_id,
@@ -50,15 +62,17 @@ from .notebook import (
     strip_solution,
     validate_solution_notebook,
 )
-from .export import num, write_exports
+from course_lib.runner.process import CellRun, Limits
+from course_lib.runner.steps import Step
+
+from .export import write_exports
 from .gradebook import Gradebook, open_gradebook, parse_time
 from .roster import Roster, read_roster
-from .runner import Step, run_steps
-from .sandbox import CellRun, Limits, sandbox_status
+from .runner import run_steps
+from .sandbox import sandbox_status
 
 MAX_SUBMISSION_BYTES = 20 * 2**20
-NOT_ATTEMPTED_NAMES = {"NotAttempted"}
-FAILED_NAMES = {"CheckFailed", "AssertionError"}
+COURSE_SOLUTIONS = Path(course_lib.__file__).resolve().parents[1] / "solutions"  # public: their hidden tests are too
 LINK_NOTE = "is a symbolic link; the grader does not follow links, so it was not graded"
 
 # What `course grade --no-sandbox` prints (and grades.json records) before it grades anything.
@@ -71,16 +85,6 @@ WARNING: grading WITHOUT the sandbox. The learners' code runs as you, with your 
 The checks still run in the grader's process, out of the learners' reach, and the time, output, memory,
 file-size and CPU limits still apply. Grade untrusted submissions only in the sandbox (install bubblewrap)
 or in a throwaway container."""
-
-
-@dataclass
-class TestResult:
-    grade_id: str
-    exercise: str  # the heading of the exercise the test belongs to
-    points: float
-    max_points: float
-    status: str  # passed | partial | failed | not attempted | not submitted | error
-    message: str = ""
 
 
 @dataclass
@@ -98,73 +102,12 @@ class SubmissionResult:
 # --- the teacher's notebook --------------------------------------------------------------------------
 
 
-def exercise_titles(nb: dict) -> dict[int, str]:
-    """For each cell index, the first heading of the nearest markdown cell above it, without the
-    points ("Exercise 3: Title (★★☆, 3 points)" -> "Exercise 3: Title"): tables give them a column."""
-    titles, current = {}, ""
-    for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "markdown":
-            for line in source(cell).splitlines():
-                if line.startswith("#"):
-                    current = re.sub(r"\s*\([^()]*\bpoints?\)\s*$", "", line.lstrip("#").strip())
-                    break
-        titles[i] = current
-    return titles
-
-
 def test_cells(nb: dict) -> list[tuple[int, dict]]:
     return [(i, c) for i, c in enumerate(nb["cells"]) if is_test(c)]
 
 
 def max_score(nb: dict) -> float:
     return sum(points(c) for _, c in test_cells(nb))
-
-
-def answer_owner(nb: dict) -> dict[int, list[int]]:
-    """Test cell index -> the answer cells it grades (those since the previous test cell)."""
-    owners, pending = {}, []
-    for i, cell in enumerate(nb["cells"]):
-        if is_solution(cell) and cell["cell_type"] == "code":
-            pending.append(i)
-        elif is_test(cell):
-            owners[i] = pending or (owners[max(owners)] if owners else [])
-            pending = []
-    return owners
-
-
-def explain(status: str, message: str, answer_runs: list[CellRun]) -> tuple[str, str]:
-    """A failing test's status and message, told through its answer cell when that cell broke:
-    "your answer cell stopped with NameError: ..." explains more than the test's own complaint."""
-    for arun in answer_runs:
-        if not arun.ok and arun.ename != "NotImplementedError":
-            cause = f"your answer cell stopped with {classify(arun)[1]}"
-            if status == "not attempted":  # the answer never got defined: the cause is enough
-                return "error", cause
-            return "error", cause + (f"; then the test said: {message}" if message else "")
-    return status, message
-
-
-def classify(run: CellRun) -> tuple[str, str]:
-    """A test cell's outcome as (status, message for the learner)."""
-    if run.ok:
-        return "passed", ""
-    if run.ename in NOT_ATTEMPTED_NAMES:
-        return "not attempted", run.evalue
-    if run.ename in FAILED_NAMES:
-        return "failed", run.evalue or "a check failed"
-    if run.status in ("timeout", "output-limit", "memory-limit", "died"):
-        return "error", run.evalue
-    return "error", f"{run.ename}: {run.evalue}".strip(": ")
-
-
-def score(status: str, run: CellRun, max_points: float) -> tuple[str, float]:
-    """The points a test earns: all of them when it passed; for a multi-part check (`checks.check_all`)
-    that failed, the share of parts that were right ("partial"); otherwise none."""
-    if status == "passed":
-        return "passed", float(max_points)
-    if status == "failed" and run.credit:
-        return "partial", round(max_points * run.credit, 2)
-    return status, 0.0
 
 
 # --- one submission ------------------------------------------------------------------------------------
@@ -213,9 +156,7 @@ def merge(solution: dict, submission: dict, exercise_stub: dict[str, str]) -> tu
         notes.append("Several cells share the id(s) " + ", ".join(dupes) + "; the first of each was graded.")
     added = added_cells(solution, submission)
     if added:
-        shown = "; ".join(f"`{first}`" for first, _ in added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
-        notes.append(f"{len(added)} code cell(s) you added were not run: only the answer cells are graded ({shown}). "
-                     "Keep helper functions inside the answer cell that uses them.")
+        notes.append(added_cells_note(added))
     steps, where, missing = [], {}, set()
     first_answer = next((i for i, c in enumerate(solution["cells"]) if is_solution(c)), len(solution["cells"]))
     for i, cell in enumerate(solution["cells"]):
@@ -331,23 +272,12 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                                  "the test passed with what the cell had defined before that.")
                     break
         if status != "passed" and "is not defined" in message:
-            message += _added_cell_hint(message, added)
+            message += added_cell_hint(message, added)
         status, earned = score(status, run, points(cell))
         total += earned
         tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message))
     return SubmissionResult(student, assignment, total, max_score(solution), "graded", tests, notes,
                             round(time.monotonic() - started, 2))
-
-
-def _added_cell_hint(message: str, added: list[tuple[str, set[str]]]) -> str:
-    """For "NameError: name 'x' is not defined" where a cell the learner added defines x."""
-    hints = []
-    for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
-        first = next((first for first, names in added if name in names), None)
-        if first is not None:
-            hints.append(f"\n`{name}` is defined in a cell you added (`{first}`), which the grader does not run: "
-                         "only answer cells are graded. Move it into the answer cell that uses it.")
-    return "".join(hints)
 
 
 def _grade_job(args: tuple) -> SubmissionResult:
@@ -655,7 +585,7 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         if problems:
             raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
         hashes[sol.stem] = (sol, sha256_file(sol))
-    if solutions == (Path(__file__).resolve().parents[2] / "solutions"):
+    if solutions == COURSE_SOLUTIONS:
         warnings.append(f"graded with the course's own solutions ({solutions}), whose hidden tests are public; "
                         "for graded work, pass --solutions with your private copy")
     if sandbox:

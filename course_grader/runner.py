@@ -1,7 +1,7 @@
-"""Run a notebook's cells: the learner's in a kernel, the teacher's tests in the checker.
+"""Grade a notebook's cells split in two: the learner's in a sandboxed kernel, the teacher's tests here.
 
-Shared by `course check` (a learner's own notebook, no sandbox) and `course grade` (a learner's
-answers inside the teacher's notebook, in the sandbox). With `split=True` (grading):
+`run_steps(..., split=True)` is `course_lib.runner.steps.run_steps` with the grader's kernel (in the
+sandbox, see `sandbox`) and a `Checker`:
 
 - the learner's answer cells run only in the kernel;
 - the teacher's setup cells (before the first answer) run in both: the answers need their
@@ -9,14 +9,11 @@ answers inside the teacher's notebook, in the sandbox). With `split=True` (gradi
 - the teacher's other code cells (given code, "try it" cells) run in the kernel, and in the
   checker too unless they use a name that an answer cell defined;
 - test cells run only in the checker: this process, in a namespace of their own, where
-  `checks.answer(name)` and bare names the test uses reach the learner's values through the
-  kernel (see `remote`). Hidden tests, expected values and verdicts never enter the kernel.
+  `checks.answer(name)` (through `checks.core.set_answer_source`, the one hook between the checks
+  and the grader) and bare names the test uses reach the learner's values through the kernel (see
+  `remote`). Hidden tests, expected values and verdicts never enter the kernel.
 
-With `split=False` (`course check`) every cell runs in the kernel, as in JupyterLab.
-
-A cell that ends the kernel (os._exit, a crash, the memory limit, an ignored interrupt) is
-remembered; the kernel is started again, the kernel's cells before it are run again without it,
-and grading goes on, so one fatal cell costs only its own exercise.
+With `split=False` every cell runs in the kernel, as in JupyterLab and `course check`.
 """
 from __future__ import annotations
 
@@ -29,29 +26,16 @@ import signal
 import threading
 import time
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_lib.runner import steps as kernel_steps
+from course_lib.runner.process import CellRun, KernelStopped, Limits
+from course_lib.runner.steps import RunReport, Step
+
 from .remote import CellTimeout, Session, on_alarm, reset_alarm
-from .sandbox import CellRun, Kernel, KernelStopped, Limits
+from .sandbox import Kernel
 
-MAX_RESTARTS = 3
 MAX_CAPTURED = 100_000  # characters of a test cell's printed text kept
-
-
-@dataclass
-class Step:
-    kind: str  # "setup" (teacher code before the answers), "answer", "test" or "code"
-    source: str
-    grade_id: str | None = None
-
-
-@dataclass
-class RunReport:
-    results: dict[int, CellRun] = field(default_factory=dict)  # step index -> what happened
-    notes: list[str] = field(default_factory=list)  # things the teacher and learner should know
-    restarts: int = 0
-    kernel_cpu: float = 0.0  # CPU seconds the learner's kernels used (for benchmarks)
 
 
 class _Capped(io.StringIO):
@@ -131,8 +115,9 @@ class Checker:
         self.remote: dict[str, object] = {}  # names in `ns` bound to the kernel's values (fetched again each time)
 
     def answer(self, name: str):
-        """`checks.answer(name)` while grading: the learner's value if an answer cell bound `name`,
-        else the teacher's (a name a given cell defined), else NotAttempted."""
+        """`checks.answer(name)` while grading (the answer source, see `checks.core.set_answer_source`):
+        the learner's value if an answer cell bound `name`, else the teacher's (a name a given cell
+        defined), else NotAttempted."""
         from course_lib.checks.core import NotAttempted
 
         found, owner, value, names = self.session.get(name)
@@ -200,82 +185,16 @@ class Checker:
 
 def run_steps(steps: list[Step], *, limits: Limits, sandbox: bool, split: bool, cwd: Path | None = None,
               protect: list[Path] = (), temp_root: Path | None = None) -> RunReport:
-    report = RunReport()
-    deadline = time.monotonic() + limits.total_timeout
+    """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`); with `split`, the test
+    cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel."""
+    from course_lib.checks import core  # here, not above: it imports torch, which only grading needs
+
     kernel = Kernel(limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root)
-    session = Session(kernel)
-    checker = Checker(session) if split else None
-    fatal: dict[int, CellRun] = {}  # kernel cells that ended the kernel: skipped when it is started again
-
-    def in_kernel(step: Step) -> bool:
-        return not split or step.kind != "test"
-
-    def start(upto: int) -> bool:
-        """(Re)start the kernel and run its cells before step `upto` again; False if that is impossible."""
-        while True:
-            if kernel.proc is not None:  # it stopped: start it again, a limited number of times
-                kernel.shutdown()
-                if report.restarts >= MAX_RESTARTS:
-                    return False
-                report.restarts += 1
-            elif report.restarts >= MAX_RESTARTS:
-                return False
-            try:
-                kernel.start()
-            except Exception as err:  # noqa: BLE001 - whatever broke, the batch must go on
-                report.notes.append(f"The kernel could not start: {err}")
-                return False
-            for j in range(upto):
-                if in_kernel(steps[j]) and j not in fatal:
-                    run, learner = kernel.run_cell(steps[j].source, steps[j].kind, deadline=deadline)
-                    if checker is not None and run.status != "died":
-                        checker.learner = set(learner)
-                    if not kernel.alive():
-                        fatal[j] = run
-                        break
-            else:
-                return True
-
-    from course_lib.checks import core
-
-    saved_hook = getattr(core, "_answer_hook", None)
-    if checker is not None:
-        core._answer_hook = checker.answer
+    if not split:
+        return kernel_steps.run_steps(steps, limits=limits, kernel=kernel)
+    checker = Checker(Session(kernel))
+    previous = core.set_answer_source(checker.answer)
     try:
-        if not start(0):
-            for i in range(len(steps)):
-                report.results[i] = CellRun("died", "KernelStartFailed", "the kernel could not start")
-            return report
-        first_answer = next((i for i, s in enumerate(steps) if s.kind == "answer"), len(steps))
-        for i, step in enumerate(steps):
-            if time.monotonic() >= deadline:
-                report.results[i] = CellRun("timeout", "SubmissionTimeout",
-                                            f"not run: the submission used up its total time limit ({limits.total_timeout:g} s)")
-                continue
-            if not kernel.alive() and not start(i):
-                report.results[i] = CellRun("died", "KernelDied", "not run: the kernel stopped too many times")
-                continue
-            if in_kernel(step):
-                run, learner = kernel.run_cell(step.source, step.kind, deadline=deadline)
-                report.results[i] = run
-                if checker is not None and run.status != "died":
-                    checker.learner = set(learner)
-                if not kernel.alive():
-                    fatal[i] = run
-            if checker is None or step.kind == "answer":
-                continue
-            if step.kind == "code" and i > first_answer and checker.uses_learner_names(step.source):
-                continue  # a "try it" cell: the learner's own business
-            if step.kind == "test" or (split and step.kind in ("setup", "code")):
-                own_end = time.monotonic() + limits.cell_timeout
-                run = checker.run(step.source, min(deadline, own_end), deadline < own_end,
-                                  where="<test cell>" if step.kind == "test" else "<teacher's cell>")
-                if step.kind == "test":
-                    report.results[i] = run
-                elif not run.ok and step.kind == "setup":
-                    report.notes.append(f"The teacher's setup cell failed in the checker: {run.ename}: {run.evalue}")
+        return kernel_steps.run_steps(steps, limits=limits, kernel=kernel, checker=checker)
     finally:
-        core._answer_hook = saved_hook
-        kernel.shutdown()
-        report.kernel_cpu = kernel.cpu_seconds
-    return report
+        core.set_answer_source(previous)

@@ -31,8 +31,8 @@ import contextlib
 import time
 from typing import Any
 
-from . import wire
-from .sandbox import Kernel, KernelStopped
+from course_lib.runner import wire
+from course_lib.runner.process import Kernel, KernelStopped
 
 # nn.Module methods that never give a differentiable result: calling them needs no autograd node.
 BOOKKEEPING = {"load_state_dict", "state_dict", "train", "eval", "to", "cpu", "double", "float", "half", "type",

@@ -1,0 +1,325 @@
+"""The teacher's `course` subcommands: build, new, grade, unpack, deadline, adjust, export, report.
+
+    course build      write exercises/ from solutions/        (see `build`)
+    course new NN_x   start a new exercise set from a template (--title "Title")
+    course grade DIR  grade a folder of submissions into the gradebook (--roster, --student, --assignment)
+    course unpack ZIP unpack an LMS download (Canvas, Moodle) into submissions/<student_id>/
+    course deadline   set a deadline and late penalty;  course adjust: manual points with a reason
+    course export     rewrite grades.csv, grades.json, feedback/ (--lms canvas|moodle: one column per assignment)
+    course report     per-exercise pass rates and the most common hints (report.md and a figure)
+
+They join the learner's `course` command (`course_lib.cli`): this package's metadata names
+`register` in the entry point group `course_lib.commands`, and `course` calls it with its
+subparsers. Each command imports what it needs when it runs, so that `course check` and
+`course --help` load none of the grader's modules but this one.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import course_lib
+
+REPO = Path(course_lib.__file__).resolve().parents[1]  # the course's folder (solutions/, exercises/)
+
+
+def register(sub) -> list[str]:
+    """Add the teacher's subcommands to `course`'s subparsers; the names added."""
+    p_build = sub.add_parser("build", help="write exercises/ from solutions/")
+    p_build.add_argument("notebooks", nargs="*", help="only these solution notebooks (names like 00_welcome.ipynb)")
+    p_build.add_argument("--check", action="store_true",
+                         help="write nothing; exit 1 if exercises/ is not what the build makes")
+    p_build.add_argument("--force", action="store_true",
+                         help="replace exercise notebooks even if a learner changed them")
+    p_build.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
+    p_build.add_argument("--exercises", type=Path, default=None,
+                         help="where to write (default: exercises/ next to solutions/)")
+    p_build.add_argument("--class", dest="for_class", action="store_true",
+                         help="a release for a graded class: leave out the cells tagged self-study (the pointer to "
+                              "solutions/); needs --exercises DIR, so the committed exercises/ stay as they are")
+
+    p_new = sub.add_parser("new",
+                           help="start a new exercise set from a template (a solution notebook and its checks module)")
+    p_new.add_argument("name",
+                       help="NN_name, e.g. 12_my_topic: writes solutions/NN_name.ipynb and "
+                            "course_lib/checks/lessonNN.py")
+    p_new.add_argument("--title", required=True, help='the set\'s title, e.g. "My topic"')
+    p_new.add_argument("--solutions", type=Path, default=None, help="where to write the notebook (default: solutions/)")
+    p_new.add_argument("--checks", type=Path, default=None,
+                       help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps "
+                            "them private)")
+
+    p_grade = sub.add_parser("grade", help="grade SUBMISSIONS_DIR/<student_id>/NN_name.ipynb into the gradebook")
+    p_grade.add_argument("submissions", type=Path)
+    p_grade.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
+    p_grade.add_argument("--out", type=Path, default=Path("grading-output"),
+                         help="the gradebook's folder: gradebook.db and its exports (default: grading-output/)")
+    p_grade.add_argument("--assignment", action="append",
+                         help="grade only this assignment (e.g. 06_attention); repeatable. Students without it get a "
+                              "'not submitted' row only for assignments named here")
+    p_grade.add_argument("--roster", type=Path, default=None,
+                         help="CSV of the class (student_id,name,email,...); kept in the gradebook for later runs")
+    p_grade.add_argument("--student", action="append", help="grade only this student (regrade one); repeatable")
+    p_grade.add_argument("--new-solutions", action="store_true",
+                         help="accept solutions that differ from those that graded this assignment before")
+    p_grade.add_argument("--jobs", type=int, default=2, help="submissions graded in parallel (default 2)")
+    p_grade.add_argument("--timeout", type=float, default=60, help="seconds per cell (default 60)")
+    p_grade.add_argument("--total-timeout", type=float, default=600, help="seconds per submission (default 600)")
+    p_grade.add_argument("--memory", type=int, default=2048, help="MB a submission may allocate (default 2048)")
+    p_grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell (default 1000000)")
+    p_grade.add_argument("--no-sandbox", action="store_true",
+                         help="grade even where the bubblewrap sandbox is not available "
+                              "(UNSAFE for untrusted submissions)")
+
+    out_help = "the gradebook's folder (default: grading-output/)"
+    p_deadline = sub.add_parser("deadline",
+                                help="set an assignment's deadline and late penalty (applied in every export)")
+    p_deadline.add_argument("assignment", nargs="?", help="e.g. 06_attention")
+    p_deadline.add_argument("due", nargs="?", help="e.g. '2026-12-01 23:59' (local time) or 2026-12-01T23:59+01:00")
+    p_deadline.add_argument("--penalty", type=float, default=10.0,
+                            help="percent of the assignment's points lost per started day late (default 10)")
+    p_deadline.add_argument("--max", type=float, default=100.0,
+                            help="the most a late submission loses, in percent (default 100)")
+    p_deadline.add_argument("--grace", type=float, default=0.0, help="minutes of lateness forgiven (default 0)")
+    p_deadline.add_argument("--list", action="store_true", help="show the deadlines")
+    p_deadline.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
+
+    p_adjust = sub.add_parser("adjust",
+                              help="add points to (or take them from) one student's assignment, with a reason")
+    p_adjust.add_argument("student", nargs="?")
+    p_adjust.add_argument("assignment", nargs="?")
+    p_adjust.add_argument("points", nargs="?", type=float, help="e.g. 2 or -1.5")
+    p_adjust.add_argument("--reason", default="", help="shown to the student in the feedback")
+    p_adjust.add_argument("--list", action="store_true", help="show every adjustment, numbered")
+    p_adjust.add_argument("--remove", type=int, metavar="N", help="remove adjustment number N")
+    p_adjust.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
+
+    p_export = sub.add_parser("export", help="rewrite grades.csv, grades.json and feedback/ from the gradebook; "
+                                             "--lms writes a gradebook file for Canvas or Moodle")
+    p_export.add_argument("--lms", choices=("canvas", "moodle", "wide"), action="append",
+                          help="also write canvas.csv / moodle.csv / wide.csv (one column per assignment); repeatable")
+    p_export.add_argument("--assignment", action="append", help="the LMS file's columns, in this order (default: all)")
+    p_export.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
+
+    p_report = sub.add_parser("report",
+                              help="per-exercise pass rates and the most common hints, as a table and figures")
+    p_report.add_argument("--assignment", action="append", help="only this assignment; repeatable")
+    p_report.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
+
+    p_unpack = sub.add_parser("unpack", help="unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/")
+    p_unpack.add_argument("zip", type=Path)
+    p_unpack.add_argument("--assignment", required=True, help="the assignment the zip holds, e.g. 06_attention")
+    p_unpack.add_argument("--to", type=Path, default=Path("submissions"),
+                          help="the submissions folder (default: submissions/)")
+    p_unpack.add_argument("--roster", type=Path, default=None, help="map LMS names and ids to your student ids")
+    p_unpack.add_argument("--layout", choices=("auto", "canvas", "moodle", "plain"), default="auto")
+    p_unpack.add_argument("--overwrite", action="store_true", help="replace notebooks already unpacked")
+    p_unpack.add_argument("--tz", default=None,
+                          help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)")
+    p_build.set_defaults(func=build_cmd)
+    p_new.set_defaults(func=new_cmd)
+    p_grade.set_defaults(func=grade_cmd)
+    for parser, command in ((p_unpack, unpack_cmd), (p_deadline, deadline_cmd), (p_adjust, adjust_cmd),
+                            (p_export, export_cmd), (p_report, report_cmd)):
+        parser.set_defaults(func=_explained(command))
+    return ["build", "new", "grade", "deadline", "adjust", "export", "report", "unpack"]
+
+
+def _explained(command):
+    """`command`, with bad input (a ValueError, a broken roster) said in one line, without a traceback."""
+    def run(args: argparse.Namespace) -> int:
+        from .roster import RosterError
+
+        try:
+            return command(args)
+        except (ValueError, RosterError) as err:
+            print(f"ERROR: {err}")
+            return 2
+
+    return run
+
+
+def _default_dir(given: Path | None, name: str) -> Path:
+    """`given`, else ./name when it exists, else the repository's own folder."""
+    if given is not None:
+        return given
+    here = Path.cwd() / name
+    return here if here.is_dir() else REPO / name
+
+
+def build_cmd(args: argparse.Namespace) -> int:
+    """`course build [--check] [--force] [--class --exercises DIR]`: see course_grader.build."""
+    from .build import build, print_report
+
+    solutions = _default_dir(args.solutions, "solutions")
+    if args.for_class and args.exercises is None:
+        print("ERROR: `course build --class` writes a release for a class; pass --exercises DIR to say where "
+              "(e.g. --exercises release/), so that the course's own exercises/ are not replaced.")
+        return 2
+    exercises = args.exercises or solutions.parent / "exercises"
+    if not solutions.is_dir():
+        print(f"ERROR: no solutions folder at {solutions}")
+        return 2
+    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks,
+                   for_class=args.for_class)
+    return print_report(report)
+
+
+def new_cmd(args: argparse.Namespace) -> int:
+    """`course new NN_name --title T`: see course_grader.new."""
+    from .new import COURSE_CHECKS, NewSetError, new_set
+
+    solutions = _default_dir(args.solutions, "solutions")
+    try:
+        written = new_set(args.name, args.title, solutions, args.checks or COURSE_CHECKS)
+    except NewSetError as err:
+        print(f"ERROR: {err}")
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    print("Next: write your exercises (the comments say where the next one goes), run the notebook top to bottom "
+          "(jupyter nbconvert --to notebook --execute --inplace ...), then `course build` and `course check` it.")
+    return 0
+
+
+def grade_cmd(args: argparse.Namespace) -> int:
+    """`course grade SUBMISSIONS_DIR`: see course_grader.grade."""
+    from course_lib.runner.process import Limits
+
+    from .grade import NO_SANDBOX_WARNING, grade_all
+    from .roster import RosterError
+
+    solutions = _default_dir(args.solutions, "solutions")
+    if not args.submissions.is_dir():
+        print(f"ERROR: {args.submissions} is not a folder (expected SUBMISSIONS_DIR/<student_id>/NN_name.ipynb)")
+        return 2
+    if not solutions.is_dir():
+        print(f"ERROR: no solutions folder at {solutions}")
+        return 2
+    limits = Limits(cell_timeout=args.timeout, total_timeout=args.total_timeout, memory_mb=args.memory,
+                    output_bytes=args.max_output)
+    if args.no_sandbox:
+        print(NO_SANDBOX_WARNING, file=sys.stderr)
+    try:
+        results = grade_all(args.submissions, solutions, args.out, jobs=args.jobs, limits=limits,
+                            assignments=args.assignment, sandbox=not args.no_sandbox, roster=args.roster,
+                            students=args.student, new_solutions=args.new_solutions,
+                            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade")
+    except (ValueError, RosterError) as err:
+        print(f"ERROR: {err}")
+        return 2
+    print(f"Graded {len(results)} submission(s) into {args.out / 'gradebook.db'}; rewrote {args.out / 'grades.csv'}, "
+          f"{args.out / 'grades.json'} and {args.out / 'feedback'}/")
+    return 0
+
+
+def _gradebook(out: Path):
+    """The gradebook in `out`, which must exist already (only `course grade` creates one)."""
+    from .gradebook import open_gradebook
+
+    if not (out / "gradebook.db").is_file():
+        raise ValueError(f"no gradebook in {out} (run `course grade SUBMISSIONS --out {out}` first, or pass --out)")
+    return open_gradebook(out)
+
+
+def deadline_cmd(args: argparse.Namespace) -> int:
+    """`course deadline ASSIGNMENT DUE --penalty P`: see course_grader.gradebook."""
+    from .export import write_exports
+    from .gradebook import Deadline, parse_time
+
+    with closing(_gradebook(args.out)) as book:
+        if args.assignment:
+            if not args.due:
+                raise ValueError("give the deadline after the assignment, "
+                                 "e.g. course deadline 06_attention '2026-12-01 23:59'")
+            d = Deadline(args.assignment, parse_time(args.due), args.penalty, args.max, args.grace)
+            book.set_deadline(d)
+            write_exports(book, args.out)
+        elif not args.list:
+            raise ValueError("name an assignment and its deadline, or pass --list")
+        rows = book.rows()
+        for d in book.deadlines().values():
+            print(f"{d.assignment}: due {d.due.isoformat()}, -{d.percent_per_day:g}% per started day late "
+                  f"(at most -{d.max_percent:g}%), grace {d.grace_minutes:g} min")
+            untimed = [r.student for r in rows
+                       if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at]
+            if untimed:
+                print(f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt "
+                      f"in the student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
+                      + (" ..." if len(untimed) > 10 else ""))
+    return 0
+
+
+def adjust_cmd(args: argparse.Namespace) -> int:
+    """`course adjust STUDENT ASSIGNMENT POINTS --reason TEXT`: see course_grader.gradebook."""
+    from course_lib.feedback import num
+
+    from .export import write_exports
+
+    with closing(_gradebook(args.out)) as book:
+        if args.remove is not None:
+            book.remove_adjustment(args.remove)
+            print(f"removed adjustment {args.remove}")
+        elif args.student is not None:
+            if args.assignment is None or args.points is None:
+                raise ValueError("give the student, the assignment and the points, "
+                                 "e.g. course adjust ada 06_attention 2 --reason '...'")
+            known = {(r.student, r.assignment) for r in book.rows()}
+            if (args.student, args.assignment) not in known:
+                raise ValueError(f"the gradebook has no grade of {args.assignment} for {args.student}; grade it first "
+                                 f"(known assignments: {', '.join(sorted({a for _, a in known})) or 'none'})")
+            number = book.add_adjustment(args.student, args.assignment, args.points, args.reason)
+            sign = "+" if args.points >= 0 else ""
+            print(f"adjustment {number}: {args.student} {args.assignment} {sign}{num(args.points)} ({args.reason})")
+        elif not args.list:
+            raise ValueError("give STUDENT ASSIGNMENT POINTS --reason TEXT, or --list, or --remove N")
+        if args.list:
+            for a in book.adjustments():
+                sign = "+" if a.points >= 0 else ""
+                print(f"{a.id:>4}  {a.student:<20} {a.assignment:<24} {sign}{num(a.points):<6} {a.reason}")
+        if args.remove is not None or args.student is not None:
+            write_exports(book, args.out)
+    return 0
+
+
+def export_cmd(args: argparse.Namespace) -> int:
+    """`course export [--lms canvas|moodle]`: see course_grader.export."""
+    from .export import write_exports, write_lms
+
+    with closing(_gradebook(args.out)) as book:
+        rows = write_exports(book, args.out)
+        print(f"wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/ "
+              f"({len(rows)} rows)")
+        for layout in args.lms or []:
+            path = write_lms(book, args.out / f"{layout}.csv", layout, args.assignment)
+            print(f"wrote {path}")
+    return 0
+
+
+def report_cmd(args: argparse.Namespace) -> int:
+    """`course report`: see course_grader.report."""
+    from .report import write_report
+
+    with closing(_gradebook(args.out)) as book:
+        text, figures = write_report(book, args.out, args.assignment)
+    print(text)
+    print(f"wrote {args.out / 'report.md'}" + "".join(f", {f}" for f in figures))
+    return 0
+
+
+def unpack_cmd(args: argparse.Namespace) -> int:
+    """`course unpack ZIP --assignment A`: see course_grader.lms."""
+    from .lms import unpack
+    from .roster import read_roster
+
+    roster = None
+    if args.roster is not None:
+        roster, warnings = read_roster(args.roster)
+        for w in warnings:
+            print(f"warning: {w}")
+    report = unpack(args.zip, args.to, assignment=args.assignment, roster=roster, layout=args.layout,
+                    overwrite=args.overwrite, tz=args.tz)
+    print(report.summary())
+    return 0

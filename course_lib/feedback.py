@@ -1,0 +1,226 @@
+"""What a learner is told about an exercise notebook: one home for every word of it.
+
+`course check` (a learner's own notebook) and the grader (`course grade`'s feedback files) both
+speak through this module:
+
+- the status words a test earns (`STATUSES`) and how a test cell's outcome becomes one of them and
+  its points (`classify`, `explain`, `score`);
+- which exercise a test belongs to (`exercise_titles`, `answer_owner`);
+- the hints about cells the grader does not run: cells a learner added, copies of a cell
+  (`ADDED_CELL`, `COPIED_CELL`, `explain_missing`, `added_cell_hint`, `added_cells_note`);
+- `course check`'s table (`print_table`) and the Markdown feedback file (`feedback_markdown`);
+- how a score is written (`num`).
+
+The check messages themselves (what is wrong, which mistake it looks like) are the checks' own
+(`course_lib.checks`): they reach the learner unchanged as a test's message.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .runner.notebook import UNDEFINED_NAME, is_solution, is_test, source
+
+if TYPE_CHECKING:
+    from .runner.process import CellRun
+
+# A test's status: passed (all its points), partial (a multi-part check with some parts right),
+# failed (a check said what is wrong), not attempted (the answer still raises NotImplementedError),
+# not submitted (the grader found no answer cell for it), error (anything else went wrong).
+STATUSES = ("passed", "partial", "failed", "not attempted", "not submitted", "error")
+NOT_ATTEMPTED_NAMES = {"NotAttempted"}
+FAILED_NAMES = {"CheckFailed", "AssertionError"}
+
+ADDED_CELL = "added cell: not graded; move helpers into the answer cell that uses them"
+COPIED_CELL = "a copy of another cell (same grade_id {gid!r}): only the first is graded"
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    exercise: str  # the heading of the exercise the test belongs to
+    points: float
+    max_points: float
+    status: str  # one of STATUSES
+    message: str = ""
+
+
+def num(x: float) -> str:
+    """A score as it is shown: at most two decimals, no trailing zeros ("3", "2.5", "0.33")."""
+    x = round(float(x), 2)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+# --- which exercise a test belongs to ----------------------------------------------------------------
+
+
+def exercise_titles(nb: dict) -> dict[int, str]:
+    """For each cell index, the first heading of the nearest markdown cell above it, without the
+    points ("Exercise 3: Title (★★☆, 3 points)" -> "Exercise 3: Title"): tables give them a column."""
+    titles, current = {}, ""
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown":
+            for line in source(cell).splitlines():
+                if line.startswith("#"):
+                    current = re.sub(r"\s*\([^()]*\bpoints?\)\s*$", "", line.lstrip("#").strip())
+                    break
+        titles[i] = current
+    return titles
+
+
+def answer_owner(nb: dict) -> dict[int, list[int]]:
+    """Test cell index -> the answer cells it grades (those since the previous test cell)."""
+    owners, pending = {}, []
+    for i, cell in enumerate(nb["cells"]):
+        if is_solution(cell) and cell["cell_type"] == "code":
+            pending.append(i)
+        elif is_test(cell):
+            owners[i] = pending or (owners[max(owners)] if owners else [])
+            pending = []
+    return owners
+
+
+# --- a test's status and points ---------------------------------------------------------------------------
+
+
+def explain(status: str, message: str, answer_runs: list[CellRun]) -> tuple[str, str]:
+    """A failing test's status and message, told through its answer cell when that cell broke:
+    "your answer cell stopped with NameError: ..." explains more than the test's own complaint."""
+    for arun in answer_runs:
+        if not arun.ok and arun.ename != "NotImplementedError":
+            cause = f"your answer cell stopped with {classify(arun)[1]}"
+            if status == "not attempted":  # the answer never got defined: the cause is enough
+                return "error", cause
+            return "error", cause + (f"; then the test said: {message}" if message else "")
+    return status, message
+
+
+def classify(run: CellRun) -> tuple[str, str]:
+    """A test cell's outcome as (status, message for the learner)."""
+    if run.ok:
+        return "passed", ""
+    if run.ename in NOT_ATTEMPTED_NAMES:
+        return "not attempted", run.evalue
+    if run.ename in FAILED_NAMES:
+        return "failed", run.evalue or "a check failed"
+    if run.status in ("timeout", "output-limit", "memory-limit", "died"):
+        return "error", run.evalue
+    return "error", f"{run.ename}: {run.evalue}".strip(": ")
+
+
+def score(status: str, run: CellRun, max_points: float) -> tuple[str, float]:
+    """The points a test earns: all of them when it passed; for a multi-part check (`checks.check_all`)
+    that failed, the share of parts that were right ("partial"); otherwise none."""
+    if status == "passed":
+        return "passed", float(max_points)
+    if status == "failed" and run.credit:
+        return "partial", round(max_points * run.credit, 2)
+    return status, 0.0
+
+
+# --- cells the grader does not run ---------------------------------------------------------------------------
+
+
+def explain_missing(message: str, skipped: list) -> str:
+    """Add to a NameError for a name that a skipped cell defines where the name is and what to do
+    (`course check`: `skipped` are its `Skipped` cells, with `position` and `defines`)."""
+    for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
+        owner = next((s for s in skipped if name in s.defines), None)
+        if owner is not None:
+            message += (f"\n`{name}` is defined in cell {owner.position}, a cell you added: added cells are run "
+                        "neither by `course check` nor by the grader. Move it into the answer cell that uses it.")
+    return message
+
+
+def added_cell_hint(message: str, added: list[tuple[str, set[str]]]) -> str:
+    """For "NameError: name 'x' is not defined" where a cell the learner added defines x (the grader:
+    `added` are (first line, names defined) of the submission's added cells)."""
+    hints = []
+    for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
+        first = next((first for first, names in added if name in names), None)
+        if first is not None:
+            hints.append(f"\n`{name}` is defined in a cell you added (`{first}`), which the grader does not run: "
+                         "only answer cells are graded. Move it into the answer cell that uses it.")
+    return "".join(hints)
+
+
+def added_cells_note(added: list[tuple[str, set[str]]]) -> str:
+    """The feedback's note about the code cells a learner added (the grader runs none of them)."""
+    shown = "; ".join(f"`{first}`" for first, _ in added[:5])
+    shown += f" and {len(added) - 5} more" if len(added) > 5 else ""
+    return (f"{len(added)} code cell(s) you added were not run: only the answer cells are graded ({shown}). "
+            "Keep helper functions inside the answer cell that uses them.")
+
+
+# --- `course check`'s table ---------------------------------------------------------------------------------
+
+
+def print_table(path: Path, rows: list[TestResult], skipped: list = ()) -> int:
+    """One row per exercise, its hint below it, the total, then the cells that were not run; the exit status."""
+    if not rows:
+        print(f"{path}: no exercise tests found (is this an exercise notebook from exercises/?)")
+        return 1
+    width = min(56, max(len(r.exercise or r.grade_id) for r in rows))
+    print(f"{path}")
+    print(f"  {'Exercise':<{width}}  {'Points':>6}  Result")
+    for r in rows:
+        label = (r.exercise or r.grade_id)[:width]
+        pts = f"{r.max_points:g}" if r.status == "passed" else f"{r.points:g}/{r.max_points:g}"
+        print(f"  {label:<{width}}  {pts:>6}  {r.status}")
+        if r.status != "passed" and r.message:
+            for line in r.message.strip().splitlines():  # all of it: a hint may be on the next line
+                print(f"  {'':<{width}}  {'':>6}    {line}")
+    earned = sum(r.points for r in rows)
+    total = sum(r.max_points for r in rows)
+    print(f"  {'Total':<{width}}  {earned:g}/{total:g}  (visible tests only: your teacher's hidden tests may lower it)")
+    if skipped:
+        print()
+        print("Not run (the grader does not run these cells either):")
+        for s in skipped:
+            first = s.first_line if len(s.first_line) <= 60 else s.first_line[:57] + "..."
+            below = f", below {s.below}" if s.below else ""
+            print(f"  cell {s.position}{below}: {first}")
+            print(f"    {s.why}")
+    return 0 if all(r.status == "passed" for r in rows) else 1
+
+
+# --- the feedback file -----------------------------------------------------------------------------------------
+
+
+def feedback_markdown(r) -> str:
+    """One learner's feedback on one assignment, as Markdown, from a gradebook row (the grader's
+    `gradebook.Row`: student, name, assignment, status, scores, late penalty, adjustments, notes, tests)."""
+    who = f"{r.name} ({r.student})" if r.name else r.student
+    lines = [f"# Feedback on {r.assignment} for {who}", ""]
+    if r.status != "graded":
+        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}** ({r.status})", ""]
+    else:
+        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}**", ""]
+        if r.late_penalty or r.adjustments:
+            lines += [f"- Tests: {num(r.score)} / {num(r.max_score)}"]
+            if r.late_penalty:
+                days = f"{r.days_late} day{'s' if r.days_late != 1 else ''}"
+                lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {days} after the deadline, "
+                          f"at {r.submitted_at})"]
+            for a in r.adjustments:
+                lines += [f"- {'+' if a.points >= 0 else ''}{num(a.points)}: {a.reason}"]
+            lines += [""]
+    if r.attempts > 1:
+        lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); "
+                  "it is the one that counts.", ""]
+    if r.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
+    if r.tests:
+        lines += ["| Exercise | Points | Result |", "|---|---|---|"]
+        for t in r.tests:
+            label = (t.get("exercise") or t.get("grade_id") or "").replace("|", "/")
+            lines.append(f"| {label} | {num(t['points'])} / {num(t['max_points'])} | {t['status']} |")
+    details = [t for t in r.tests if t["status"] not in ("passed", "not submitted") and t.get("message")]
+    if details:
+        lines += ["", "## What to look at", ""]
+        for t in details:
+            heading = f"### {t.get('exercise') or t['grade_id']} ({t['status']})"
+            lines += [heading, "", "```", t["message"].strip(), "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
