@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml course_grader/pyproject.toml constraints.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.10+ is needed (python3.11 or python3 on PATH)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" -e ./course_grader
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,site]" -e ./course_grader
 	@touch $(STAMP)
 
 lab: install

@@ -93,7 +93,7 @@ def test_torch_pin_is_satisfied_by_the_local_cpu_wheel():
 
 def test_the_two_projects_are_installed_together_by_make_and_conda():
     makefile = (REPO / "Makefile").read_text()
-    assert '-e ".[dev]" -e ./course_grader' in makefile, "make install must install course_lib and the grader"
+    assert '-e ".[dev,site]" -e ./course_grader' in makefile, "make install must install course_lib and the grader"
     assert "course_grader/pyproject.toml" in makefile.split("$(STAMP):", 1)[1].splitlines()[0], (
         "the install must be redone when the grader's dependencies change")
     assert len(OWN) == 2, f"two projects with two names, got {OWN}"
