@@ -38,8 +38,8 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 import sys
+import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -70,7 +70,6 @@ from course_lib.runner.notebook import (
     is_manual,
     is_solution,
     is_test,
-    nbgrader_meta,
     parse_notebook,
     points,
     read_notebook,
@@ -829,7 +828,10 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
     for job in todo:
         job.max_bytes, job.hide_hidden = max_bytes, hide_hidden
-    book = open_gradebook(out)
+    scratch = None
+    if dry_run and not (out / "gradebook.db").exists():  # a dry run writes nothing, not even an empty gradebook
+        scratch = Path(tempfile.mkdtemp(prefix="course-dry-run-"))
+    book = open_gradebook(scratch or out)
     try:
         said = _check_provenance(book, hashes, new_solutions or dry_run)
         for job in todo:  # a notebook `course unpack` could not write: the row says why
@@ -886,6 +888,8 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         write_exports(book, out)
     finally:
         book.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     return results
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import html
 import re
 import secrets
+import signal
 import threading
 import urllib.parse
 from contextlib import closing
@@ -171,7 +172,7 @@ def question_page(book: Gradebook, assignment: str, gid: str, token: str, grader
         who = f"{r.name} ({r.student})" if r.name else r.student
         anchor = "s-" + re.sub(r"[^A-Za-z0-9_-]", "_", r.student)
         status = t["status"]
-        head = f"<h3 id='{_e(anchor)}'>{_e(who)} <span class=status>{_e(status)}</span></h3>"
+        head = f"<h3 id='{_e(anchor)}'>{_e(who)} · <span class=status>{_e(status)}</span></h3>"
         if status not in (MANUAL_STATUS, MARKED):
             parts.append(f"<div class=card>{head}<p>{_e(t.get('message') or status)}: 0 points, nothing to mark.</p>"
                          "</div>")
@@ -360,6 +361,11 @@ def serve(out: Path, grader: str = "", port: int = 0) -> int:
     """Run the marking server until Ctrl-C; print its address first."""
     server = MarkingServer(out, grader, port)
     print(f"Marking page: {server.url}   (Ctrl-C to stop)", flush=True)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt  # `kill` ends it as Ctrl-C does: with the summary
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
