@@ -511,6 +511,11 @@ def resolve_notebooks(folder: Path, known: list[str],
     def rel(p: Path) -> str:
         return p.relative_to(folder).as_posix()
 
+    for a in known:  # the exact name as a symbolic link: graded as what it is (a link, so unreadable), never followed
+        top = folder / f"{a}.ipynb"
+        if top.is_symlink():
+            chosen[a] = (top, [])
+            used.add(top)
     for rule in ("name", "metadata"):
         for a in known:
             if a in chosen:
