@@ -133,8 +133,8 @@ def recipe_loss(seeds: tuple[int, ...] = ()) -> list[dict]:
     except RuntimeError as err:
         return [{"what": "nanoGPT CPU recipe: validation loss", "target": f"not scored: {err}"}]
     block = model.config.block_size
-    again = estimate_loss(model, make_get_batch(train_ids, val_ids, block), TrainConfig(eval_iters=20, seed=info["seed"]),
-                          splits=("val",))["val"]
+    again = estimate_loss(model, make_get_batch(train_ids, val_ids, block),
+                          TrainConfig(eval_iters=20, seed=info["seed"]), splits=("val",))["val"]
     full = split_loss(model, val_ids)
     assert abs(full - course[info["seed"]]) < 1e-3, f"the checkpoint scores {full:.4f}, not {course[info['seed']]}"
     course[info["seed"]] = full
@@ -214,8 +214,8 @@ def kv_cache_speedup(repeat: int = 3, prompt_len: int = 16) -> list[dict]:
         t = _time_generate(model, prompt, n, repeat, sync)
         uncached, cached = t[False], t[True]
         row = {
-            "what": f"generate {n} new tokens after {prompt_len}, greedy (4 layers, 128 dims, block {config.block_size}, "
-                    f"{device.type})",
+            "what": f"generate {n} new tokens after {prompt_len}, greedy (4 layers, 128 dims, "
+                    f"block {config.block_size}, {device.type})",
             "reference": "the same without a cache",
             "course": f"{cached * 1e3:.0f} ms with the cache",
             "reference time": f"{uncached * 1e3:.0f} ms",
@@ -243,7 +243,8 @@ def run(seeds: tuple[int, ...] = ()) -> list[dict]:
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.gpt", description="lesson 11's benchmarks (printed, not written)")
+    parser = argparse.ArgumentParser(prog="python -m bench.gpt",
+                                     description="lesson 11's benchmarks (printed, not written)")
     parser.add_argument("--seeds", type=int, nargs="*", default=[],
                         help="also train the recipe with these seeds and score them on the whole validation split")
     args = parser.parse_args()
