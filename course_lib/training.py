@@ -6,7 +6,10 @@ What it does, in order, every iteration:
 2. asks ``get_batch("train", generator)`` for a batch (a tuple of tensors, the targets last) and
    moves it to the model's device;
 3. computes the loss (by default cross-entropy of ``model(*batch[:-1])`` against ``batch[-1]``, with
-   optional label smoothing), backpropagates, clips the gradient norm, takes an AdamW step;
+   optional label smoothing) and backpropagates; with ``grad_accum_steps = k`` it does this for k
+   batches, each loss divided by k, so the gradients that add up are those of one batch k times as
+   large (gradient accumulation: a large batch in the memory of a small one); then clips the gradient
+   norm and takes one AdamW step;
 4. every ``eval_interval`` iterations estimates the train and validation losses on ``eval_iters``
    batches each (the same batches every time, so the curve moves only because the model does).
 
@@ -19,13 +22,16 @@ the same call runs on N processes without a change: `train` joins the process gr
 describes in its environment variables (gloo on the CPU, nccl on CUDA), wraps the model in
 ``DistributedDataParallel``, and gives rank r the r-th contiguous slice of every global batch. DDP
 averages the gradients over the ranks during ``backward``, so each step is the step that one
-process would take on the whole batch, and the logged losses are averaged over the ranks too. Only
-rank 0 shows the progress bar.
+process would take on the whole batch, and the logged losses are averaged over the ranks too. With
+gradient accumulation the averaging waits for the last micro-batch of a step (``no_sync`` around the
+others), so the gradients cross the wire once per step, not once per micro-batch. Only rank 0 shows
+the progress bar.
 
 Importing this module runs nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -55,6 +61,7 @@ class TrainConfig:
     weight_decay: float = 0.1  # AdamW decay, applied to 2-D weights (matrices, embeddings) only
     betas: tuple[float, float] = (0.9, 0.99)  # AdamW's moving-average rates for gradient and its square
     grad_clip: float | None = 1.0  # rescale the whole gradient to at most this norm (None = no clipping)
+    grad_accum_steps: int = 1  # batches whose gradients add up before each optimizer step (1 = no accumulation)
     eval_interval: int = 100  # evaluate every this many iterations, and at the end (0 = never)
     eval_iters: int = 20  # batches per split in each evaluation
     label_smoothing: float = 0.0  # passed to F.cross_entropy by the default loss
@@ -72,6 +79,7 @@ class TrainConfig:
         positive_int("warmup_iters", self.warmup_iters, 0)
         positive_int("eval_interval", self.eval_interval, 0)
         positive_int("eval_iters", self.eval_iters, 1)
+        positive_int("grad_accum_steps", self.grad_accum_steps, 1)
         positive_int("seed", self.seed, 0)
         if self.lr_decay_iters is not None:
             positive_int("lr_decay_iters", self.lr_decay_iters, 1)
@@ -95,7 +103,7 @@ class History:
     """What `train` measured. Lists that belong together have the same length."""
 
     iters: list[int] = field(default_factory=list)  # iteration number of each optimizer step
-    train_loss: list[float] = field(default_factory=list)  # loss of that step's batch (averaged over ranks)
+    train_loss: list[float] = field(default_factory=list)  # loss of that step's batch(es) (averaged over ranks)
     lr: list[float] = field(default_factory=list)  # learning rate used for that step
     grad_norm: list[float] = field(default_factory=list)  # gradient norm before clipping (only when clipping)
     eval_iters: list[int] = field(default_factory=list)  # steps taken before each evaluation (0 = before training)
@@ -373,19 +381,27 @@ def train(model: nn.Module, get_batch: GetBatch, config: TrainConfig, *, loss_fn
                 group["lr"] = lr
 
             net.train()
-            batch = _shard(_to_batch(get_batch("train", generator), device), rank, world)
-            loss = loss_fn(net, batch)
-            if loss.ndim != 0:
-                raise ValueError(f"the loss must be a scalar tensor, got shape {tuple(loss.shape)}")
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # under DDP this also averages the gradients over the ranks
+            step_loss = 0.0
+            for micro in range(config.grad_accum_steps):
+                batch = _shard(_to_batch(get_batch("train", generator), device), rank, world)
+                # Under DDP, all-reduce the gradients only after the last micro-batch of the step.
+                sync = world == 1 or micro == config.grad_accum_steps - 1
+                with contextlib.nullcontext() if sync else net.no_sync():
+                    loss = loss_fn(net, batch)
+                    if loss.ndim != 0:
+                        raise ValueError(f"the loss must be a scalar tensor, got shape {tuple(loss.shape)}")
+                    # Each micro-batch's loss is a mean over its own examples: dividing by the number of
+                    # micro-batches makes the summed gradients those of the mean over all of them.
+                    (loss / config.grad_accum_steps).backward()  # under DDP the last one averages over ranks
+                step_loss += float(loss.item()) / config.grad_accum_steps
             if config.grad_clip is not None:
                 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
                 history.grad_norm.append(float(norm))
             optimizer.step()
 
             history.iters.append(it)
-            history.train_loss.append(_mean_over_ranks(float(loss.item()), device, world))
+            history.train_loss.append(_mean_over_ranks(step_loss, device, world))
             history.lr.append(lr)
             postfix["loss"] = f"{history.train_loss[-1]:.3f}"
             postfix["lr"] = f"{lr:.2e}"

@@ -262,3 +262,18 @@ def test_a_misspelled_answer_is_pointed_out():
     with pytest.raises(checks.NotAttempted) as info:
         checks.answer("nothing_like_it")
     assert "replace `raise NotImplementedError()`" in str(info.value)
+
+
+def test_check_close_names_an_entry_where_the_two_disagree_never_two_equal_infinities():
+    inf = float("inf")
+    # Every entry either agrees as -inf (whose difference is NaN) or disagrees by an infinite amount.
+    expected = torch.tensor([[-inf, 0.5, -inf], [1.0, -inf, -inf]])
+    got = torch.tensor([[-inf, -inf, -inf], [-inf, -inf, 2.0]])
+    text = fails_with(checks.check_close, "x", got, expected, match="largest difference inf at index (0, 1)")
+    assert "expected 0.5, got -inf" in text and "expected -inf, got -inf" not in text, text
+    # A NaN where a number was expected is named too; NaN on both sides agrees.
+    nan = float("nan")
+    text = fails_with(checks.check_close, "y", [nan, 1.0, 3.0], [nan, nan, 3.5], match="at index (1,)")
+    assert "expected nan, got 1" in text and "Your result contains NaN" in text, text
+    # The largest finite difference is still found when there are no infinities.
+    fails_with(checks.check_close, "z", [1.0, 2.0, 3.0], [1.0, 2.5, 3.1], match="largest difference 0.5 at index (1,)")

@@ -261,14 +261,18 @@ def _shakespeare_or_skip():
 
 
 def test_committed_checkpoint_is_the_recipe_and_reaches_its_loss():
-    from course_lib.train_gpt import CHECKPOINT, load_checkpoint, make_get_batch, recipe_model_config, shakespeare_data
-    from course_lib.training import estimate_loss, TrainConfig
+    from course_lib.train_gpt import (CHECKPOINT, RECIPE_WHOLE_SPLIT_LOSS, load_checkpoint, make_get_batch,
+                                      recipe_model_config, shakespeare_data)
+    from course_lib.training import TrainConfig, estimate_loss
 
     model, vocab, info = load_checkpoint()
     assert CHECKPOINT.stat().st_size < 5_000_000, f"the checkpoint should stay small, it is {CHECKPOINT.stat().st_size:,} bytes"
     assert model.config == recipe_model_config(65), model.config
     assert info["iters"] == 2000 and info["train_config"]["lr"] == 1e-3 and info["train_config"]["eval_iters"] == 20, info["train_config"]
     assert info["val_loss"] < 2.0, f"the checkpoint's validation loss is {info['val_loss']}"
+    # the whole-split loss stored with it is the one lesson 11 and the benchmark compare with nanoGPT's
+    quoted = RECIPE_WHOLE_SPLIT_LOSS["python -m course_lib.train_gpt"][info["seed"]]
+    assert abs(info["val_loss_full"] - quoted) < 5e-4, (info["val_loss_full"], quoted)
     assert not model.training
     text = _shakespeare_or_skip()
     data_vocab, train_ids, val_ids = shakespeare_data(text)

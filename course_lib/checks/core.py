@@ -286,9 +286,15 @@ def check_close(
     elif not reveal:
         problem = "the values are not right."
     else:
+        af, ef = a.astype(float), e.astype(float)
         with np.errstate(invalid="ignore"):
-            diff = np.abs(a.astype(float) - e.astype(float))
-        worst = np.unravel_index(int(np.nanargmax(diff)) if np.isfinite(diff).any() else 0, diff.shape)
+            diff = np.abs(af - ef)
+        # -inf - -inf is NaN, yet the two agree; NaN against a number (or a NaN the other side lacks) is
+        # as wrong as can be. So: entries that agree (equal, infinities of one sign, NaN on both sides)
+        # differ by 0, every other NaN difference by inf, and the worst entry is one where they disagree.
+        agree = (af == ef) | (np.isnan(af) & np.isnan(ef))
+        diff = np.where(agree, 0.0, np.where(np.isnan(diff), np.inf, diff))
+        worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
         problem = (
             f"values differ from the expected ones (largest difference {_fmt(float(np.nanmax(diff)))} at index "
             f"{tuple(int(i) for i in worst)}: expected {_fmt(float(e[worst]))}, got {_fmt(float(a[worst]))})."
