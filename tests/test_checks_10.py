@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_lib import checks, data, models
+from course_lib import checks, models, translation
 from course_lib.attention import causal_mask
 from course_lib.checks import lesson10
 from course_lib.layers import TransformerBlock
@@ -70,8 +70,8 @@ def full_slice_decoder_io(targets, bos_id, eos_id, pad_id):
     return full[:, :-1], full[:, 1:]
 
 
-def test_reference_decoder_io_matches_the_data_module():
-    task = data.translation_task(30, 5, seed=1)
+def test_reference_decoder_io_matches_the_translation_module():
+    task = translation.translation_task(30, 5, seed=1)
     pairs = task.train[:7]
     _, tgt_in, tgt_out = task.batch(pairs)
     ref_in, ref_out = lesson10.reference_decoder_io([[task.tgt_index[w] for w in t] for _, t in pairs], 1, 2, 0)

@@ -29,7 +29,7 @@ gensim_datapath = pytest.importorskip("gensim.test.utils").datapath
 
 # The settings of lesson 04 (and of the corpus README's gensim check).
 SETTINGS = dict(dim=50, window=4, negatives=5, epochs=10, seed=0)
-GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "make_english.py"
+GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "corpora" / "make_english.py"
 
 
 def _generator():
