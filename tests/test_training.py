@@ -67,12 +67,12 @@ def test_lr_at_rejects_bad_iteration():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"max_iters": 0}, "max_iters must be an int >= 1, got 0"),
+        ({"max_iters": 0}, "max_iters must be a positive int, got 0"),
         ({"lr": 1e-3, "min_lr": 1e-2}, "0 <= min_lr <= lr"),
         ({"label_smoothing": 1.0}, r"label_smoothing must be in \[0, 1\)"),
         ({"grad_clip": 0.0}, "grad_clip must be positive or None"),
         ({"warmup_iters": 50, "lr_decay_iters": 10}, "must not come before the end of the warm-up"),
-        ({"eval_iters": 0}, "eval_iters must be an int >= 1"),
+        ({"eval_iters": 0}, "eval_iters must be a positive int"),
     ],
 )
 def test_config_rejects_bad_values(kwargs, message):
@@ -301,5 +301,5 @@ def test_gradient_accumulation_takes_the_step_of_the_whole_batch():
     assert len(hb.train_loss) == len(hb.grad_norm) == 6, "one logged loss and one clipped norm per optimizer step"
     # Adam hardly notices a gradient 4x too large, so compare the gradients themselves (their norms before clipping)
     assert_close(torch.tensor(hb.grad_norm), torch.tensor(ha.grad_norm), rtol=1e-10, atol=1e-12)
-    with pytest.raises(ValueError, match="grad_accum_steps must be an int >= 1"):
+    with pytest.raises(ValueError, match="grad_accum_steps must be a positive int"):
         TrainConfig(grad_accum_steps=0)

@@ -29,7 +29,7 @@ gensim_datapath = pytest.importorskip("gensim.test.utils").datapath
 
 # The settings of lesson 04 (and of the corpus README's gensim check).
 SETTINGS = dict(dim=50, window=4, negatives=5, epochs=10, seed=0)
-GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "make_english.py"
+GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "corpora" / "make_english.py"
 
 
 def _generator():
@@ -515,11 +515,11 @@ def test_bad_corpora_are_explained(bad, message):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(dim=0), r"dim must be an int >= 1, got 0"),
-    (dict(window=2.5), r"window must be an int >= 1, got 2.5"),
-    (dict(negatives=-1), r"negatives must be an int >= 1, got -1"),
-    (dict(epochs=True), r"epochs must be an int >= 1, got True"),
-    (dict(seed=-1), r"seed must be an int >= 0, got -1"),
+    (dict(dim=0), r"dim must be a positive int, got 0"),
+    (dict(window=2.5), r"window must be a positive int, got 2.5"),
+    (dict(negatives=-1), r"negatives must be a positive int, got -1"),
+    (dict(epochs=True), r"epochs must be a positive int, got True"),
+    (dict(seed=-1), r"seed must be a non-negative int, got -1"),
     (dict(min_count=10), r"min_count=10 leaves 0 word\(s\) in the vocabulary"),
     (dict(lr=0), r"lr must be a positive number, got 0"),
     (dict(subsample=-1e-3), r"subsample must be a number >= 0"),

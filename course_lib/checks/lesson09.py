@@ -325,11 +325,11 @@ def check_stack_gradients(grad_plain: Any, grad_residual: Any, grad_dead: Any) -
 # --- exercise 5 and 7: wiring a block ------------------------------------------------------------------
 
 def _reference_block(d_model: int, n_heads: int, norm_first: bool, seed: int):
-    """A course_lib TransformerBlock with random weights (LayerNorm gains and biases too), in eval mode."""
-    from course_lib.layers import TransformerBlock
+    """A course_lib EncoderBlock with random weights (LayerNorm gains and biases too), in eval mode."""
+    from course_lib.layers import EncoderBlock
 
     torch.manual_seed(seed)
-    block = TransformerBlock(d_model, n_heads, norm_first=norm_first).eval()
+    block = EncoderBlock(d_model, n_heads, norm_first=norm_first).eval()
     g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, p in block.named_parameters():
@@ -549,17 +549,17 @@ def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str
                 wrong[description] = (near or outs)[0]
         check_close(f"{name} ({shown})", got.detach(), want, mistakes=wrong, quiet=True, hint=hint)
         n += 1
-    passed(name, f"{n} cases, as TransformerBlock(norm_first={norm_first})")
+    passed(name, f"{n} cases, as EncoderBlock(norm_first={norm_first})")
 
 
 def check_pre_norm_block(cls: Any, name: str = "PreNormBlock", *, hidden: bool = False) -> None:
-    """Exercise 5: the learner's pre-norm forward against TransformerBlock(norm_first=True)."""
+    """Exercise 5: the learner's pre-norm forward against EncoderBlock(norm_first=True)."""
     _check_block_class(cls, name, True, _PRE_MISTAKES, hidden=hidden, seed=500,
                        hint="x = x + self_attn(norm1(x), mask=mask), then x = x + ff(norm2(x))")
 
 
 def check_post_norm_block(cls: Any, name: str = "FixedPostNormBlock", *, hidden: bool = False) -> None:
-    """Exercise 7: the fixed post-norm forward against TransformerBlock(norm_first=False)."""
+    """Exercise 7: the fixed post-norm forward against EncoderBlock(norm_first=False)."""
     _check_block_class(cls, name, False, _POST_MISTAKES, hidden=hidden, seed=700,
                        hint="post-norm ('Add & Norm'): x = norm1(x + self_attn(x, mask=mask)), "
                             "then x = norm2(x + ff(x))")

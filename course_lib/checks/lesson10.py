@@ -522,19 +522,19 @@ _FIRST_SEES_MISTAKES = {
 
 def _reference_decoder(d_model: int, n_heads: int) -> nn.Module:
     from course_lib.attention import causal_mask
-    from course_lib.layers import TransformerBlock
+    from course_lib.layers import DecoderBlock
 
     class Decoder(nn.Module):
         def __init__(self):
             super().__init__()
-            self.block = TransformerBlock(d_model, n_heads, cross_attention=True)
+            self.block = DecoderBlock(d_model, n_heads)
 
         def forward(self, y, memory, cross="none", self_mask="causal"):
             T, S = y.shape[1], memory.shape[1]
             ones = torch.ones(T, S, dtype=torch.bool)
             cross_mask = {"none": None, "causal": ones.tril(), "upper": ones.triu(), "shifted": ones.tril(S - T)}[cross]
             self_masks = {"causal": causal_mask(T), "none": None, "upper": causal_mask(T).T}
-            return self.block(y, self_masks[self_mask], context=memory, context_mask=cross_mask)
+            return self.block(y, memory, self_masks[self_mask], cross_mask)
 
     return Decoder()
 
@@ -557,7 +557,7 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
         except Exception as err:  # wrong or missing parameter names
             raise CheckFailed(name, f"its weights do not load from a BuggyDecoder's: {type(err).__name__}: "
                                     f"{str(err).splitlines()[0][:200]}",
-                              "copy BuggyDecoder (self.block = TransformerBlock(d_model, n_heads, cross_attention=True)) "
+                              "copy BuggyDecoder (self.block = DecoderBlock(d_model, n_heads)) "
                               "and change only the line with the bug") from None
         module.eval()
         g = torch.Generator().manual_seed(1)
