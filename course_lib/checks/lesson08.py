@@ -7,108 +7,93 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .core import (CheckFailed, NotAttempted, call, check_all, check_close, check_count, check_sealed, check_tensor, passed)
-
+from .core import CheckFailed, NotAttempted, Seals, call, check_all, check_close, check_count, check_tensor, passed
 
 # The answers worked out by hand (exercises 1 and 3) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
-    'head_dim': (None, '35080543e38e74113dff', {
-        'used n_heads instead of d_model / n_heads':
-            '55d452a4643943c966f2',
-        'used d_model: each head gets only d_model / n_heads of the features':
-            'f122644be479ede0cdbb',
+# kept as seals (see core.Seals), written by `course seal lesson08` from solutions/seals/lesson08.py.
+SEALS = Seals({
+    "head_dim": (None, "35080543e38e74113dff", {
+        "used n_heads instead of d_model / n_heads": "55d452a4643943c966f2",
+        "used d_model: each head gets only d_model / n_heads of the features": "f122644be479ede0cdbb",
     }),
-    'shape_after_view': (None, '302b84d1756a47087059', {
-        'split the features as (d_k, n_heads): view splits the last axis into (n_heads, d_k)':
-            '86d4b758f18dd9c850ac',
-        'gave the shape after the transpose: view only splits the last axis, (B, T, n_heads, d_k)':
-            '67041833da0576424907',
+    "shape_after_view": (None, "302b84d1756a47087059", {
+        "split the features as (d_k, n_heads): view splits the last axis into (n_heads, d_k)": "86d4b758f18dd9c850ac",
+        "gave the shape after the transpose: view only splits the last axis, (B, T, n_heads, d_k)":
+            "67041833da0576424907",
     }),
-    'shape_heads': (None, '956523f2002a6f73bf74', {
-        'forgot what transpose(1, 2) does: it swaps T and the head axis':
-            '6bdb1a06e8a2e30d5d5e',
-        'swapped the wrong axes: transpose(1, 2) swaps axes 1 and 2 (T and the heads), not the last two':
-            '5076f95a9e272a9b671d',
+    "shape_heads": (None, "956523f2002a6f73bf74", {
+        "forgot what transpose(1, 2) does: it swaps T and the head axis": "6bdb1a06e8a2e30d5d5e",
+        "swapped the wrong axes: transpose(1, 2) swaps axes 1 and 2 (T and the heads), not the last two":
+            "5076f95a9e272a9b671d",
     }),
-    'shape_scores': (None, 'e032662fcddbf1fc4a9d', {
-        'compared features instead of tokens: scores are (T x T) per head, one row per query token':
-            'a2ffd2bcb18b406d275e',
-        'left out the head axis: every head has its own scores':
-            '96163033b0a63ef73f1c',
-        "gave q's shape: q @ k.transpose(-2, -1) is (T, d_k) @ (d_k, T) in every head":
-            'b5da505f10f89e161a54',
+    "shape_scores": (None, "e032662fcddbf1fc4a9d", {
+        "compared features instead of tokens: scores are (T x T) per head, one row per query token":
+            "a2ffd2bcb18b406d275e",
+        "left out the head axis: every head has its own scores": "96163033b0a63ef73f1c",
+        "gave q's shape: q @ k.transpose(-2, -1) is (T, d_k) @ (d_k, T) in every head": "b5da505f10f89e161a54",
     }),
-    'shape_merged': (None, 'ab6bf53a70573f7abd06', {
-        'stopped before the reshape: merging ends with (B, T, d_model)':
-            'a695b998efbb95ef9123',
-        'kept a per-head width: the heads are concatenated back to d_model features':
-            '2e46d598b02673028c78',
-        'kept the heads in front of T: merging transposes back before the reshape':
-            'e2909617fa7b36835414',
+    "shape_merged": (None, "ab6bf53a70573f7abd06", {
+        "stopped before the reshape: merging ends with (B, T, d_model)": "a695b998efbb95ef9123",
+        "kept a per-head width: the heads are concatenated back to d_model features": "2e46d598b02673028c78",
+        "kept the heads in front of T: merging transposes back before the reshape": "e2909617fa7b36835414",
     }),
-    'shape_cross_scores': (None, '8bd631b857c86764c65a', {
-        'swapped queries and keys: rows are the 10 queries, columns the 7 keys of the context':
-            'f70fb89031997b3944a9',
-        'used the query length for the keys: the keys come from the 7-token context':
-            'd90b1c6c4e95b3b3aaf5',
-        'used the context length for the queries too: the queries are still the 10 tokens':
-            'b140131a1e5d0bd285f2',
+    "shape_cross_scores": (None, "8bd631b857c86764c65a", {
+        "swapped queries and keys: rows are the 10 queries, columns the 7 keys of the context": "f70fb89031997b3944a9",
+        "used the query length for the keys: the keys come from the 7-token context": "d90b1c6c4e95b3b3aaf5",
+        "used the context length for the queries too: the queries are still the 10 tokens": "b140131a1e5d0bd285f2",
     }),
-    'n_params_bias': (None, 'f7c2e7ca1ec704955ad9', {
-        'forgot the output projection W_O (three matrices instead of four)':
-            'a6b20478bddfb4c99329',
-        'gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the heads together use d_model × d_model':
-            'cb06f69586ed98456b34',
+    "n_params_bias": (None, "f7c2e7ca1ec704955ad9", {
+        "forgot the output projection W_O (three matrices instead of four)": "a6b20478bddfb4c99329",
+        "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the "
+        "heads together use d_model × d_model":
+            "cb06f69586ed98456b34",
         "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
-            '8a86780317117b16b3c8',
-        'multiplied the count by the number of heads: the head count does not change the parameter count. The heads share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model':
-            '4997b564f8bbec5db5ee',
-        'multiplied the weights by the number of heads: the head count does not change the parameter count; the heads share out each d_model × d_model matrix':
-            'ceb55eb0bdf2659d6e77',
-        'left out the biases (one per output feature of each of the four layers: 4 · d_model)':
-            '5880966a7869ee58fcdb',
+            "8a86780317117b16b3c8",
+        "multiplied the count by the number of heads: the head count does not change the parameter count. The heads "
+        "share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model":
+            "4997b564f8bbec5db5ee",
+        "multiplied the weights by the number of heads: the head count does not change the parameter count; the heads "
+        "share out each d_model × d_model matrix":
+            "ceb55eb0bdf2659d6e77",
+        "left out the biases (one per output feature of each of the four layers: 4 · d_model)": "5880966a7869ee58fcdb",
     }),
-    'n_params_no_bias': (None, '083fe8f866cacfdfc3e1', {
-        'forgot the output projection W_O (three matrices instead of four)':
-            '549ec5c731f4b5670ada',
-        'gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the heads together use d_model × d_model':
-            'd36cdb18a24f2c03756d',
+    "n_params_no_bias": (None, "083fe8f866cacfdfc3e1", {
+        "forgot the output projection W_O (three matrices instead of four)": "549ec5c731f4b5670ada",
+        "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the "
+        "heads together use d_model × d_model":
+            "d36cdb18a24f2c03756d",
         "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
-            '085f80af21ba1e238e29',
-        'multiplied the count by the number of heads: the head count does not change the parameter count. The heads share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model (or else you multiplied the weights by the number of heads: the head count does not change the parameter count; the heads share out each d_model × d_model matrix)':
-            '6c69e457dfb83c615f6d',
-        'counted biases, but these layers were built with bias=False':
-            '2acd9edfc7d548724eaf',
+            "085f80af21ba1e238e29",
+        "multiplied the count by the number of heads: the head count does not change the parameter count. The heads "
+        "share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model (or else you "
+        "multiplied the weights by the number of heads: the head count does not change the parameter count; the heads "
+        "share out each d_model × d_model matrix)":
+            "6c69e457dfb83c615f6d",
+        "counted biases, but these layers were built with bias=False": "2acd9edfc7d548724eaf",
     }),
-    'head_q_weights': (None, 'a094178bba498594cf9b', {
+    "head_q_weights": (None, "a094178bba498594cf9b", {
         "counted a d_k x d_k block: a head's W_q maps all d_model input features to its d_k features":
-            '2f06c21ed4dd87d85752',
-        'counted the whole W_q: the 4 heads share it out, each gets d_model x d_k':
-            '4dd5009c411c27cf6b28',
-        'added biases: the question asks for the weights only':
-            '54f3e8253589adde4218',
+            "2f06c21ed4dd87d85752",
+        "counted the whole W_q: the 4 heads share it out, each gets d_model x d_k": "4dd5009c411c27cf6b28",
+        "added biases: the question asks for the weights only": "54f3e8253589adde4218",
     }),
-}
-
-
-
-def _sealed(name: str, value: Any, kind: str, hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 def check_head_shapes(head_dim: Any, shape_after_view: Any, shape_heads: Any, shape_scores: Any, shape_merged: Any,
                       shape_cross_scores: Any) -> None:
     """Exercise 1: the shapes through the head split of MultiHeadAttention(96, 8) on 4 sequences of 10 tokens."""
     check_all(
-        lambda: _sealed("head_dim", head_dim, "count", "the heads share out the d_model features equally: d_k = d_model // n_heads"),
-        lambda: _sealed("shape_after_view", shape_after_view, "shape", "view splits the last axis: (B, T, d_model) -> (B, T, n_heads, d_k)"),
-        lambda: _sealed("shape_heads", shape_heads, "shape", "transpose(1, 2) swaps axes 1 and 2"),
-        lambda: _sealed("shape_scores", shape_scores, "shape", "each head compares every query token with every key token"),
-        lambda: _sealed("shape_merged", shape_merged, "shape", "merging undoes the split: back to (B, T, d_model)"),
-        lambda: _sealed("shape_cross_scores", shape_cross_scores, "shape",
-                        "in cross-attention the queries come from x, the keys from the context"),
+        lambda: SEALS.check("head_dim", head_dim, "count",
+                            "the heads share out the d_model features equally: d_k = d_model // n_heads"),
+        lambda: SEALS.check("shape_after_view", shape_after_view, "shape",
+                            "view splits the last axis: (B, T, d_model) -> (B, T, n_heads, d_k)"),
+        lambda: SEALS.check("shape_heads", shape_heads, "shape", "transpose(1, 2) swaps axes 1 and 2"),
+        lambda: SEALS.check("shape_scores", shape_scores, "shape",
+                            "each head compares every query token with every key token"),
+        lambda: SEALS.check("shape_merged", shape_merged, "shape", "merging undoes the split: back to (B, T, d_model)"),
+        lambda: SEALS.check("shape_cross_scores", shape_cross_scores, "shape",
+                            "in cross-attention the queries come from x, the keys from the context"),
     )
 
 
@@ -117,9 +102,10 @@ def check_param_counts(n_params_bias: Any, n_params_no_bias: Any, head_q_weights
     hint = ("count each nn.Linear(d_model, d_model): a weight matrix of d_model × d_model numbers, "
             "plus d_model biases if it has them.")
     check_all(
-        lambda: _sealed("n_params_bias", n_params_bias, "count", hint),
-        lambda: _sealed("n_params_no_bias", n_params_no_bias, "count", hint),
-        lambda: _sealed("head_q_weights", head_q_weights, "count", "one head's block of W_q maps the d_model inputs to its d_k outputs."),
+        lambda: SEALS.check("n_params_bias", n_params_bias, "count", hint),
+        lambda: SEALS.check("n_params_no_bias", n_params_no_bias, "count", hint),
+        lambda: SEALS.check("head_q_weights", head_q_weights, "count",
+                            "one head's block of W_q maps the d_model inputs to its d_k outputs."),
     )
 
 

@@ -12,8 +12,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _short, _to_array, call, check_all, check_close, check_sealed, check_shape,
-                   check_tensor, check_true, passed)
+from .core import (
+    CheckFailed,
+    NotAttempted,
+    Seals,
+    call,
+    check_all,
+    check_close,
+    check_shape,
+    check_tensor,
+    check_true,
+    passed,
+)
+from .helpers import short, to_array
 
 NEG = float("-inf")
 
@@ -24,11 +35,13 @@ def _generator(seed: int) -> torch.Generator:
 
 # --- sealed answers ---------------------------------------------------------------------------------
 # Answers worked out by hand (exercises 1, 5 and 6) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
+# kept as seals (see core.Seals), written by `course seal lesson11` from solutions/seals/lesson11.py.
+SEALS = Seals({
     "loss_gpt2": (3, "c9fbe69233455144ab0d", {
-        "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)": "5d47fbebdd42e9085cf9",
-        "used log base 2 (bits): the loss in this course is in nats, with the natural log (math.log)": "7994d69297dc72bcbbd1",
+        "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)":
+            "5d47fbebdd42e9085cf9",
+        "used log base 2 (bits): the loss in this course is in nats, with the natural log (math.log)":
+            "7994d69297dc72bcbbd1",
         "gave the probability of the right token, 1/V: the loss is its negative log": "866678aa70f0f6386b3f",
         "forgot the minus sign: -log(1/V) = log(V) is positive": "dc3ba134c0d73fe2d27e",
     }),
@@ -39,9 +52,10 @@ _SEALED = {
         "kept only the spike in the denominator: the 9 other tokens, the right one included, add e^0 = 1 each":
             "12a09136bbc805c9872e",
         "counted 10 tokens with logit 0 besides the spiked one: the vocabulary has 10 tokens in all, so 9 of them "
-        "have logit 0": "76ab7b01791c6cc4ed1d",
-        "counted 8 tokens with logit 0: every token but the spiked one has logit 0, the right one included, so 9 "
-        "do": "57c3c3ba7219c51f8561",
+        "have logit 0":
+            "76ab7b01791c6cc4ed1d",
+        "counted 8 tokens with logit 0: every token but the spiked one has logit 0, the right one included, so 9 do":
+            "57c3c3ba7219c51f8561",
         "computed the loss of the spiked (wrong) token: the loss is -log p of the RIGHT token, whose logit is 0":
             "1510ee83534dd4e6dbd8",
         "gave the probability of the right token: the loss is its negative log": "f94ad47057a6807bfe57",
@@ -56,7 +70,8 @@ _SEALED = {
         "forgot the biases of the Linear layers (4C in attention, 4C + C in the FFN)": "b30088e9908bf936bdc0",
         "forgot the LayerNorms (two per block and a final one, each a gain and a bias of C)": "13f449d6417859a5d4d6",
         "counted one FFN matrix: the FFN has two, C × 4C and 4C × C": "7ab47c31db7621dfc860",
-        "gave every head its own C × C projections: the heads split C, so attention is 4C² whatever the heads": "c93c2117ac19c6b1aaba",
+        "gave every head its own C × C projections: the heads split C, so attention is 4C² whatever the heads":
+            "c93c2117ac19c6b1aaba",
         "counted one block: there are n_layer = 3, each with its own weights": "7916379bf9ecfd0d2c64",
     }),
     "n_params_tied": (None, "5027030ac65a131447a4", {
@@ -67,20 +82,19 @@ _SEALED = {
     }),
     "cheat_reason": (None, "e4da3bff4ecb3c691b17", {
         "chose (a): 0.2 million parameters cannot memorise a million characters, and memorising would show as a "
-        "validation loss far above the training loss, not both near zero": "8214ac41ff47cc17fdc8",
+        "validation loss far above the training loss, not both near zero":
+            "8214ac41ff47cc17fdc8",
         "chose (b): the code does divide the scores by sqrt(d) (the `scores = ...` line); and a softmax that is too "
-        "sharp makes training harder, it does not make the loss on unseen text tiny": "35589688efc8c9e40afc",
+        "sharp makes training harder, it does not make the loss on unseen text tiny":
+            "35589688efc8c9e40afc",
         "chose (c): attending to itself is allowed, and needed; the target at t is x[t + 1], not x[t] (the targets "
-        "are shifted by one), so seeing x[t] gives nothing away": "b5df19eb337559d9b9dd",
+        "are shifted by one), so seeing x[t] gives nothing away":
+            "b5df19eb337559d9b9dd",
         "chose (e): softmax(..., dim=-1) normalises each row, one query's weights over all keys, which is right: "
-        "every row sums to 1": "0036a584ca1a465457f0",
+        "every row sums to 1":
+            "0036a584ca1a465457f0",
     }),
-}
-
-
-def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 # --- exercise 1: the loss at initialisation ---------------------------------------------------------
@@ -89,11 +103,11 @@ def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None
 def check_init_loss(loss_gpt2: Any, loss_spiky: Any) -> None:
     """Exercise 1: the cross-entropy of a uniform guess over GPT-2's vocabulary, and of one spiked wrong logit."""
     check_all(
-        lambda: _sealed("loss_gpt2", loss_gpt2,
-                        hint="near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
-        lambda: _sealed("loss_spiky", loss_spiky,
-                        hint="p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
-                             "-log p(right), natural log"),
+        lambda: SEALS.check("loss_gpt2", loss_gpt2, "number",
+                            "near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
+        lambda: SEALS.check("loss_spiky", loss_spiky, "number",
+                            "p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
+                            "-log p(right), natural log"),
     )
 
 
@@ -163,7 +177,7 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
     results = []  # (shown, got, want, mistakes of this case)
     for logits, value in cases:
         given = logits.clone()
-        shown = f"{name}({_short(logits, 40)}, {arg}={value})"
+        shown = f"{name}({short(logits, 40)}, {arg}={value})"
         try:
             got = call(name, fn, given, value)
         except NotAttempted:
@@ -347,7 +361,7 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
         where = f"with a cache of {t} position{'s' if t != 1 else ''}, d = {d}"
         got = call(name, fn, *[a.clone() for a in args])
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {_short(got)} ({where}).",
+            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {short(got)} ({where}).",
                               "end with `return out, K_cache, V_cache`, the caches with the new row added")
         out, K, V = got
         for part, value in (("out", out), ("K_cache", K), ("V_cache", V)):
@@ -366,7 +380,7 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
                                   "put the newest position at the END of the cache, after the older ones")
             check_close(f"{name} {part} ({where})", value.detach().double(), want.double(), atol=1e-5, quiet=True,
                         hint=f"the new row of {part} is x @ W_{part[0].lower()}, appended after the cached rows")
-        check_shape(f"{name} out ({where})", out, (d,))
+        check_shape(f"{name} out ({where})", out, (d,), quiet=True)
         check_close(f"{name} out ({where})", out.detach().double(), want_out.double(), atol=1e-5, quiet=True,
                     mistakes={k: v.double() for k, v in _kv_mistakes(*args).items()},
                     hint="q = x @ W_q; weights = softmax(K_cache @ q / sqrt(d)) over all t + 1 cached positions, "
@@ -402,10 +416,10 @@ def check_param_count(n_params: Any, n_params_tied: Any) -> None:
     hint = ("add up: token embedding V·C, position table block_size·C, per block 4C² + 8C² weights (+ 4C + 5C biases) "
             "and two LayerNorms (gain C each, + bias C each), a final LayerNorm, and the de-embedding V·C unless tied")
     check_all(
-        lambda: _sealed("n_params", n_params, hint=hint),
-        lambda: _sealed("n_params_tied", n_params_tied,
-                        hint="without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
-                             "and a tied de-embedding adds nothing"),
+        lambda: SEALS.check("n_params", n_params, "number", hint),
+        lambda: SEALS.check("n_params_tied", n_params_tied, "number",
+                            "without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
+                            "and a tied de-embedding adds nothing"),
     )
 
 
@@ -416,8 +430,8 @@ def check_cheat_reason(value: Any) -> None:
     """Exercise 6, part 1: why the loss is impossibly low (a letter)."""
     if isinstance(value, str):
         value = value.strip().strip("()").lower()
-    _sealed("cheat_reason", value, kind="text",
-            hint="ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
+    SEALS.check("cheat_reason", value, "text",
+                "ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
 
 
 def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
@@ -459,7 +473,7 @@ def check_self_attention(fn: Callable, *, hidden: bool = False, name: str = "sel
         W = [torch.randn(d, d, generator=g) for _ in range(3)]
         got = call(name, fn, x.clone(), *W)
         check_tensor(name, got, f"for T = {T}, d = {d}")
-        check_shape(f"{name} (T = {T}, d = {d})", got, (T, d))
+        check_shape(f"{name} (T = {T}, d = {d})", got, (T, d), quiet=True)
         check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(), atol=1e-5,
                     quiet=True, mistakes={k: v.double() for k, v in _causal_mistakes(x, *W).items()},
                     hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the softmax")
@@ -497,14 +511,15 @@ def _softmax_at(logits: Sequence[float], T: float) -> np.ndarray:
 
 def _temperature_value(name: str, value: Any) -> float:
     try:
-        a = _to_array(value)
+        a = to_array(value)
     except (TypeError, ValueError):
         a = np.asarray([])
     if isinstance(value, (str, bool)) or a.size != 1 or a.dtype.kind not in "biuf":
-        raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
+        raise CheckFailed(name, f"expected a single number, got {short(value)}.")
     T = float(a.reshape(()))
     if not math.isfinite(T) or T <= 0:
-        raise CheckFailed(name, f"{_short(value)} is not a temperature.", "a temperature is a positive number: the logits are divided by it")
+        raise CheckFailed(name, f"{short(value)} is not a temperature.",
+                          "a temperature is a positive number: the logits are divided by it")
     return T
 
 
@@ -518,7 +533,7 @@ def check_temperature(temperature: Any) -> None:
         passed(name)
         return
     if np.allclose(_softmax_at(TEMPERATURE_LOGITS, 1 / T), target, atol=6e-4):
-        raise CheckFailed(name, f"{_short(temperature)} is not right.",
+        raise CheckFailed(name, f"{short(temperature)} is not right.",
                           "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides them, so it is the reciprocal")
     sharper = got[0] < target[0]
     raise CheckFailed(name, f"softmax(logits / {T:.4g}) = {np.round(got, 4).tolist()}, not the target.",
@@ -535,10 +550,11 @@ def check_half_temperature(value: Any) -> None:
         passed(name)
         return
     if abs(_softmax_at(HALF_LOGITS, 1 / T)[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{_short(value)} is not right.",
+        raise CheckFailed(name, f"{short(value)} is not right.",
                           "it looks like you gave 1/T: the temperature divides the logits")
     if abs(_softmax_at(HALF_LOGITS, T / math.log(10))[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{_short(value)} is not right.", "it looks like you used log base 10; use the natural log")
+        raise CheckFailed(name, f"{short(value)} is not right.",
+                          "it looks like you used log base 10; use the natural log")
     raise CheckFailed(name, f"at T = {T:.4g} the top token gets {top:.3f}, not 0.5.",
                       f"{'lower' if top < 0.5 else 'raise'} the temperature (a lower one sharpens the distribution); "
                       "p_top = 1/2 means e^(3/T) equals the sum of the three other terms")
@@ -750,7 +766,7 @@ def check_make_batch(fn: Callable, *, hidden: bool = False, name: str = "make_ba
         where = f"starts {starts}, block_size {block_size}"
         got = call(name, fn, ids.clone(), list(starts), block_size)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            raise CheckFailed(name, f"expected a tuple (x, y), got {_short(got)} ({where}).", "end with `return x, y`")
+            raise CheckFailed(name, f"expected a tuple (x, y), got {short(got)} ({where}).", "end with `return x, y`")
         x, y = got
         check_tensor(name, x, f"for x ({where})", hint="stack the windows into one tensor: torch.stack([...])")
         check_tensor(name, y, f"for y ({where})", hint="stack the windows into one tensor: torch.stack([...])")
