@@ -136,11 +136,14 @@ def check_receptive_field(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 
                           name: str = "receptive_field") -> None:
     """The learner's `receptive_field(num_layers, kernel_size)` = 1 + L (k - 1)."""
     _counting_function(name, fn, cases, _receptive_field, lambda layers, k: {
-        "forgot the +1 for the centre position (each layer adds k - 1 positions to ONE starting position)": layers * (k - 1),
-        "multiplied the layers by the kernel size (neighbouring windows overlap: each layer adds only k - 1)": layers * k,
+        "forgot the +1 for the centre position (each layer adds k - 1 positions to ONE starting position)":
+            layers * (k - 1),
+        "multiplied the layers by the kernel size (neighbouring windows overlap: each layer adds only k - 1)":
+            layers * k,
         "added k new positions per layer: each layer's window overlaps the positions already covered, so it adds "
         "only k - 1 new ones": 1 + layers * k,
-        "made it grow exponentially; stacked ordinary convolutions grow linearly (exponential growth needs dilation)": k**layers,
+        "made it grow exponentially; stacked ordinary convolutions grow linearly (exponential growth needs dilation)":
+            k**layers,
         "added k - 1 once too often (a single layer sees exactly k positions)": 1 + (layers + 1) * (k - 1),
     })
 
@@ -154,7 +157,8 @@ def check_layers_needed(fn: Callable, cases: Sequence[tuple[int, int]] = ((2, 3)
     """The learner's `layers_needed(distance, kernel_size)`: fewest layers with 1 + L (k - 1) >= d + 1."""
     _counting_function(name, fn, cases, _layers_needed, lambda d, k: {
         "rounded down: with that many layers the two words are still just out of each other's reach": d // (k - 1),
-        "required the receptive field to span d positions instead of d + 1 (both words must be inside it)": -(-(d - 1) // (k - 1)),
+        "required the receptive field to span d positions instead of d + 1 (both words must be inside it)":
+            -(-(d - 1) // (k - 1)),
         "divided by the kernel size k instead of the k - 1 new positions each layer adds": -(-d // k),
         "added one layer too many": _layers_needed(d, k) + 1,
     }, hint=lambda d, k: f"find the smallest L with 1 + L * ({k} - 1) >= {d} + 1.")
@@ -175,7 +179,8 @@ def _patch_count_mistakes(h: int, w: int, p: int) -> dict[str, int]:
     mistakes = {
         "kept the bug: the pixel count was divided by the patch side, not by the patch area": (h * w) // p,
         "divided the pixel count by the patch area, (h * w) // (p * p): that also counts the pixels of the rows and "
-        "columns that do not fill a whole patch. Count whole patches per side first: (h // p) * (w // p)": (h * w) // (p * p),
+        "columns that do not fill a whole patch. Count whole patches per side first: (h // p) * (w // p)":
+            (h * w) // (p * p),
         "assumed a square image (used the height twice)": (h // p) ** 2,
         "assumed a square image (used the width twice)": (w // p) ** 2,
     }
@@ -190,7 +195,9 @@ def _patch_count_mistakes(h: int, w: int, p: int) -> dict[str, int]:
     return mistakes
 
 
-def check_patch_count(fn: Callable, cases: Sequence[tuple[int, int, int]] = ((224, 224, 16), (224, 320, 16), (250, 250, 16), (32, 32, 8)),
+def check_patch_count(fn: Callable,
+                      cases: Sequence[tuple[int, int, int]] = ((224, 224, 16), (224, 320, 16), (250, 250, 16),
+                                                               (32, 32, 8)),
                       name: str = "patch_count") -> None:
     """The learner's fixed `patch_count(height, width, patch)` = (H // p) * (W // p)."""
     _counting_function(name, fn, cases, _patch_count, _patch_count_mistakes)

@@ -42,9 +42,11 @@ def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str 
                               "it looks like you added all the rows together into one vector; keep one row per id.")
         if arr.shape == want.T.shape and close(arr, want.T, 1e-6, 0) and not close(arr, want, 1e-6, 0):
             raise CheckFailed(shown, "the values are not right.",
-                              "your result is the transpose of the expected one: one row per id, one column per vocabulary entry.")
+                              "your result is the transpose of the expected one: one row per id, one column per "
+                              "vocabulary entry.")
         mistakes = {
-            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)": _one_hot((ids - 1) % num_classes, num_classes),
+            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)":
+                _one_hot((ids - 1) % num_classes, num_classes),
             "put the 1 one column too far to the right (at id + 1)": _one_hot((ids + 1) % num_classes, num_classes),
             "made a matrix of ones with a 0 at each id (the complement)": 1.0 - want,
         }
@@ -176,27 +178,33 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
             "divided by |b|² (b's length squared) instead of |a|·|b|: the dot product is divided by both lengths, "
             "once each": dots / nb**2,
             "divided by the sum |a| + |b| instead of the product |a|·|b|": dots / (na + nb),
-            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's": dots / (np.linalg.norm(a) * np.linalg.norm(b)),
+            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's":
+                dots / (np.linalg.norm(a) * np.linalg.norm(b)),
             "summed over axis 0 (down the columns) instead of along each row (axis=1)":
                 (a * b).sum(axis=0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
             "took the lengths over axis 0 (down the columns); each row's length is a sum along the row (axis=1)":
-                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1] else np.full(len(a), np.nan),
+                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1]
+                else np.full(len(a), np.nan),
         }
         got_arr = to_array(got)
         keepdims = ("it looks like a sum or a norm kept its axis (keepdims=True): dividing an (N,) array by an (N, 1) "
-                    "one broadcasts to (N, N). Leave keepdims out here, so that the dot products and the lengths are all (N,).")
+                    "one broadcasts to (N, N). Leave keepdims out here, so that the dot products and the lengths are "
+                    "all (N,).")
         if got_arr.shape == (len(a), len(b)) and len(a) > 1:
             every_pair = (a @ b.T) / np.outer(na, nb)  # (N, N): row i of a against every row of b
             if close(got_arr.astype(float), every_pair, 1e-5, 1e-4):
                 raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
-                                  "you compared every row of a with every row of b (a @ b.T); pair row i of a with row i of b.")
-            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", keepdims)
+                                  "you compared every row of a with every row of b (a @ b.T); pair row i of a with "
+                                  "row i of b.")
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got "
+                                     f"{got_arr.shape}.", keepdims)
         if got_arr.shape == (len(a), 1) and close(got_arr.astype(float).ravel(), _rows_cosine(a, b), 1e-5, 1e-4):
             raise CheckFailed(shown, f"the values are right, but the shape is {got_arr.shape}, not ({len(a)},).",
                               "it looks like you used keepdims=True everywhere, which leaves a column of similarities: "
                               "leave keepdims out (or flatten the result with .ravel()).")
         if got_arr.shape == (a.shape[1],) and a.shape[0] != a.shape[1]:
-            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", axis_hint)
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got "
+                                     f"{got_arr.shape}.", axis_hint)
         check_close(shown, got, _rows_cosine(a, b), mistakes=mistakes, quiet=True)
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
@@ -261,7 +269,8 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
         except CheckFailed:
             raise
         except Exception as err:  # name the likely cause instead of showing a traceback
-            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.", _embed_error_hint(str(err), ids, E)) from None
+            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.",
+                              _embed_error_hint(str(err), ids, E)) from None
         check_type(shown, got, torch.Tensor)
         mistakes = {"treated the ids as 1-based (every word got the row before its own)": E[(ids - 1) % V]}
         check_close(shown, got, E[ids], mistakes=mistakes, quiet=True)
@@ -283,5 +292,6 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
             emb.weight.copy_(E)
         (emb(ids) * upstream).sum().backward()
         check_close(f"{shown}: gradient of E", E_learner.grad, emb.weight.grad, quiet=True,
-                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' gradients.")
+                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' "
+                         "gradients.")
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}, values and gradients")

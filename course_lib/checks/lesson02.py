@@ -115,7 +115,7 @@ def _counts(sentences, vocab, prepend: bool = True, append: bool = True) -> np.n
     counts = np.zeros((len(vocab), len(vocab)))  # (V, V): row = current token, column = next token
     for s in sentences:
         padded = ([_L02_END] if prepend else []) + list(s) + ([_L02_END] if append else [])
-        for a, b in zip(padded[:-1], padded[1:]):
+        for a, b in zip(padded[:-1], padded[1:], strict=True):
             counts[index[a], index[b]] += 1
     return counts
 
@@ -149,7 +149,8 @@ def check_transition_matrix(name: str, fn: Callable, cases: Sequence[tuple]) -> 
                     np.divide(counts, col_sums, out=np.zeros_like(counts), where=col_sums > 0),
                 "forgot to append the end token, so the last word of each sentence has an all-zero row":
                     _rows(_counts(sentences, vocab, append=False)),
-                "forgot to put the end token in front of each sentence, so the '<end>' row (how sentences start) is empty":
+                "forgot to put the end token in front of each sentence, so the '<end>' row (how sentences start) is "
+                "empty":
                     _rows(_counts(sentences, vocab, prepend=False)),
                 "left out the end token altogether (\"please\" then has no successor and an all-zero row)":
                     _rows(_counts(sentences, vocab, prepend=False, append=False)),
@@ -208,7 +209,8 @@ def check_add_k(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
         if value == 0.0:
             raise CheckFailed(shown, f"for the context {context!r}, never seen in training, you returned 0.",
                               "for a context never seen, every word should get k / (k·V) = 1/V; don't special-case "
-                              "empty rows: the same formula (count + k) / (total + k·V) covers them, with count = total = 0.")
+                              "empty rows: the same formula (count + k) / (total + k·V) covers them, with count = "
+                              "total = 0.")
     check_function(
         name, fn, cases, reference=reference_add_k,
         mistakes={
@@ -245,7 +247,8 @@ def check_table_entries(name: str, fn: Callable, cases: Sequence[tuple[int, int]
                 "used one power too many (V ** (order + 2))": V ** (order + 2),
                 "counted the rows as V ** (order - 1)": V ** (order - 1) * V,
             }
-            hint = next((f"it looks like you {d}." for d, w in wrong.items() if same(got, w)), "a table of order n has V ** n rows of V columns.")
+            hint = next((f"it looks like you {d}." for d, w in wrong.items() if same(got, w)),
+                        "a table of order n has V ** n rows of V columns.")
             raise CheckFailed(shown, f"expected {want}, got {got}.", hint)
         if is_float:
             # even when this float happens to be exact, a bigger table would not be: ask for an int every time
@@ -267,16 +270,20 @@ def check_sampler(name: str, fn: Callable, dist: Mapping[Any, float] | None = No
     again = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
     if draws != again:
         raise CheckFailed(name, "two generators with the same seed gave different draws.",
-                          "draw with the `rng` argument (rng.choice or rng.random), not np.random.* or the random module.")
+                          "draw with the `rng` argument (rng.choice or rng.random), not np.random.* or the random "
+                          "module.")
     rng = np.random.default_rng(2024)
     counts = Counter(call(name, fn, dict(dist), rng) for _ in range(n))
     freq = {tok: counts.get(tok, 0) / n for tok in dist}
     best = max(dist, key=dist.get)
     if freq[best] == 1.0 and dist[best] < 0.999:
         raise CheckFailed(name, f"it always returned {best!r}.",
-                          "it looks like you took the most likely token (argmax); sample in proportion to the probabilities.")
-    if all(abs(f - 1 / len(dist)) < 0.03 for f in freq.values()) and any(abs(p - 1 / len(dist)) > 0.06 for p in dist.values()):
-        raise CheckFailed(name, f"every token came up about equally often ({ {t: round(f, 2) for t, f in freq.items()} }).",
+                          "it looks like you took the most likely token (argmax); sample in proportion to the "
+                          "probabilities.")
+    uniform = 1 / len(dist)
+    if all(abs(f - uniform) < 0.03 for f in freq.values()) and any(abs(p - uniform) > 0.06 for p in dist.values()):
+        raise CheckFailed(name, "every token came up about equally often "
+                                f"({ {t: round(f, 2) for t, f in freq.items()} }).",
                           "it looks like you ignored the probabilities: pass them to rng.choice with p=.")
     for tok, p in dist.items():
         if abs(freq[tok] - p) > 0.03:

@@ -204,7 +204,8 @@ def check_mask_is(value: Any, tokens: Sequence[str]) -> None:
         raise CheckFailed(name, "got None.")
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
         raise CheckFailed(name, f"got a list of words {short(value)}.",
-                          "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = drop.")
+                          "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = "
+                          "drop.")
     a = to_array(value)
     if a.dtype == object or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
         raise CheckFailed(name, f"expected a numeric vector, got {short(value)}.")
@@ -276,7 +277,8 @@ def check_select_mask(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
         return np.asarray(M, dtype=float)[i - 1]
 
     check_function(name, fn, cases, reference=reference_select_mask, atol=1e-9, mistakes={
-        "picked a column of M (M @ one_hot, the transposed lookup) instead of the row of the latest word (one_hot @ M)": column,
+        "picked a column of M (M @ one_hot, the transposed lookup) instead of the row of the latest word (one_hot @ M)":
+            column,
         "used the wrong index: the row one below the word's index (counted from 1?)": from_one,
         "used the wrong index: the row one above the word's index": from_one_back,
     }, hint="row i of M belongs to tokens[i]; one_hot(i) @ M picks exactly that row.")
@@ -319,7 +321,8 @@ def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None
                 f"it works for one vector (V,) but not for a stack (N, V): {err.problem}",
                 ("it looks like you used np.append(x, 1.0): np.append flattens a stack into one long vector. "
                  if flattened else "")
-                + "Add a column of ones along the last axis instead: np.concatenate with np.ones(x.shape[:-1] + (1,)), axis=-1.",
+                + "Add a column of ones along the last axis instead: np.concatenate with np.ones(x.shape[:-1] + "
+                  "(1,)), axis=-1.",
             ) from None
 
     check_function(name, fn, cases, reference=reference_feature_layer, mistakes={
@@ -331,7 +334,8 @@ def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None
         "subtracted the bias row instead of adding it (its weight already carries the sign)":
             lambda x, W: np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1] - np.asarray(W)[-1], 0.0),
         "used abs instead of the ReLU: relu(z) = max(z, 0) turns a negative sum into 0, abs would make it positive":
-            lambda x, W: np.abs(np.concatenate([np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W),
+            lambda x, W: np.abs(
+                np.concatenate([np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W),
     }, hint="append a 1 to x, multiply by W, then take max(., 0) element by element.")
 
 
@@ -355,14 +359,17 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
         a = a[:, None]
     if a.shape[0] == V and a.shape[-1:] == (1,) or a.shape == (V,):
         raise CheckFailed(name, f"expected shape ({V + 1}, 1), got {a.shape}.",
-                          "it looks like you left out the bias row: W needs one row per token AND a last row for the input 1.")
+                          "it looks like you left out the bias row: W needs one row per token AND a last row for the "
+                          "input 1.")
     check_shape(name, a, (V + 1, 1), quiet=True)
     if word_weight is not None:
         weights = [float(a[tokens.index(w), 0]) for w in group]
         if any(abs(w - word_weight) > 1e-9 for w in weights):
             raise CheckFailed(name, f"the weights of {', '.join(group)} are {', '.join(f'{w:g}' for w in weights)}.",
-                              f"the exercise asks for a weight of {word_weight:+g} for each word of the group; with those "
-                              "weights, work out the bias that makes the feature exactly 1 when all of them are present.")
+                              f"the exercise asks for a weight of {word_weight:+g} for each word of the group; with "
+                              "those "
+                              "weights, work out the bias that makes the feature exactly 1 when all of them are "
+                              "present.")
     others = [t for t in tokens if t not in group]
     rng = np.random.default_rng(3)
     wrong_counts: dict[int, int] = {}
@@ -388,11 +395,14 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
                                     "W" + hint[1:])
                     elif bias > 1 - total:
                         most = total - min(word_weights)
-                        hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when only "
-                                f"{r} of the {k} words are present. Any {k - 1} of them sum to at most {most:g}, and that "
+                        hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when "
+                                "only "
+                                f"{r} of the {k} words are present. Any {k - 1} of them sum to at most {most:g}, and "
+                                "that "
                                 f"must not be enough to fire; all {k} must give exactly 1.")
                     else:
                         hint = ("the weights of words outside the group must be 0"
                                 + (f", each group word {word_weight:+g}." if word_weight is not None else "."))
-                    raise CheckFailed(name, f"for the input words {shown} the feature gives {out:g}, expected {want:g}.", hint)
+                    raise CheckFailed(name, f"for the input words {shown} the feature gives {out:g}, expected "
+                                            f"{want:g}.", hint)
     passed(name)

@@ -35,7 +35,7 @@ def reference_encode(text: str, merges: Mapping[tuple[int, int], int]) -> list[i
     """UTF-8 bytes, then repeatedly the pair present whose merge was learned first (smallest new id)."""
     ids = list(text.encode("utf-8"))
     while len(ids) >= 2:
-        present = [p for p in set(zip(ids, ids[1:])) if p in merges]
+        present = [p for p in set(zip(ids, ids[1:], strict=False)) if p in merges]
         if not present:
             break
         pair = min(present, key=lambda p: merges[p])
@@ -315,9 +315,11 @@ def _merge_right_to_left(ids, pair, new_id):
 
 
 _MERGE_MISTAKES = {
-    "forgot to skip the second symbol of a merged pair: after a match, move on by two positions, not one": _merge_no_skip,
+    "forgot to skip the second symbol of a merged pair: after a match, move on by two positions, not one":
+        _merge_no_skip,
     "replaced only the first occurrence: replace every occurrence of the pair": _merge_first_only,
-    "dropped the last symbol when it is not part of a pair: the loop must also copy the last element": _merge_drops_last,
+    "dropped the last symbol when it is not part of a pair: the loop must also copy the last element":
+        _merge_drops_last,
     "merged from right to left: in 'a a a' the first two a's form the pair, left to right": _merge_right_to_left,
 }
 
@@ -347,7 +349,8 @@ def _as_ids(name: str, value: Any, shown: str) -> list[int]:
     return list(value)
 
 
-def _compare_ids(name: str, got: list[int], want: list[int], wrong: Mapping[str, list[int]], shown: str, hint: str) -> None:
+def _compare_ids(name: str, got: list[int], want: list[int], wrong: Mapping[str, list[int]], shown: str,
+                 hint: str) -> None:
     if got == want:
         return
     for description, ids in wrong.items():
@@ -366,7 +369,8 @@ def check_merge_pair(fn: Callable, name: str = "merge_pair", *, hidden: bool = F
         got = _as_ids(name, call(name, fn, given, pair, new_id), shown)
         wrong = {d: m(list(ids), pair, new_id) for d, m in _MERGE_MISTAKES.items()}
         _compare_ids(name, got, reference_merge_pair(ids, pair, new_id), wrong, shown,
-                     "walk along the list: where the pair starts, append new_id and jump two places; otherwise copy one element")
+                     "walk along the list: where the pair starts, append new_id and jump two places; otherwise copy "
+                     "one element")
         if given != list(ids):
             raise CheckFailed(name, f"{shown} changed the list it was given (to {short(given)}).",
                               "build a new list (out = [] ... out.append(...)) and leave the input as it was")
@@ -468,7 +472,7 @@ def _encode_first_occurrence(text, merges):
 
 def _encode_one_merge(text, merges):
     ids = list(text.encode("utf-8"))
-    present = [p for p in zip(ids, ids[1:]) if p in merges]
+    present = [p for p in zip(ids, ids[1:], strict=False) if p in merges]
     if present:
         pair = min(present, key=lambda p: merges[p])
         ids = reference_merge_pair(ids, pair, merges[pair])
@@ -482,8 +486,10 @@ _ENCODE_MISTAKES = {
     "applies the learned merges in the order they were learned (the smallest new id first)": _encode_most_frequent,
     "merged the pair learned last (the largest new id) first: apply the merges in the order they were learned, "
     "the smallest new id first": _encode_latest_first,
-    "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169": _encode_chars,
-    "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs": _encode_first_occurrence,
+    "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169":
+        _encode_chars,
+    "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs":
+        _encode_first_occurrence,
     "stopped after one merge: keep going while any learned pair is present": _encode_one_merge,
 }
 
@@ -606,7 +612,8 @@ def _decode_one_replacement(ids, vocab):
 
 _DECODE_MISTAKES = {
     "still decoded token by token (the bug): join the bytes of all tokens first, then decode once": buggy_decode,
-    "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'": _decode_ignore,
+    "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'":
+        _decode_ignore,
     "decoded as latin-1: the bytes are UTF-8": _decode_latin1,
     "returned a single '\ufffd' for the whole text when its bytes are not valid UTF-8: errors='replace' puts "
     "'\ufffd' only where the bad bytes are and keeps the valid text around them": _decode_one_replacement,
@@ -645,7 +652,8 @@ def check_fixed_decode(fn: Callable, merges: Mapping[tuple[int, int], int], voca
         except NotAttempted:
             raise
         except CheckFailed as err:
-            hint = ("decode with errors='replace': ids from a model need not be valid UTF-8, and a decoder must not crash on them"
+            hint = ("decode with errors='replace': ids from a model need not be valid UTF-8, and a decoder must not "
+                    "crash on them"
                     if "UnicodeDecodeError" in err.problem else None)
             raise CheckFailed(name, err.problem, hint) from None
         if not isinstance(got, str):
@@ -676,13 +684,15 @@ _TRAIN_MISTAKES = {
     "broke ties by taking the largest pair: among equally frequent pairs take the smallest (left id, right id)":
         dict(ties="largest"),
     "started from ord() of each character: start from the UTF-8 bytes, text.encode('utf-8')": dict(units="chars"),
-    "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times": dict(min_count=1),
+    "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times":
+        dict(min_count=1),
     "counted the pairs only once, before the first merge: count again after every merge, because each merge "
     "changes the pairs (and makes new ones with the new id)": dict(recount=False),
     "counted a pair of equal neighbours without overlaps (as str.count does, 'aaa' as one (97, 97)): BPE counts "
     "every pair of neighbours, so 'aaa' has (97, 97) twice, at 0-1 and at 1-2": dict(overlaps=False),
     "numbered the new tokens from 257: the first merge makes id 256": dict(first_id=N_BYTES + 1),
-    "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256": dict(first_id=N_BYTES - 1),
+    "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256":
+        dict(first_id=N_BYTES - 1),
 }
 
 _TRAIN_CASES = [("bcab bcab", 3), ("a rose is a rose is a rose", 8), ("aaaaaa", 3), ("crème brûlée crème brûlée", 6)]
@@ -700,7 +710,8 @@ def _as_merges(name: str, value: Any, shown: str) -> list[tuple[int, int]]:
         isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in p)
         for p in value)
     if not ok:
-        raise CheckFailed(name, f"expected a list of pairs of ints such as [(101, 32), (256, 116)] when called as {shown}, "
+        raise CheckFailed(name, "expected a list of pairs of ints such as [(101, 32), (256, 116)] when called as "
+                                f"{shown}, "
                           f"got {short(value)}.")
     return [(int(a), int(b)) for a, b in value]
 

@@ -54,7 +54,8 @@ def _softmax_mistakes() -> dict[str, Callable]:
         "underflows to 0 / 0 = NaN); use x.max(dim=-1, keepdim=True)": global_max,
         "took the softmax over the wrong axis: each row (the last axis, dim=-1) must sum to 1": wrong_axis,
         "forgot to divide by the sum, so the result is exp(x - max), not a probability distribution": no_division,
-        "fixed the axis at dim=1: for a 3-D input that is not the last axis; use dim=-1 so that any shape works": dim_one,
+        "fixed the axis at dim=1: for a 3-D input that is not the last axis; use dim=-1 so that any shape works":
+            dim_one,
     }
 
 
@@ -104,13 +105,15 @@ def _returns_tensor(name: str, fn: Callable) -> Callable:
 def _softmax_crash_hint(problem: str) -> str | None:
     """Name the usual crashes of a hand-written softmax, from the error text that `call` reports."""
     if "Dimension out of range" in problem:
-        return ("it looks like you wrote a fixed axis (such as dim=1), which a 1-D input does not have: take the max and "
+        return ("it looks like you wrote a fixed axis (such as dim=1), which a 1-D input does not have: take the max "
+                "and "
                 "the sum over the last axis, dim=-1, so that every shape works")
     if "return_types" in problem:
         return ("it looks like you subtracted the result of x.max(dim=...) itself: with a dim it returns a pair "
                 "(values, indices); use x.max(dim=-1, keepdim=True).values, or x.amax(dim=-1, keepdim=True)")
     if "must match the size of tensor" in problem:
-        return ("it looks like a max or sum over dim=-1 dropped that axis, so it no longer lines up with x: keep it with "
+        return ("it looks like a max or sum over dim=-1 dropped that axis, so it no longer lines up with x: keep it "
+                "with "
                 "keepdim=True, i.e. x.max(dim=-1, keepdim=True).values (or x.amax(dim=-1, keepdim=True)) and "
                 "e.sum(dim=-1, keepdim=True)")
     return None
@@ -127,7 +130,8 @@ def check_causal_mask(fn: Callable, name: str = "causal_mask", sizes: Sequence[i
         check_shape(f"{name}({T})", got, (T, T), quiet=True)
         ones = torch.ones(T, T)
         mistakes = {
-            "used the upper triangle (triu): True must be on and BELOW the diagonal, so word i sees words 0..i": ones.triu(),
+            "used the upper triangle (triu): True must be on and BELOW the diagonal, so word i sees words 0..i":
+                ones.triu(),
             "left out the diagonal: a word may attend to itself, so the diagonal must be True": ones.tril(-1),
             "inverted the mask (True on the future positions, the ones to block): in this course True means "
             "'may attend', so the past and the word itself are True": ones.triu(1),
@@ -147,10 +151,12 @@ def _attention_cases(hidden: bool) -> list[tuple[str, torch.Tensor, torch.Tensor
     cases.append(("a batch of 2, T_q = 3, T_k = 5, d_v = 2, no mask", 2 * qb, 2 * kb, vb, None))
     cases.append(("4 words with a causal mask", 2 * q, 2 * k, v, torch.ones(4, 4, dtype=torch.bool).tril()))
     pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]  # (2, 1, 5)
-    cases.append(("a batch of 2 with a padding mask of shape (2, 1, 5), broadcast over the 3 queries", 2 * qb, 2 * kb, vb, pad))
+    cases.append(("a batch of 2 with a padding mask of shape (2, 1, 5), broadcast over the 3 queries",
+                  2 * qb, 2 * kb, vb, pad))
     if hidden:
         qh, kh, vh = (torch.randn(2, 3, 5, 8, generator=g) for _ in range(3))
-        cases.append(("batch 2 x 3 heads, 5 words, d_k = 8, causal mask", 3 * qh, 3 * kh, vh, torch.ones(5, 5, dtype=torch.bool).tril()))
+        cases.append(("batch 2 x 3 heads, 5 words, d_k = 8, causal mask", 3 * qh, 3 * kh, vh,
+                      torch.ones(5, 5, dtype=torch.bool).tril()))
         q64, k64, v64 = torch.randn(6, 64, generator=g), torch.randn(6, 64, generator=g), torch.randn(6, 3, generator=g)
         cases.append(("6 words with d_k = 64", q64, k64, v64, None))
     return cases
@@ -175,7 +181,8 @@ def _attention_mistakes(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torch.Te
     variants["divided the scores by d_k instead of sqrt(d_k)"] = lambda: finish(q @ kt / d_k)
     variants["multiplied q by k instead of by k transposed (q @ k rather than q @ k.transpose(-2, -1))"] = (
         lambda: finish(q @ k / math.sqrt(d_k)))
-    variants["took the softmax over the wrong axis (over the queries, dim=-2): each row, over the keys (dim=-1), must sum to 1"] = (
+    variants["took the softmax over the wrong axis (over the queries, dim=-2): each row, over the keys (dim=-1), "
+             "must sum to 1"] = (
         lambda: finish(q @ kt / math.sqrt(d_k), dim=-2))
     _, right_w = finish(q @ kt / math.sqrt(d_k))
     variants["used the values v itself as the output: output row i must be Σ_j α_ij v_j (weights @ v), not v_i"] = (
@@ -185,9 +192,10 @@ def _attention_mistakes(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torch.Te
     if mask is not None:
         s = q @ kt / math.sqrt(d_k)
         variants["applied the mask after the softmax: the masked weights are zero but the rows no longer sum to 1; "
-                 "fill the scores with -inf before the softmax"] = lambda: finish(s, after=lambda w: w.masked_fill(blocked, 0.0))
-        variants["applied the mask by multiplying the scores by 0: a score of 0 still gets weight exp(0) in the softmax; "
-                 "fill the scores with -inf instead"] = lambda: finish(s * mask, after=lambda w: w)
+                 "fill the scores with -inf before the softmax"] = (
+            lambda: finish(s, after=lambda w: w.masked_fill(blocked, 0.0)))
+        variants["applied the mask by multiplying the scores by 0: a score of 0 still gets weight exp(0) in the "
+                 "softmax; fill the scores with -inf instead"] = lambda: finish(s * mask, after=lambda w: w)
         variants["inverted the mask: True means 'may attend', so fill with -inf where the mask is False (~mask)"] = (
             lambda: finish(s.masked_fill(mask, float("-inf")), after=lambda w: w))
     results = {}
@@ -240,7 +248,8 @@ def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = Fal
         wrong = _attention_mistakes(q, k, v, mask)
         label = f"{name} ({description})"
         check_close(f"{label}, weights", weights, want_w, mistakes={d: w for d, (o, w) in wrong.items()}, quiet=True,
-                    hint="weights = softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the last axis, masked before the softmax")
+                    hint="weights = softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the last axis, masked before "
+                         "the softmax")
         check_close(f"{label}, output", out, want_out, mistakes={d: o for d, (o, w) in wrong.items()}, quiet=True,
                     hint="the output is weights @ v")
         n += 1

@@ -213,7 +213,8 @@ def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = (
     _function(name, fn, list(cases), lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
                   label=label, mistakes={**mistakes, **odd_mistakes},
                   hint=lambda n, d: formula + ("; " + odd if d % 2 else ""),
-                  crash_hint=lambda problem, n, d: ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None)
+                  crash_hint=lambda problem, n, d: (
+                      ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None))
 
 
 def check_position_params(learned: Any, sinusoidal: Any, rope: Any) -> None:
@@ -224,7 +225,8 @@ def check_position_params(learned: Any, sinusoidal: Any, rope: Any) -> None:
               lambda: SEALS.check("rope_params", rope, "count", hint))
 
 
-def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation", label: str = "") -> None:
+def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation",
+                   label: str = "") -> None:
     """The learner's 2×2 rotation matrix for an angle in radians (turning column vectors anticlockwise)."""
     from course_lib import positional
 
@@ -254,7 +256,8 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
 
     mistakes = {
         "built M_(-k), the map k places back: with rows as vectors (PE[pos] @ M) each block must be "
-        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
+        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i":
+            lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
         "turned every pair by the same angle k: pair i turns by k·ω_i with ω_i = 10000^(-2i/d)":
             lambda k, d: blocks(k, d, lambda i, d: 1.0),
         "used ω_i = 10000^(-i/d): the exponent is 2i/d": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-i / d)),
@@ -370,6 +373,7 @@ def check_shuffled_output(value: Any, name: str = "Y_shuffled") -> None:
     check_close(name, value, expected, atol=1e-4, mistakes={
         "kept the original order: self-attention without a mask is permutation-EQUIVARIANT, not invariant; "
         "every output row moves with its word": Y,
-        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]": Y[inverse],
+        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]":
+            Y[inverse],
         "reversed the rows": Y.flip(0),
     }, hint="the new input is X[perm]; each word keeps its own output vector")

@@ -144,7 +144,8 @@ _MERGE_MISTAKES = {
 }
 
 
-def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] = ((2, 5, 12, 3),), seed: int = 0) -> None:
+def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] = ((2, 5, 12, 3),),
+                      seed: int = 0) -> None:
     """`fn(x, n_heads)`: (B, T, d_model) -> (B, n_heads, T, d_model // n_heads). Cases are (B, T, d_model, n_heads)."""
     for i, (B, T, C, h) in enumerate(cases):
         x = _randn(B, T, C, seed=seed + i)
@@ -152,8 +153,10 @@ def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] =
         check_tensor("split_heads", got, f"when called with x of shape {(B, T, C)}, n_heads={h}")
         if isinstance(got, torch.Tensor) and T != h and tuple(got.shape) == (B, T, h, C // h):
             raise CheckFailed(
-                "split_heads", f"got shape (B, T, n_heads, d_k) = {tuple(got.shape)}, expected (B, n_heads, T, d_k) = {(B, h, T, C // h)}.",
-                "it looks like you forgot transpose(1, 2): the heads must come before T, so they act like a batch axis.",
+                "split_heads", f"got shape (B, T, n_heads, d_k) = {tuple(got.shape)}, expected (B, n_heads, T, d_k) = "
+                f"{(B, h, T, C // h)}.",
+                "it looks like you forgot transpose(1, 2): the heads must come before T, so they act like a batch "
+                "axis.",
             )
         wrong = {d: m(x, h) for d, m in _SPLIT_MISTAKES.items()}
         check_close(f"split_heads(x of shape {(B, T, C)}, n_heads={h})", got, _split(x, h), mistakes=wrong, quiet=True)
@@ -196,7 +199,8 @@ def check_mha_param_count(name: str, value: Any, d_model: int, n_heads: int, bia
         "forgot the output projection W_O (three matrices instead of four)": 3 * d * d + 3 * d * b,
         "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, "
         "so the heads together use d_model × d_model": h * (3 * d * d + 3 * d * b) + d * d + d * b,
-        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k": 3 * h * d_k * d_k + d * d + (4 * d) * b,
+        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
+            3 * h * d_k * d_k + d * d + (4 * d) * b,
         f"multiplied the count by the number of heads ({h}): the head count does not change the parameter count. "
         f"The {h} heads share out each d_model × d_model matrix, d_model × d_k each, and {h} × d_k = d_model":
             h * (4 * d * d + 4 * d * b),
@@ -229,7 +233,8 @@ def _combine_mistakes(heads: torch.Tensor, w_o: torch.Tensor, b_o: torch.Tensor 
     return wrong
 
 
-def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True), (1, 2, 3, 4, False)),
+def check_combine_by_sum(fn: Callable,
+                         cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True), (1, 2, 3, 4, False)),
                          seed: int = 0) -> None:
     """`fn(heads, w_o, b_o)`: heads (B, h, T, d_k), w_o (d_model, d_model), b_o (d_model,) or None -> (B, T, d_model).
 
@@ -241,7 +246,8 @@ def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int,
         heads = _randn(B, h, T, d_k, seed=seed + 300 + i)
         w_o = _randn(d, d, seed=seed + 400 + i, scale=d ** -0.5)
         b_o = _randn(d, seed=seed + 500 + i) if with_bias else None
-        shown = f"heads of shape {(B, h, T, d_k)}, w_o of shape {(d, d)}, b_o {'of shape ' + str((d,)) if with_bias else 'None'}"
+        bias = f"of shape {(d,)}" if with_bias else "None"
+        shown = f"heads of shape {(B, h, T, d_k)}, w_o of shape {(d, d)}, b_o {bias}"
         try:
             got = call("combine_by_sum", fn, heads.clone(), w_o.clone(), None if b_o is None else b_o.clone())
         except NotAttempted:
@@ -250,14 +256,18 @@ def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int,
             error = err.problem.split(" when called as ")[0]  # the error itself, without the shapes of the call
             if b_o is None and "NoneType" in error:
                 raise CheckFailed("combine_by_sum", err.problem,
-                                  "b_o may be None (a layer built with bias=False): add the bias only when there is one, "
+                                  "b_o may be None (a layer built with bias=False): add the bias only when there is "
+                                  "one, "
                                   "e.g. `if b_o is not None: out = out + b_o`") from None
-            shape_errors = ("cannot be multiplied", "must match the size", "size mismatch", "Expected size", "shape mismatch")
+            shape_errors = ("cannot be multiplied", "must match the size", "size mismatch", "Expected size",
+                            "shape mismatch")
             if not any(words in error for words in shape_errors):
                 raise
             raise CheckFailed("combine_by_sum", err.problem,
-                              f"mind the shapes: heads[:, i] is (B, T, d_k) = {(B, T, d_k)}, and head i's block of w_o is "
-                              f"the columns w_o[:, i*d_k:(i+1)*d_k], shape (d_model, d_k) = {(d, d_k)}. nn.Linear computes "
+                              f"mind the shapes: heads[:, i] is (B, T, d_k) = {(B, T, d_k)}, and head i's block of w_o "
+                              "is "
+                              f"the columns w_o[:, i*d_k:(i+1)*d_k], shape (d_model, d_k) = {(d, d_k)}. nn.Linear "
+                              "computes "
                               "x @ W.T, so multiply heads[:, i] @ block.T to get (B, T, d_model); without the .T the "
                               "shapes do not fit") from None
         check_tensor("combine_by_sum", got, f"when called with {shown}")
@@ -273,7 +283,8 @@ _MHA_KEYS = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
 def _params(d: int, seed: int, bias: bool = True) -> dict[str, torch.Tensor | None]:
     p: dict[str, torch.Tensor | None] = {}
     for j, name in enumerate(("q", "k", "v", "o")):
-        p[f"w_{name}"] = _randn(d, d, seed=seed + 10 * j, scale=1.5 * d ** -0.5)  # scores large enough that scaling matters
+        # scores large enough that scaling matters
+        p[f"w_{name}"] = _randn(d, d, seed=seed + 10 * j, scale=1.5 * d ** -0.5)
         p[f"b_{name}"] = _randn(d, seed=seed + 10 * j + 1, scale=0.5) if bias else None
     return p
 
@@ -349,7 +360,8 @@ _MHA_MISTAKES = {
 }
 
 
-def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, str | None]] = ((2, 5, 12, 3, None),), seed: int = 0) -> None:
+def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, str | None]] = ((2, 5, 12, 3, None),),
+                      seed: int = 0) -> None:
     """`fn(x, params, n_heads, mask=None)` against nn.MultiheadAttention with the same weights.
 
     `params` holds `w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o` in nn.Linear's layout. Cases are
@@ -375,7 +387,8 @@ def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, st
             wrong[description] = _mha(x, p, h, mask, **kw)
         check_close(f"mha_forward({shown})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True,
                     hint="project x with W_q, W_k, W_v; split into heads (view, then transpose(1, 2)); in each head "
-                         "softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the keys (dim=-1), with masked scores set to "
+                         "softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the keys (dim=-1), with masked scores set "
+                         "to "
                          "-inf before it; multiply by v, merge the heads (transpose back, then reshape) and apply W_O")
     passed("mha_forward", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")
 
@@ -411,5 +424,6 @@ def check_fused_mha(fn: Callable, buggy: Callable | None = None,
                 _mha(x, p, h, merge="no_transpose", scale="d_model"),
             "used the queries as the values": _mha(x, p, h, values="q"),
         }
-        check_close(f"fused_mha(x of shape {(B, T, d)}, n_heads={h})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True)
+        check_close(f"fused_mha(x of shape {(B, T, d)}, n_heads={h})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong,
+                    quiet=True)
     passed("fused_mha", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")

@@ -187,7 +187,8 @@ def _as_long(name: str, value: Any, what: str) -> torch.Tensor:
     return t.long()
 
 
-def _io_matches(got_in: torch.Tensor, got_out: torch.Tensor, want_in: torch.Tensor, want_out: torch.Tensor, pad_id) -> bool:
+def _io_matches(got_in: torch.Tensor, got_out: torch.Tensor, want_in: torch.Tensor, want_out: torch.Tensor,
+                pad_id) -> bool:
     if got_in.shape != want_in.shape or got_out.shape != want_out.shape:
         return False
     labelled = want_out != pad_id  # what tgt_in holds where the label is padding does not matter
@@ -249,7 +250,8 @@ def reference_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> tup
 def _mask_cases(hidden: bool) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
     cases = [
         (torch.tensor([[5, 6, 7, 0, 0], [8, 9, 5, 6, 7]]), torch.tensor([[1, 4, 5, 0], [1, 6, 7, 8]]), 0),
-        (torch.tensor([[4, 4, 3, 3], [5, 3, 3, 3], [6, 7, 8, 9]]), torch.tensor([[1, 9, 3, 3, 3], [1, 8, 7, 6, 5], [1, 5, 3, 3, 3]]), 3),
+        (torch.tensor([[4, 4, 3, 3], [5, 3, 3, 3], [6, 7, 8, 9]]),
+         torch.tensor([[1, 9, 3, 3, 3], [1, 8, 7, 6, 5], [1, 5, 3, 3, 3]]), 3),
     ]
     if hidden:
         cases += [
@@ -300,17 +302,20 @@ def _mask_mistakes(src, tgt_in, pad_id) -> tuple[dict[str, torch.Tensor], dict[s
         "left out the target padding: a padded target key must not be attended to either. (With the padding at "
         "the end, as here, that changes only the padded rows, which nobody reads; it matters with left padding "
         "or packed sequences, so the mask includes it)": tril.expand(len(src), T, T),
-        "left out the causal part: position i must not see target words after it": real_tgt[:, None, :].expand(-1, T, -1),
+        "left out the causal part: position i must not see target words after it":
+            real_tgt[:, None, :].expand(-1, T, -1),
         "used the upper triangle: True must be on and BELOW the diagonal (word i sees words 0..i)":
             real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).triu(),
-        "left out the diagonal: a position may attend to itself": real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).tril(-1),
+        "left out the diagonal: a position may attend to itself":
+            real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).tril(-1),
         "masked the padded queries (rows) instead of the padded keys (columns): a row with nothing allowed has no "
         "softmax (NaN in torch); mask the keys (columns) only": real_tgt[:, None, :] & real_tgt[:, :, None] & tril,
         "inverted the target mask: True must mean 'may attend'": ~(real_tgt[:, None, :] & tril),
     }
     if pad_id != 0:  # put first: with no 0 in the batch, "!= 0" also looks like a mask without padding
         src_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument": src != 0, **src_mistakes}
-        tgt_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument": (tgt_in != 0)[:, None, :] & tril,
+        tgt_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument":
+                        (tgt_in != 0)[:, None, :] & tril,
                         **tgt_mistakes}
     return src_mistakes, tgt_mistakes
 
@@ -330,7 +335,8 @@ def check_masks(fn: Callable, name: str = "seq2seq_masks", *, hidden: bool = Fal
         want_src, want_tgt = reference_masks(src, tgt_in, pad)
         src_wrong, tgt_wrong = _mask_mistakes(src, tgt_in, pad)
         problems = []
-        for part, got, want, mistakes in [("src_mask", got_src, want_src, src_wrong), ("tgt_mask", got_tgt, want_tgt, tgt_wrong)]:
+        for part, got, want, mistakes in [("src_mask", got_src, want_src, src_wrong),
+                                          ("tgt_mask", got_tgt, want_tgt, tgt_wrong)]:
             if torch.equal(got, want):
                 continue
             hint = next((d for d, m in mistakes.items() if torch.equal(got, m)), None)
@@ -429,7 +435,8 @@ def _beam_mistakes(scores, log_probs, k) -> dict[str, tuple[torch.Tensor, torch.
     out["kept the k LOWEST totals: log-probabilities are negative, and the best hypothesis has the largest (closest "
         "to 0) total"] = (worst, flat // V, flat % V)
     best, flat = (scores[:, None] + log_probs).flatten().topk(k)
-    out["returned the right k, but worst first: sort them best first"] = (best.flip(0), (flat // V).flip(0), (flat % V).flip(0))
+    out["returned the right k, but worst first: sort them best first"] = (
+        best.flip(0), (flat // V).flip(0), (flat % V).flip(0))
     return out
 
 
@@ -441,9 +448,11 @@ def _beam_cases(hidden: bool) -> list[tuple[list[float], list[list[float]], int]
         return sc.tolist(), lp.tolist(), k
     cases = [
         # hypothesis 0 is strong enough to take both places; hypothesis 1's best word is the likeliest new word
-        ([-1.0, -2.0], torch.log(torch.tensor([[0.5, 0.4, 0.05, 0.05], [0.7, 0.25, 0.03, 0.02]], dtype=torch.float64)).tolist(), 2),
+        ([-1.0, -2.0],
+         torch.log(torch.tensor([[0.5, 0.4, 0.05, 0.05], [0.7, 0.25, 0.03, 0.02]], dtype=torch.float64)).tolist(), 2),
         random_case(3, 5, 3),
-        ([0.0], torch.log(torch.tensor([[0.1, 0.2, 0.4, 0.3]], dtype=torch.float64)).tolist(), 3),  # the first step: one hypothesis
+        # the first step: one hypothesis
+        ([0.0], torch.log(torch.tensor([[0.1, 0.2, 0.4, 0.3]], dtype=torch.float64)).tolist(), 3),
     ]
     if hidden:
         cases += [random_case(4, 7, 4), random_case(2, 9, 5), random_case(5, 3, 2)]
@@ -483,8 +492,9 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
             raise CheckFailed(label, "the result is not right.",
                               "it looks like you returned the right k, but not sorted best first (topk sorts them "
                               "unless it is given sorted=False)")
-        wrong_parts = [n for n, a, b in zip(("new_scores", "parents", "tokens"), got, want)
-                       if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores" else torch.equal(a.long(), b.long()))]
+        wrong_parts = [n for n, a, b in zip(("new_scores", "parents", "tokens"), got, want, strict=False)
+                       if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores"
+                               else torch.equal(a.long(), b.long()))]
         raise CheckFailed(label, f"{', '.join(wrong_parts)} not right.",
                           "add each hypothesis's score to its row of log_probs, flatten the (K, V) table, take the k "
                           "largest; entry i of the flat table is hypothesis i // V extended by token i % V")
@@ -579,7 +589,8 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
                 raise CheckFailed(name, f"forward should return a tensor, got {short(got)}.")
             check_close(f"{name} on a target of {T} and a source of {S} positions", got, want, atol=1e-5, rtol=1e-4,
                         mistakes=wrong, quiet=True, reveal=False,
-                        hint="the self-attention needs the causal mask; the cross-attention needs none (no padding here)")
+                        hint="the self-attention needs the causal mask; the cross-attention needs none (no padding "
+                             "here)")
         passed(name, "3 shapes")
 
     check_all(

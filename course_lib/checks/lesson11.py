@@ -125,7 +125,8 @@ def _top_k_mistakes(logits: torch.Tensor, k: int) -> dict[str, torch.Tensor]:
     V = logits.shape[-1]
     out = {}
     if k + 1 <= V:
-        out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = reference_top_k(logits, k + 1)
+        out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = (
+            reference_top_k(logits, k + 1))
     if k >= 2:
         kth = torch.topk(logits, min(k, V), dim=-1).values[..., -1:]
         out["kept only k - 1 tokens, as `logits <= kth` does (it removes the k-th largest too): keep every logit "
@@ -185,18 +186,21 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
         except CheckFailed as err:
             crash_hint = hint
             if arg == "k" and value >= logits.shape[-1] and "out of range" in err.problem:
-                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then nothing "
+                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then "
+                              "nothing "
                               "is removed, as the prompt says; torch.topk needs k <= V, so use min(k, V)")
             raise CheckFailed(err.name, f"{err.problem}", crash_hint) from None
         check_tensor(name, got, f"when called as {shown}")
         if not torch.equal(given, logits):
             raise CheckFailed(name, f"the logits passed in were changed (when called as {shown}).",
-                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with the "
+                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with "
+                              "the "
                               "underscore) changes the input, which belongs to the caller")
         if got.shape[:-1] == logits.shape[:-1] and got.shape[-1] != logits.shape[-1]:
             raise CheckFailed(name, f"expected shape {tuple(logits.shape)} (like the logits), got {tuple(got.shape)} "
                               f"when called as {shown}.",
-                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the kept "
+                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the "
+                              "kept "
                               "values (torch.topk(...).values are sorted and have lost their token ids)")
         want = reference(logits, value).to(torch.float64)
         results.append((shown, got.detach().to(torch.float64), want,
@@ -240,7 +244,8 @@ def check_top_k(fn: Callable, *, hidden: bool = False, name: str = "top_k_filter
             raise CheckFailed(err.name, "the values are not right, and your result is the same for k = 2, 4 and 6.",
                               "top-k keeps the k largest logits, however likely each is: find each row's k-th largest "
                               "(torch.topk) and remove the logits below it. A rule on the probabilities (keep those "
-                              "above a threshold) ignores k; keeping a share of the probability is top-p's idea") from None
+                              "above a threshold) ignores k; keeping a share of the probability is top-p's "
+                              "idea") from None
         raise
 
 
@@ -269,19 +274,23 @@ def _top_p_mistakes(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     cum_unsorted = probs.cumsum(-1)
     return {
         "added up the probabilities in vocabulary order: sort them from the largest down first "
-        "(torch.sort(..., descending=True)) so that the most likely tokens are kept": logits.masked_fill(cum_unsorted - probs >= p, NEG),
+        "(torch.sort(..., descending=True)) so that the most likely tokens are kept":
+            logits.masked_fill(cum_unsorted - probs >= p, NEG),
         "added up e^logit without dividing by their sum: those are not probabilities until they are normalised "
         "(torch.softmax does both)": back(sorted_logits.exp().cumsum(-1) - sorted_logits.exp() >= p),
         "dropped the token whose probability makes the total reach p, so the kept tokens hold less than p: keep a "
         "token while the mass BEFORE it (cumsum minus its own probability) is below p": back(cum_sorted >= p),
         "applied a mask made in sorted order to the unsorted logits: send it back to the token ids first, e.g. "
-        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`": logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
-        "added up the logits instead of probabilities: apply the softmax first": back(sorted_logits.cumsum(-1) - sorted_logits >= p),
+        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`":
+            logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
+        "added up the logits instead of probabilities: apply the softmax first":
+            back(sorted_logits.cumsum(-1) - sorted_logits >= p),
         "set the removed logits to 0 instead of -inf: a logit of 0 can still be sampled": logits.masked_fill(
             ((cum_sorted - probs_sorted) >= p).scatter(-1, order, (cum_sorted - probs_sorted) >= p), 0.0),
         "returned the logits sorted from the largest down: every logit must stay at its own index (its token id)":
             torch.sort(reference_top_p(logits, p), dim=-1, descending=True).values,
-        "returned probabilities instead of logits: return the filtered logits": torch.softmax(reference_top_p(logits, p), dim=-1),
+        "returned probabilities instead of logits: return the filtered logits":
+            torch.softmax(reference_top_p(logits, p), dim=-1),
     }
 
 
@@ -372,7 +381,8 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
                 raise CheckFailed(name, f"the returned {part} still has {t} rows ({where}).",
                                   "append the new token's row: torch.cat([cache, new[None]], dim=0) has t + 1 rows")
             if tuple(value.shape) != (t + 1, d):
-                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} ({where}).",
+                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} "
+                                        f"({where}).",
                                   "a cache holds one row per position: add the new row along dim 0 (positions), "
                                   "not along the features")
             if t > 0 and torch.allclose(value.double(), torch.cat([want[-1:], want[:-1]]).double(), atol=1e-5):
@@ -388,7 +398,8 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
     passed(name, f"{len(cases)} cases")
 
 
-def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7, d: int = 6) -> None:
+def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7,
+                                      d: int = 6) -> None:
     """Feeding a sequence one token at a time through the learner's kv_step, from empty caches, must give
     exactly causal self-attention over the whole sequence."""
     g = _generator(14)
@@ -403,7 +414,8 @@ def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whol
         outs.append(out)
     Q, Kf, Vf = X @ W_q, X @ W_k, X @ W_v
     scores = (Q @ Kf.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), NEG)
-    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5, quiet=True,
+    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5,
+                quiet=True,
                 hint="step t must attend to positions 0..t: the cached ones and itself")
     passed(name, f"{T} steps equal causal self-attention")
 
@@ -434,7 +446,8 @@ def check_cheat_reason(value: Any) -> None:
                 "ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
 
 
-def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
+def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor,
+                               W_v: torch.Tensor) -> torch.Tensor:
     T, d = x.shape
     q, k, v = x @ W_q, x @ W_k, x @ W_v
     scores = (q @ k.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), NEG)
@@ -474,9 +487,11 @@ def check_self_attention(fn: Callable, *, hidden: bool = False, name: str = "sel
         got = call(name, fn, x.clone(), *W)
         check_tensor(name, got, f"for T = {T}, d = {d}")
         check_shape(f"{name} (T = {T}, d = {d})", got, (T, d), quiet=True)
-        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(), atol=1e-5,
+        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(),
+                    atol=1e-5,
                     quiet=True, mistakes={k: v.double() for k, v in _causal_mistakes(x, *W).items()},
-                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the softmax")
+                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the "
+                         "softmax")
         if T > 2:  # the property itself: the future does not change the past
             changed = x.clone()
             changed[T // 2:] = torch.randn(T - T // 2, d, generator=g)
@@ -524,7 +539,8 @@ def _temperature_value(name: str, value: Any) -> float:
 
 
 def check_temperature(temperature: Any) -> None:
-    """Exercise 7, part 1: the temperature that turns TEMPERATURE_LOGITS into TEMPERATURE_TARGET (checked by its effect)."""
+    """Exercise 7, part 1: the temperature that turns TEMPERATURE_LOGITS into TEMPERATURE_TARGET (checked by its
+    effect)."""
     name = "temperature"
     T = _temperature_value(name, temperature)
     got = _softmax_at(TEMPERATURE_LOGITS, T)
@@ -534,7 +550,8 @@ def check_temperature(temperature: Any) -> None:
         return
     if np.allclose(_softmax_at(TEMPERATURE_LOGITS, 1 / T), target, atol=6e-4):
         raise CheckFailed(name, f"{short(temperature)} is not right.",
-                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides them, so it is the reciprocal")
+                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides "
+                          "them, so it is the reciprocal")
     sharper = got[0] < target[0]
     raise CheckFailed(name, f"softmax(logits / {T:.4g}) = {np.round(got, 4).tolist()}, not the target.",
                       f"the target is {'sharper' if sharper else 'flatter'} than that, so the temperature must be "
@@ -687,7 +704,8 @@ def check_generate(fn: Callable, model: Any = None, *, hidden: bool = False, nam
                                       "idx[:, -block_size:] (the position table has block_size rows)") from None
                 if "empty context" in err.problem:
                     raise CheckFailed(name, f"the model was given an empty context ({where}).",
-                                      "crop with idx[:, -block_size:], which keeps the LAST block_size tokens") from None
+                                      "crop with idx[:, -block_size:], which keeps the LAST block_size "
+                                      "tokens") from None
                 if temp == 0 and "RuntimeError" in err.problem:
                     raise CheckFailed(name, err.problem, "temperature 0 means greedy decoding: take the argmax of the "
                                       "logits (logits / 0 is inf or nan, which no softmax can sample)") from None
@@ -804,8 +822,8 @@ def check_tie_weights(fn: Callable, make_model: Callable | None = None, *, name:
     """Exercise 9, part 2: tie_weights(model) makes a GPT's de-embedding the token embedding itself.
 
     make_model() gives the model to tie (`untied_gpt`; in the exercise a copy of it given in the answer cell, so
-    that under `course grade` the model lives in the learner's kernel). Everything is judged from what the model reports: its parameter
-    count (a shared Parameter is counted once) and the values and shapes of the two matrices."""
+    that under `course grade` the model lives in the learner's kernel). Everything is judged from what the model
+    reports: its parameter count (a shared Parameter is counted once) and the values and shapes of the two matrices."""
     model = (make_model or untied_gpt)()
     V, C = 11, 8
     before = int(model.num_parameters())
