@@ -12,8 +12,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _short, _to_array, call, check_all, check_close, check_sealed, check_shape,
-                   check_tensor, check_true, passed)
+from .core import (
+    CheckFailed,
+    NotAttempted,
+    Seals,
+    call,
+    check_all,
+    check_close,
+    check_shape,
+    check_tensor,
+    check_true,
+    passed,
+)
+from .helpers import short, to_array
 
 NEG = float("-inf")
 
@@ -24,11 +35,13 @@ def _generator(seed: int) -> torch.Generator:
 
 # --- sealed answers ---------------------------------------------------------------------------------
 # Answers worked out by hand (exercises 1, 5 and 6) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
+# kept as seals (see core.Seals), written by `course seal lesson11` from solutions/seals/lesson11.py.
+SEALS = Seals({
     "loss_gpt2": (3, "c9fbe69233455144ab0d", {
-        "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)": "5d47fbebdd42e9085cf9",
-        "used log base 2 (bits): the loss in this course is in nats, with the natural log (math.log)": "7994d69297dc72bcbbd1",
+        "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)":
+            "5d47fbebdd42e9085cf9",
+        "used log base 2 (bits): the loss in this course is in nats, with the natural log (math.log)":
+            "7994d69297dc72bcbbd1",
         "gave the probability of the right token, 1/V: the loss is its negative log": "866678aa70f0f6386b3f",
         "forgot the minus sign: -log(1/V) = log(V) is positive": "dc3ba134c0d73fe2d27e",
     }),
@@ -39,9 +52,10 @@ _SEALED = {
         "kept only the spike in the denominator: the 9 other tokens, the right one included, add e^0 = 1 each":
             "12a09136bbc805c9872e",
         "counted 10 tokens with logit 0 besides the spiked one: the vocabulary has 10 tokens in all, so 9 of them "
-        "have logit 0": "76ab7b01791c6cc4ed1d",
-        "counted 8 tokens with logit 0: every token but the spiked one has logit 0, the right one included, so 9 "
-        "do": "57c3c3ba7219c51f8561",
+        "have logit 0":
+            "76ab7b01791c6cc4ed1d",
+        "counted 8 tokens with logit 0: every token but the spiked one has logit 0, the right one included, so 9 do":
+            "57c3c3ba7219c51f8561",
         "computed the loss of the spiked (wrong) token: the loss is -log p of the RIGHT token, whose logit is 0":
             "1510ee83534dd4e6dbd8",
         "gave the probability of the right token: the loss is its negative log": "f94ad47057a6807bfe57",
@@ -56,7 +70,8 @@ _SEALED = {
         "forgot the biases of the Linear layers (4C in attention, 4C + C in the FFN)": "b30088e9908bf936bdc0",
         "forgot the LayerNorms (two per block and a final one, each a gain and a bias of C)": "13f449d6417859a5d4d6",
         "counted one FFN matrix: the FFN has two, C × 4C and 4C × C": "7ab47c31db7621dfc860",
-        "gave every head its own C × C projections: the heads split C, so attention is 4C² whatever the heads": "c93c2117ac19c6b1aaba",
+        "gave every head its own C × C projections: the heads split C, so attention is 4C² whatever the heads":
+            "c93c2117ac19c6b1aaba",
         "counted one block: there are n_layer = 3, each with its own weights": "7916379bf9ecfd0d2c64",
     }),
     "n_params_tied": (None, "5027030ac65a131447a4", {
@@ -67,20 +82,19 @@ _SEALED = {
     }),
     "cheat_reason": (None, "e4da3bff4ecb3c691b17", {
         "chose (a): 0.2 million parameters cannot memorise a million characters, and memorising would show as a "
-        "validation loss far above the training loss, not both near zero": "8214ac41ff47cc17fdc8",
+        "validation loss far above the training loss, not both near zero":
+            "8214ac41ff47cc17fdc8",
         "chose (b): the code does divide the scores by sqrt(d) (the `scores = ...` line); and a softmax that is too "
-        "sharp makes training harder, it does not make the loss on unseen text tiny": "35589688efc8c9e40afc",
+        "sharp makes training harder, it does not make the loss on unseen text tiny":
+            "35589688efc8c9e40afc",
         "chose (c): attending to itself is allowed, and needed; the target at t is x[t + 1], not x[t] (the targets "
-        "are shifted by one), so seeing x[t] gives nothing away": "b5df19eb337559d9b9dd",
+        "are shifted by one), so seeing x[t] gives nothing away":
+            "b5df19eb337559d9b9dd",
         "chose (e): softmax(..., dim=-1) normalises each row, one query's weights over all keys, which is right: "
-        "every row sums to 1": "0036a584ca1a465457f0",
+        "every row sums to 1":
+            "0036a584ca1a465457f0",
     }),
-}
-
-
-def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 # --- exercise 1: the loss at initialisation ---------------------------------------------------------
@@ -89,11 +103,11 @@ def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None
 def check_init_loss(loss_gpt2: Any, loss_spiky: Any) -> None:
     """Exercise 1: the cross-entropy of a uniform guess over GPT-2's vocabulary, and of one spiked wrong logit."""
     check_all(
-        lambda: _sealed("loss_gpt2", loss_gpt2,
-                        hint="near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
-        lambda: _sealed("loss_spiky", loss_spiky,
-                        hint="p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
-                             "-log p(right), natural log"),
+        lambda: SEALS.check("loss_gpt2", loss_gpt2, "number",
+                            "near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
+        lambda: SEALS.check("loss_spiky", loss_spiky, "number",
+                            "p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
+                            "-log p(right), natural log"),
     )
 
 
@@ -111,7 +125,8 @@ def _top_k_mistakes(logits: torch.Tensor, k: int) -> dict[str, torch.Tensor]:
     V = logits.shape[-1]
     out = {}
     if k + 1 <= V:
-        out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = reference_top_k(logits, k + 1)
+        out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = (
+            reference_top_k(logits, k + 1))
     if k >= 2:
         kth = torch.topk(logits, min(k, V), dim=-1).values[..., -1:]
         out["kept only k - 1 tokens, as `logits <= kth` does (it removes the k-th largest too): keep every logit "
@@ -163,7 +178,7 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
     results = []  # (shown, got, want, mistakes of this case)
     for logits, value in cases:
         given = logits.clone()
-        shown = f"{name}({_short(logits, 40)}, {arg}={value})"
+        shown = f"{name}({short(logits, 40)}, {arg}={value})"
         try:
             got = call(name, fn, given, value)
         except NotAttempted:
@@ -171,18 +186,21 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
         except CheckFailed as err:
             crash_hint = hint
             if arg == "k" and value >= logits.shape[-1] and "out of range" in err.problem:
-                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then nothing "
+                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then "
+                              "nothing "
                               "is removed, as the prompt says; torch.topk needs k <= V, so use min(k, V)")
             raise CheckFailed(err.name, f"{err.problem}", crash_hint) from None
         check_tensor(name, got, f"when called as {shown}")
         if not torch.equal(given, logits):
             raise CheckFailed(name, f"the logits passed in were changed (when called as {shown}).",
-                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with the "
+                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with "
+                              "the "
                               "underscore) changes the input, which belongs to the caller")
         if got.shape[:-1] == logits.shape[:-1] and got.shape[-1] != logits.shape[-1]:
             raise CheckFailed(name, f"expected shape {tuple(logits.shape)} (like the logits), got {tuple(got.shape)} "
                               f"when called as {shown}.",
-                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the kept "
+                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the "
+                              "kept "
                               "values (torch.topk(...).values are sorted and have lost their token ids)")
         want = reference(logits, value).to(torch.float64)
         results.append((shown, got.detach().to(torch.float64), want,
@@ -226,7 +244,8 @@ def check_top_k(fn: Callable, *, hidden: bool = False, name: str = "top_k_filter
             raise CheckFailed(err.name, "the values are not right, and your result is the same for k = 2, 4 and 6.",
                               "top-k keeps the k largest logits, however likely each is: find each row's k-th largest "
                               "(torch.topk) and remove the logits below it. A rule on the probabilities (keep those "
-                              "above a threshold) ignores k; keeping a share of the probability is top-p's idea") from None
+                              "above a threshold) ignores k; keeping a share of the probability is top-p's "
+                              "idea") from None
         raise
 
 
@@ -255,19 +274,23 @@ def _top_p_mistakes(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     cum_unsorted = probs.cumsum(-1)
     return {
         "added up the probabilities in vocabulary order: sort them from the largest down first "
-        "(torch.sort(..., descending=True)) so that the most likely tokens are kept": logits.masked_fill(cum_unsorted - probs >= p, NEG),
+        "(torch.sort(..., descending=True)) so that the most likely tokens are kept":
+            logits.masked_fill(cum_unsorted - probs >= p, NEG),
         "added up e^logit without dividing by their sum: those are not probabilities until they are normalised "
         "(torch.softmax does both)": back(sorted_logits.exp().cumsum(-1) - sorted_logits.exp() >= p),
         "dropped the token whose probability makes the total reach p, so the kept tokens hold less than p: keep a "
         "token while the mass BEFORE it (cumsum minus its own probability) is below p": back(cum_sorted >= p),
         "applied a mask made in sorted order to the unsorted logits: send it back to the token ids first, e.g. "
-        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`": logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
-        "added up the logits instead of probabilities: apply the softmax first": back(sorted_logits.cumsum(-1) - sorted_logits >= p),
+        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`":
+            logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
+        "added up the logits instead of probabilities: apply the softmax first":
+            back(sorted_logits.cumsum(-1) - sorted_logits >= p),
         "set the removed logits to 0 instead of -inf: a logit of 0 can still be sampled": logits.masked_fill(
             ((cum_sorted - probs_sorted) >= p).scatter(-1, order, (cum_sorted - probs_sorted) >= p), 0.0),
         "returned the logits sorted from the largest down: every logit must stay at its own index (its token id)":
             torch.sort(reference_top_p(logits, p), dim=-1, descending=True).values,
-        "returned probabilities instead of logits: return the filtered logits": torch.softmax(reference_top_p(logits, p), dim=-1),
+        "returned probabilities instead of logits: return the filtered logits":
+            torch.softmax(reference_top_p(logits, p), dim=-1),
     }
 
 
@@ -347,7 +370,7 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
         where = f"with a cache of {t} position{'s' if t != 1 else ''}, d = {d}"
         got = call(name, fn, *[a.clone() for a in args])
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {_short(got)} ({where}).",
+            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {short(got)} ({where}).",
                               "end with `return out, K_cache, V_cache`, the caches with the new row added")
         out, K, V = got
         for part, value in (("out", out), ("K_cache", K), ("V_cache", V)):
@@ -358,7 +381,8 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
                 raise CheckFailed(name, f"the returned {part} still has {t} rows ({where}).",
                                   "append the new token's row: torch.cat([cache, new[None]], dim=0) has t + 1 rows")
             if tuple(value.shape) != (t + 1, d):
-                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} ({where}).",
+                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} "
+                                        f"({where}).",
                                   "a cache holds one row per position: add the new row along dim 0 (positions), "
                                   "not along the features")
             if t > 0 and torch.allclose(value.double(), torch.cat([want[-1:], want[:-1]]).double(), atol=1e-5):
@@ -366,7 +390,7 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
                                   "put the newest position at the END of the cache, after the older ones")
             check_close(f"{name} {part} ({where})", value.detach().double(), want.double(), atol=1e-5, quiet=True,
                         hint=f"the new row of {part} is x @ W_{part[0].lower()}, appended after the cached rows")
-        check_shape(f"{name} out ({where})", out, (d,))
+        check_shape(f"{name} out ({where})", out, (d,), quiet=True)
         check_close(f"{name} out ({where})", out.detach().double(), want_out.double(), atol=1e-5, quiet=True,
                     mistakes={k: v.double() for k, v in _kv_mistakes(*args).items()},
                     hint="q = x @ W_q; weights = softmax(K_cache @ q / sqrt(d)) over all t + 1 cached positions, "
@@ -374,7 +398,8 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
     passed(name, f"{len(cases)} cases")
 
 
-def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7, d: int = 6) -> None:
+def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7,
+                                      d: int = 6) -> None:
     """Feeding a sequence one token at a time through the learner's kv_step, from empty caches, must give
     exactly causal self-attention over the whole sequence."""
     g = _generator(14)
@@ -389,7 +414,8 @@ def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whol
         outs.append(out)
     Q, Kf, Vf = X @ W_q, X @ W_k, X @ W_v
     scores = (Q @ Kf.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), NEG)
-    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5, quiet=True,
+    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5,
+                quiet=True,
                 hint="step t must attend to positions 0..t: the cached ones and itself")
     passed(name, f"{T} steps equal causal self-attention")
 
@@ -402,10 +428,10 @@ def check_param_count(n_params: Any, n_params_tied: Any) -> None:
     hint = ("add up: token embedding V·C, position table block_size·C, per block 4C² + 8C² weights (+ 4C + 5C biases) "
             "and two LayerNorms (gain C each, + bias C each), a final LayerNorm, and the de-embedding V·C unless tied")
     check_all(
-        lambda: _sealed("n_params", n_params, hint=hint),
-        lambda: _sealed("n_params_tied", n_params_tied,
-                        hint="without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
-                             "and a tied de-embedding adds nothing"),
+        lambda: SEALS.check("n_params", n_params, "number", hint),
+        lambda: SEALS.check("n_params_tied", n_params_tied, "number",
+                            "without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
+                            "and a tied de-embedding adds nothing"),
     )
 
 
@@ -416,11 +442,12 @@ def check_cheat_reason(value: Any) -> None:
     """Exercise 6, part 1: why the loss is impossibly low (a letter)."""
     if isinstance(value, str):
         value = value.strip().strip("()").lower()
-    _sealed("cheat_reason", value, kind="text",
-            hint="ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
+    SEALS.check("cheat_reason", value, "text",
+                "ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
 
 
-def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
+def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor,
+                               W_v: torch.Tensor) -> torch.Tensor:
     T, d = x.shape
     q, k, v = x @ W_q, x @ W_k, x @ W_v
     scores = (q @ k.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), NEG)
@@ -459,10 +486,12 @@ def check_self_attention(fn: Callable, *, hidden: bool = False, name: str = "sel
         W = [torch.randn(d, d, generator=g) for _ in range(3)]
         got = call(name, fn, x.clone(), *W)
         check_tensor(name, got, f"for T = {T}, d = {d}")
-        check_shape(f"{name} (T = {T}, d = {d})", got, (T, d))
-        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(), atol=1e-5,
+        check_shape(f"{name} (T = {T}, d = {d})", got, (T, d), quiet=True)
+        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(),
+                    atol=1e-5,
                     quiet=True, mistakes={k: v.double() for k, v in _causal_mistakes(x, *W).items()},
-                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the softmax")
+                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the "
+                         "softmax")
         if T > 2:  # the property itself: the future does not change the past
             changed = x.clone()
             changed[T // 2:] = torch.randn(T - T // 2, d, generator=g)
@@ -497,19 +526,21 @@ def _softmax_at(logits: Sequence[float], T: float) -> np.ndarray:
 
 def _temperature_value(name: str, value: Any) -> float:
     try:
-        a = _to_array(value)
+        a = to_array(value)
     except (TypeError, ValueError):
         a = np.asarray([])
     if isinstance(value, (str, bool)) or a.size != 1 or a.dtype.kind not in "biuf":
-        raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
+        raise CheckFailed(name, f"expected a single number, got {short(value)}.")
     T = float(a.reshape(()))
     if not math.isfinite(T) or T <= 0:
-        raise CheckFailed(name, f"{_short(value)} is not a temperature.", "a temperature is a positive number: the logits are divided by it")
+        raise CheckFailed(name, f"{short(value)} is not a temperature.",
+                          "a temperature is a positive number: the logits are divided by it")
     return T
 
 
 def check_temperature(temperature: Any) -> None:
-    """Exercise 7, part 1: the temperature that turns TEMPERATURE_LOGITS into TEMPERATURE_TARGET (checked by its effect)."""
+    """Exercise 7, part 1: the temperature that turns TEMPERATURE_LOGITS into TEMPERATURE_TARGET (checked by its
+    effect)."""
     name = "temperature"
     T = _temperature_value(name, temperature)
     got = _softmax_at(TEMPERATURE_LOGITS, T)
@@ -518,8 +549,9 @@ def check_temperature(temperature: Any) -> None:
         passed(name)
         return
     if np.allclose(_softmax_at(TEMPERATURE_LOGITS, 1 / T), target, atol=6e-4):
-        raise CheckFailed(name, f"{_short(temperature)} is not right.",
-                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides them, so it is the reciprocal")
+        raise CheckFailed(name, f"{short(temperature)} is not right.",
+                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides "
+                          "them, so it is the reciprocal")
     sharper = got[0] < target[0]
     raise CheckFailed(name, f"softmax(logits / {T:.4g}) = {np.round(got, 4).tolist()}, not the target.",
                       f"the target is {'sharper' if sharper else 'flatter'} than that, so the temperature must be "
@@ -535,10 +567,11 @@ def check_half_temperature(value: Any) -> None:
         passed(name)
         return
     if abs(_softmax_at(HALF_LOGITS, 1 / T)[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{_short(value)} is not right.",
+        raise CheckFailed(name, f"{short(value)} is not right.",
                           "it looks like you gave 1/T: the temperature divides the logits")
     if abs(_softmax_at(HALF_LOGITS, T / math.log(10))[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{_short(value)} is not right.", "it looks like you used log base 10; use the natural log")
+        raise CheckFailed(name, f"{short(value)} is not right.",
+                          "it looks like you used log base 10; use the natural log")
     raise CheckFailed(name, f"at T = {T:.4g} the top token gets {top:.3f}, not 0.5.",
                       f"{'lower' if top < 0.5 else 'raise'} the temperature (a lower one sharpens the distribution); "
                       "p_top = 1/2 means e^(3/T) equals the sum of the three other terms")
@@ -671,7 +704,8 @@ def check_generate(fn: Callable, model: Any = None, *, hidden: bool = False, nam
                                       "idx[:, -block_size:] (the position table has block_size rows)") from None
                 if "empty context" in err.problem:
                     raise CheckFailed(name, f"the model was given an empty context ({where}).",
-                                      "crop with idx[:, -block_size:], which keeps the LAST block_size tokens") from None
+                                      "crop with idx[:, -block_size:], which keeps the LAST block_size "
+                                      "tokens") from None
                 if temp == 0 and "RuntimeError" in err.problem:
                     raise CheckFailed(name, err.problem, "temperature 0 means greedy decoding: take the argmax of the "
                                       "logits (logits / 0 is inf or nan, which no softmax can sample)") from None
@@ -750,7 +784,7 @@ def check_make_batch(fn: Callable, *, hidden: bool = False, name: str = "make_ba
         where = f"starts {starts}, block_size {block_size}"
         got = call(name, fn, ids.clone(), list(starts), block_size)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            raise CheckFailed(name, f"expected a tuple (x, y), got {_short(got)} ({where}).", "end with `return x, y`")
+            raise CheckFailed(name, f"expected a tuple (x, y), got {short(got)} ({where}).", "end with `return x, y`")
         x, y = got
         check_tensor(name, x, f"for x ({where})", hint="stack the windows into one tensor: torch.stack([...])")
         check_tensor(name, y, f"for y ({where})", hint="stack the windows into one tensor: torch.stack([...])")
@@ -788,8 +822,8 @@ def check_tie_weights(fn: Callable, make_model: Callable | None = None, *, name:
     """Exercise 9, part 2: tie_weights(model) makes a GPT's de-embedding the token embedding itself.
 
     make_model() gives the model to tie (`untied_gpt`; in the exercise a copy of it given in the answer cell, so
-    that under `course grade` the model lives in the learner's kernel). Everything is judged from what the model reports: its parameter
-    count (a shared Parameter is counted once) and the values and shapes of the two matrices."""
+    that under `course grade` the model lives in the learner's kernel). Everything is judged from what the model
+    reports: its parameter count (a shared Parameter is counted once) and the values and shapes of the two matrices."""
     model = (make_model or untied_gpt)()
     V, C = 11, 8
     before = int(model.num_parameters())
