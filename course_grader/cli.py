@@ -1,7 +1,9 @@
-"""The teacher's `course` subcommands: build, new, roster, unpack, grade, mark, deadline, adjust, export, report.
+"""The teacher's `course` subcommands: build, new, seal, roster, unpack, grade, mark, deadline, adjust, export,
+report.
 
     course build      write exercises/ from solutions/        (see `build`)
     course new NN_x   start a new exercise set from a template (--title "Title")
+    course seal lessonNN  write a checks module's seals from its values file (solutions/seals/lessonNN.py)
     course roster     keep the class list in the gradebook (import an LMS export, drop a student)
     course unpack ZIP unpack an LMS download (Canvas, Moodle) into submissions/<student_id>/
     course grade DIR  grade a folder of submissions into the gradebook (--dry-run shows what would change)
@@ -52,6 +54,16 @@ def register(sub) -> list[str]:
     p_new.add_argument("--checks", type=Path, default=None,
                        help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps "
                             "them private)")
+
+    p_seal = sub.add_parser("seal", help="write a checks module's table of seals from the plain values of its "
+                                         "hand-worked answers")
+    p_seal.add_argument("module", help="the checks module, e.g. lesson06 (course_lib/checks/lesson06.py)")
+    p_seal.add_argument("--values", type=Path, default=None,
+                        help="the values file (default: solutions/seals/MODULE.py, next to the solutions)")
+    p_seal.add_argument("--checks", type=Path, default=None,
+                        help="the folder of the checks module (default: course_lib/checks/)")
+    p_seal.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the module's seals are not what the values give")
 
     p_grade = sub.add_parser("grade", help="grade SUBMISSIONS_DIR/<student_id>/NN_name.ipynb into the gradebook")
     p_grade.add_argument("submissions", type=Path)
@@ -172,12 +184,13 @@ def register(sub) -> list[str]:
 
     p_build.set_defaults(func=build_cmd)
     p_new.set_defaults(func=new_cmd)
+    p_seal.set_defaults(func=seal_cmd)
     p_grade.set_defaults(func=grade_cmd)
     for parser, command in ((p_unpack, unpack_cmd), (p_deadline, deadline_cmd), (p_adjust, adjust_cmd),
                             (p_export, export_cmd), (p_report, report_cmd), (p_roster, roster_cmd),
                             (p_mark, mark_cmd)):
         parser.set_defaults(func=_explained(command))
-    return ["build", "new", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
+    return ["build", "new", "seal", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
 
 
 def _explained(command):
@@ -234,6 +247,28 @@ def new_cmd(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     print("Next: write your exercises (the comments say where the next one goes), run the notebook top to bottom "
           "(jupyter nbconvert --to notebook --execute --inplace ...), then `course build` and `course check` it.")
+    return 0
+
+
+def seal_cmd(args: argparse.Namespace) -> int:
+    """`course seal lessonNN [--values FILE] [--check]`: see course_grader.seal."""
+    from .seal import SealError, seal_module
+
+    checks = args.checks or REPO / "course_lib" / "checks"
+    module = checks / f"{args.module.removesuffix('.py')}.py"
+    values = args.values or _default_dir(None, "solutions") / "seals" / module.name
+    try:
+        report = seal_module(module, values, check=args.check)
+    except SealError as err:
+        print(f"ERROR: {err}")
+        return 2
+    module, values = (p.relative_to(Path.cwd()) if p.is_relative_to(Path.cwd()) else p for p in (module, values))
+    if args.check:
+        state = f"out of date: run `course seal {args.module}`" if report.changed else "up to date"
+        print(f"{module}: {report.seals} seals of {report.answers} answers, {state} (values: {values})")
+        return 1 if report.changed else 0
+    state = "rewrote its SEALS table" if report.changed else "its SEALS table was already up to date"
+    print(f"{module}: {report.seals} seals of {report.answers} answers from {values}; {state}")
     return 0
 
 

@@ -6,7 +6,7 @@ It writes two files, and never overwrites either:
   (its total written from the metadata), the self-study cell, the setup cell, and three small but
   real exercises of different kinds, each a prompt, an answer cell and a test cell:
   1. implement a function, checked against a reference with a mistake table (`check_function`);
-  2. a value worked out by hand, checked against its seal (`check_sealed`), never a literal;
+  2. a value worked out by hand, checked against its seal (`SEALS.check`), never a literal;
   3. a prediction in several parts, each part checked and reported (`check_all`), earning its
      points part by part;
 - `course_lib/checks/lessonNN.py` (or `--checks DIR/lessonNN.py`): the references, the seals and

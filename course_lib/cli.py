@@ -6,9 +6,9 @@
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 
 and the teacher's commands, from the grader (`course_grader`, a second package installed by teachers):
-build, new, roster, unpack, grade, mark, deadline, adjust, export, report. The grader registers them through the
-entry point group `course_lib.commands` (a function that adds its subparsers, each with a `func`
-default); without it each of them prints one line saying how to install it.
+build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report. The grader registers them
+through the entry point group `course_lib.commands` (a function that adds its subparsers, each with a
+`func` default); without it each of them prints one line saying how to install it.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ COMMANDS_GROUP = "course_lib.commands"  # where the grader's package names its `
 TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of them when it is not installed
     "build": "write exercises/ from solutions/",
     "new": "start a new exercise set from a template",
+    "seal": "write a checks module's seals from the values of its hand-worked answers",
     "grade": "grade a folder of submissions into the gradebook",
     "deadline": "set an assignment's deadline and late penalty",
     "adjust": "add points to (or take them from) one student's assignment",
