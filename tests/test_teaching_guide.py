@@ -14,7 +14,8 @@ from course_lib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "teaching.md"
-TEACHER_COMMANDS = {"build", "check", "new", "grade", "unpack", "deadline", "adjust", "export", "report"}
+TEACHER_COMMANDS = {"build", "check", "new", "grade", "unpack", "deadline", "adjust", "export", "report", "roster",
+                    "mark"}
 
 
 def commands(path: Path) -> list[str]:
@@ -41,6 +42,9 @@ def test_the_guide_covers_every_teacher_command():
     used = {shlex.split(line)[1] for line in GUIDE_COMMANDS}
     assert TEACHER_COMMANDS <= used, f"not in docs/teaching.md: {sorted(TEACHER_COMMANDS - used)}"
     assert any("--student" in line for line in GUIDE_COMMANDS) and any("--new-solutions" in line for line in GUIDE_COMMANDS)
+    for option in ("--dry-run", "--reason", "--check --class", "--output-layout nbgrader", "--canvas-times", "--column",
+                   "roster drop", "--grader", "--cap"):
+        assert any(option in line for line in GUIDE_COMMANDS), f"docs/teaching.md shows no command with {option}"
 
 
 @pytest.mark.parametrize("path", [GUIDE, REPO / "README.md", REPO / "docs" / "nbgrader" / "README.md"])
