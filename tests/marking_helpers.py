@@ -1,6 +1,6 @@
 """A small graded class with written answers to mark, made without a kernel: a solution notebook with a
 manually graded question and its rubric, and a gradebook holding four students' answers (the
-tests of `course mark`: tests/test_marking.py, and in a real browser tests/browser/test_marking.py)."""
+tests of `course mark`: tests/test_marking.py, and in a real browser tests/browser/test_marking_page.py)."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """Manually graded answers: `course mark`'s pages and what a mark does (the server in a thread, spoken to
-over HTTP; tests/browser/test_marking.py does the same in Chromium), and `course check` saying that a
+over HTTP; tests/browser/test_marking_page.py does the same in Chromium), and `course check` saying that a
 written answer is marked by a person."""
 from __future__ import annotations
 
