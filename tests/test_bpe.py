@@ -242,6 +242,7 @@ def _assert_matches_hf(train_text: str, held_out: str, vocab_size: int, pattern:
     return ours, hf
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", [LINES, GPT2_SPLIT], ids=["lines", "gpt2-split"])
 def test_matches_the_tokenizers_library_on_tiny_shakespeare(shared_data, pattern):
     text = tiny_shakespeare()

@@ -183,6 +183,7 @@ def test_every_exercise_has_visible_and_hidden_tests_and_enough_exercises(path):
         assert hidden.strip(), f"{path.name} {gid}: no hidden tests"
 
 
+@pytest.mark.slow
 def test_course_build_matches_nbgrader_generate_assignment(tmp_path):
     """nbgrader's own generate_assignment gives the same student version as `course build`."""
     pytest.importorskip("nbgrader")

@@ -5,9 +5,12 @@ import re
 import subprocess
 import sys
 
+import pytest
 from grading_helpers import REPO, digest, learner, write
 
 from course_lib.runner.check import check_notebook
+
+pytestmark = pytest.mark.slow  # every test here starts a kernel
 
 
 def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_file_alone():

@@ -45,6 +45,7 @@ def test_check_equal_rejects_objects_that_claim_to_equal_anything():
     checks.check_equal("c", Counter("abca"), Counter("aabc"), quiet=True)
 
 
+@pytest.mark.slow
 def test_failed_check_renders_without_a_traceback_in_a_live_kernel():
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("from course_lib import checks\n"

@@ -58,6 +58,7 @@ def _page_config(page: str) -> dict:
     return json.loads(page[start : page.index("</script>", start)])
 
 
+@pytest.mark.slow
 def test_lab_serves_the_welcome_notebook(tmp_path):
     """`course lab` (what `make lab` runs) starts JupyterLab at the repo root, token auth on, and a
     learner's lab is clean: no news pop-up, no update check, none of nbgrader's teacher tools."""

@@ -139,6 +139,7 @@ def test_english_is_gender_balanced_and_has_the_pairs():
     assert counts["transformer"] >= 300, f"'transformer' occurs {counts['transformer']} times, expected >= 300"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_english_word2vec_analogies_hold(seed):
     """An independent word2vec (gensim) trained on the corpus solves the course's two analogies."""

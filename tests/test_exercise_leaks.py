@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # the solutions' cells are run in a kernel
+
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((REPO / "solutions").glob("*.ipynb"))
 NOT_EVALUATED = {"print", "exec", "eval", "open", "input", "display", "breakpoint", "__import__", "exit", "quit"}

@@ -290,6 +290,7 @@ def test_committed_checkpoint_is_the_recipe_and_reaches_its_loss():
     assert abs(losses["val"] - info["val_loss"]) < 2e-3, (losses, info["val_loss"])
 
 
+@pytest.mark.slow
 def test_train_script_runs_and_saves_a_loadable_checkpoint(tmp_path, capsys):
     _shakespeare_or_skip()
     from course_lib import train_gpt

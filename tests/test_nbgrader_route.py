@@ -40,8 +40,11 @@ BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 TIMEOUT = 300  # seconds per command: generous for a busy machine (the whole file needs about 40 CPU-seconds)
 
-pytestmark = pytest.mark.skipif(not (VENV_BIN / "activate").is_file(),
-                                reason=f"the guide activates {VENV_BIN / 'activate'}, which is absent")
+pytestmark = [
+    pytest.mark.slow,  # every test here runs nbgrader, which starts kernels
+    pytest.mark.skipif(not (VENV_BIN / "activate").is_file(),
+                       reason=f"the guide activates {VENV_BIN / 'activate'}, which is absent"),
+]
 
 
 def guide_block(name: str) -> str:

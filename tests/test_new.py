@@ -96,6 +96,7 @@ def test_the_grader_finds_the_private_checks_too(course, monkeypatch, tmp_path):
     assert result.status == "graded" and result.score == 8, result
 
 
+@pytest.mark.slow
 def test_course_new_refuses_to_overwrite_and_checks_the_name(course, tmp_path):
     before = (course / "checks" / "lesson93.py").read_bytes()
     proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "new", NAME, "--title", "Again", "--solutions",

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,6 +60,7 @@ print(json.dumps({"imported": names, "grader": sorted(m for m in sys.modules if 
 """
 
 
+@pytest.mark.slow
 def test_importing_every_course_lib_module_leaves_the_grader_out():
     proc = subprocess.run([sys.executable, "-c", IMPORT_ALL], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]

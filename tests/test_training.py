@@ -252,6 +252,7 @@ def test_config_device_moves_the_model():
 # --- several processes ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_processes_match_one(tmp_path):
     dist = pytest.importorskip("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():

@@ -119,6 +119,7 @@ def _stored_width_px(fig) -> int:
     return struct.unpack(">I", buffer.getvalue()[16:20])[0]
 
 
+@pytest.mark.slow
 def test_multi_panel_figures_fit_the_notebook_column():
     """`make lab` leaves an 848 px output column: a wider figure is shrunk, its small text with it
     (lesson 08's head grids were 1077 px wide, their 7 pt tick labels 6.6 px high)."""

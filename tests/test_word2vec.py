@@ -103,6 +103,7 @@ def small():
 # --- against gensim ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_analogy_accuracy_reaches_nine_tenths_of_gensims(course, gensim_pair):
     questions = guaranteed_analogies()
     everything = [q for qs in questions.values() for q in qs]
@@ -230,6 +231,7 @@ def gensim_band(wv: WordVectors, gensim_runs: list[WordVectors]) -> tuple[float,
     return ours, neighbour_overlap(*gensim_runs, probes), probes
 
 
+@pytest.mark.slow
 def test_real_text_vocabulary_is_gensims(course_wiki, gensim_wiki):
     assert course_wiki.vocab[:10] == gensim_wiki[0].vocab[:10], (course_wiki.vocab[:10], gensim_wiki[0].vocab[:10])
     assert set(course_wiki.vocab) == set(gensim_wiki[0].vocab), set(course_wiki.vocab) ^ set(gensim_wiki[0].vocab)
@@ -245,6 +247,7 @@ def test_real_text_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_it
         f"gensim's seeds share {baseline:.3f} of their neighbours: has the slice or a setting changed?"
 
 
+@pytest.mark.slow
 def test_a_broken_trainer_falls_outside_the_gensim_band(wiki_slice, gensim_wiki, monkeypatch):
     """The agreement test can fail: flip the sign of the noise words' gradient (they are then pulled
     towards every centre word instead of pushed away) and the overlap falls to about 0.05."""
