@@ -84,6 +84,8 @@ def sentences():
     return load_sentences("english")
 
 
+# The fixtures that train (the course's word2vec and gensim, on the generated corpus and on WikiText-2)
+# take seconds each: the tests that use them are marked slow.
 @pytest.fixture(scope="module")
 def course(sentences):
     return train_word2vec(sentences, **SETTINGS, progress=False)
@@ -119,6 +121,7 @@ def test_analogy_accuracy_reaches_nine_tenths_of_gensims(course, gensim_pair):
     assert theirs > 0.9, f"gensim itself solves only {theirs:.3f} of the analogies: is the corpus still the course's?"
 
 
+@pytest.mark.slow
 def test_the_two_analogies_of_the_lesson(course):
     royal = course.analogy("man", "king", "woman", k=3)
     capital = course.analogy("france", "paris", "italy", k=3)
@@ -126,6 +129,7 @@ def test_the_two_analogies_of_the_lesson(course):
     assert capital[0][0] == "rome", f"paris - france + italy gave {capital}, expected 'rome' first"
 
 
+@pytest.mark.slow
 def test_neighbours_overlap_with_gensims_as_much_as_gensims_own_seeds_do(course, gensim_pair):
     words, k = probe_words(), 10
 
@@ -237,6 +241,7 @@ def test_real_text_vocabulary_is_gensims(course_wiki, gensim_wiki):
     assert set(course_wiki.vocab) == set(gensim_wiki[0].vocab), set(course_wiki.vocab) ^ set(gensim_wiki[0].vocab)
 
 
+@pytest.mark.slow
 def test_real_text_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_itself(course_wiki, gensim_wiki):
     ours, baseline, probes = gensim_band(course_wiki, gensim_wiki)
     assert ours >= 0.8 * baseline, (
@@ -264,6 +269,7 @@ def test_a_broken_trainer_falls_outside_the_gensim_band(wiki_slice, gensim_wiki,
         f"a broken trainer shares {ours:.3f} of gensim's neighbours, gensim itself {baseline:.3f}"
 
 
+@pytest.mark.slow
 def test_analogy_accuracy_is_gensims_on_the_same_vectors(gensim_wiki):
     """The course's 3CosAdd (analogy_accuracy, and so lesson 04's numbers) against gensim's own
     evaluate_word_analogies on gensim's vectors, questions restricted to the vocabulary."""
@@ -311,6 +317,7 @@ def _keyed(wv: WordVectors):
     return kv
 
 
+@pytest.mark.slow
 def test_most_similar_and_analogy_rank_like_gensim(course):
     kv = _keyed(course)
     for word in ("king", "paris", "dog", "monday", "warm"):
@@ -448,6 +455,7 @@ def test_window_pairs_of_one_sentence():
 # --- training ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_loss_curve_starts_at_six_ln2_and_falls(course):
     history = course.loss_history
     assert 95 <= len(history) <= 110 and len(course.loss_pairs) == len(history), f"{len(history)} points"
