@@ -1,4 +1,4 @@
-# make lab | make test | make exercises | make bench | make run NB=... | make clean
+# make lab | make test | make quick | make lint | make exercises | make bench | make run NB=... | make clean
 # Every target sets up .venv first if it is missing (or older than the dependency files).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Two workers suit a 2-core laptop and CI; override with `make test JOBS=4`.
 JOBS   ?= 2
 
-.PHONY: install lab test exercises bench run clean
+.PHONY: install lab test quick lint exercises bench run clean
 
 install: $(STAMP)
 
@@ -24,10 +24,21 @@ $(STAMP): pyproject.toml course_grader/pyproject.toml constraints.txt
 lab: install
 	$(BIN)/course lab
 
-test: install
+# The whole suite, after the linter: the library's tests, every notebook under nbval, the grader in
+# its sandbox and the browser tests; the slowest tests are listed at the end.
+test: install lint
 	@command -v chromium >/dev/null || echo "Chromium not found: the browser tests (tests/browser/) are skipped (apt-get install chromium)"
 	@command -v bwrap >/dev/null || echo "bubblewrap not found: the grader's sandbox tests are skipped (apt-get install bubblewrap)"
-	$(BIN)/python -m pytest -n $(JOBS)
+	$(BIN)/python -m pytest -n $(JOBS) --durations=20
+
+# The quick loop while editing (about a minute): everything that starts no kernel, sandbox or browser.
+quick: install
+	$(BIN)/python -m pytest -n $(JOBS) -m "not slow"
+
+# ruff's linter and formatter, configured in pyproject.toml; notebooks have their own layout test.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 exercises: install
 	$(BIN)/course build
