@@ -8,4 +8,5 @@ command (`cli`). Importing the package runs and imports nothing: import the modu
 The teacher's tools (build, grade, gradebook) are a second package, `course_grader`, released with
 this one: it imports course_lib, never the reverse.
 """
+
 __version__ = "0.1.0"  # course_grader has the same version: the two are released together

@@ -8,6 +8,7 @@ error message. A module that wants its own wording calls the predicates and rais
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,6 +11,7 @@ The repository address is written into the cell once, by whoever publishes the c
 solutions/; `course build` carries it into exercises/). With no address written in, the cell asks
 for it on Colab.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,11 +48,22 @@ def repository_of(source: str) -> str | None:
 
 
 def _cell(repository: str, solution_notebook: bool) -> dict:
-    cell = {"cell_type": "code", "execution_count": None, "id": CELL_ID, "metadata": {"tags": [TAG]},
-            "outputs": [], "source": cell_source(repository).splitlines(keepends=True)}
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": CELL_ID,
+        "metadata": {"tags": [TAG]},
+        "outputs": [],
+        "source": cell_source(repository).splitlines(keepends=True),
+    }
     if solution_notebook:  # nbgrader wants every cell of a source notebook described
-        cell["metadata"]["nbgrader"] = {"grade": False, "grade_id": "colab_setup", "locked": True,
-                                        "schema_version": 3, "solution": False}
+        cell["metadata"]["nbgrader"] = {
+            "grade": False,
+            "grade_id": "colab_setup",
+            "locked": True,
+            "schema_version": 3,
+            "solution": False,
+        }
     return cell
 
 

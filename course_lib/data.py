@@ -24,6 +24,7 @@ Typical use::
 
 Lesson 10's made-up translation task is generated, not read: it lives in `course_lib.translation`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,9 +43,7 @@ from course_lib._validate import check_int, is_number
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"  # the bundled corpora (a data-only folder)
 
 # The standard tiny Shakespeare file (40,000 lines of the plays, 1,115,394 characters, 65 distinct).
-TINY_SHAKESPEARE_URL = (
-    "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-)
+TINY_SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINY_SHAKESPEARE_FILE = "tinyshakespeare.txt"
 DOWNLOAD_TIMEOUT_S = 30  # seconds; a stalled connection should fail, not hang a lesson forever
 
@@ -56,6 +55,7 @@ _WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)
 # ------------------------------------------------------------------------------------------------
 # Bundled corpora
 # ------------------------------------------------------------------------------------------------
+
 
 def available_corpora() -> list[str]:
     """The names of the bundled corpora (the .txt files in course_lib/corpora/), sorted."""
@@ -95,6 +95,7 @@ def load_sentences(name: str, lowercase: bool = True) -> list[list[str]]:
 # Splitting and batching
 # ------------------------------------------------------------------------------------------------
 
+
 def train_val_split(items, val_fraction: float = 0.1):
     """Split a str, list or 1-D tensor into (train, val) WITHOUT shuffling: the last `val_fraction`
     is the validation part.
@@ -102,9 +103,7 @@ def train_val_split(items, val_fraction: float = 0.1):
     Text is not shuffled on purpose: neighbouring sentences are alike, so a shuffled split would put
     near-copies of the training text into validation and flatter the model.
     """
-    if not is_number(val_fraction) or not (
-        0.0 < float(val_fraction) < 1.0
-    ):
+    if not is_number(val_fraction) or not (0.0 < float(val_fraction) < 1.0):
         raise ValueError(f"val_fraction must be a number strictly between 0 and 1, got {val_fraction!r}")
     n_train = int(len(items) * (1.0 - val_fraction))  # same rounding as nanoGPT's int(0.9 * n)
     return items[:n_train], items[n_train:]
@@ -160,6 +159,7 @@ def get_batch(
 # Tiny Shakespeare (downloaded once, then cached)
 # ------------------------------------------------------------------------------------------------
 
+
 def default_cache_dir() -> Path:
     """Where downloaded data is kept: $COURSE_DATA_DIR if set, else ~/.cache/one-hot-to-transformer."""
     override = os.environ.get("COURSE_DATA_DIR")
@@ -192,8 +192,14 @@ def _download(url: str, destination: Path, timeout: float = DOWNLOAD_TIMEOUT_S, 
         raise
 
 
-def cached_file(name: str, url: str, cache_dir: str | os.PathLike | None = None, *, what: str | None = None,
-                sha256: str | None = None) -> Path:
+def cached_file(
+    name: str,
+    url: str,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    what: str | None = None,
+    sha256: str | None = None,
+) -> Path:
     """The path of the data file `name` (e.g. "wikitext-2/valid.txt") in the cache folder, downloaded
     from `url` the first time. Later calls never touch the network. Offline, or with COURSE_NO_DOWNLOAD
     set (the test suite), a missing file raises a RuntimeError that says where to put it by hand."""
@@ -234,7 +240,9 @@ def tiny_shakespeare(cache_dir: str | os.PathLike | None = None, url: str = TINY
 # word_language_model example ships it: already tokenised, one paragraph per line, rare words
 # replaced by <unk>. Only the validation and test articles (455k words) are used: the training
 # file (2.1M words) is more than a lesson needs.
-WIKITEXT2_URL = "https://raw.githubusercontent.com/pytorch/examples/main/word_language_model/data/wikitext-2/{split}.txt"
+WIKITEXT2_URL = (
+    "https://raw.githubusercontent.com/pytorch/examples/main/word_language_model/data/wikitext-2/{split}.txt"
+)
 WIKITEXT2_SHA256 = {
     "valid": "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
     "test": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
@@ -257,8 +265,13 @@ def wikitext2(split: str = "valid", cache_dir: str | os.PathLike | None = None) 
     """
     if split not in WIKITEXT2_SHA256:
         raise ValueError(f"WikiText-2 split must be one of {sorted(WIKITEXT2_SHA256)}, got {split!r}")
-    path = cached_file(f"wikitext-2/{split}.txt", WIKITEXT2_URL.format(split=split), cache_dir,
-                       what=f"WikiText-2's {split} split", sha256=WIKITEXT2_SHA256[split])
+    path = cached_file(
+        f"wikitext-2/{split}.txt",
+        WIKITEXT2_URL.format(split=split),
+        cache_dir,
+        what=f"WikiText-2's {split} split",
+        sha256=WIKITEXT2_SHA256[split],
+    )
     return path.read_text(encoding="utf-8")
 
 
@@ -282,8 +295,11 @@ def gpt2_files(cache_dir: str | os.PathLike | None = None) -> tuple[Path, Path]:
     in order), downloaded once (about 1.5 MB together)."""
     paths = []
     for name in ("encoder.json", "vocab.bpe"):
-        paths.append(cached_file(f"gpt2/{name}", GPT2_URL.format(name=name), cache_dir,
-                                 what=f"GPT-2's {name}", sha256=GPT2_SHA256[name]))
+        paths.append(
+            cached_file(
+                f"gpt2/{name}", GPT2_URL.format(name=name), cache_dir, what=f"GPT-2's {name}", sha256=GPT2_SHA256[name]
+            )
+        )
     return paths[0], paths[1]
 
 
@@ -300,8 +316,9 @@ def gpt2_vocabulary(cache_dir: str | os.PathLike | None = None) -> tuple[dict[st
     return encoder, merges
 
 
-def google_analogies(path: str | os.PathLike | None = None, lowercase: bool = True
-                     ) -> dict[str, list[tuple[str, str, str, str]]]:
+def google_analogies(
+    path: str | os.PathLike | None = None, lowercase: bool = True
+) -> dict[str, list[tuple[str, str, str, str]]]:
     """Mikolov et al.'s (2013) Google analogy set, by section: {section: [(a, b, c, d), ...]}.
 
     19,544 questions "a is to b as c is to d" (athens greece baghdad iraq) in 14 sections, in the
@@ -314,8 +331,10 @@ def google_analogies(path: str | os.PathLike | None = None, lowercase: bool = Tr
         try:
             from gensim.test.utils import datapath
         except ImportError:
-            raise ImportError("google_analogies() reads questions-words.txt from gensim's test data: install gensim "
-                              "(pip install gensim), or pass the path of a copy of the file") from None
+            raise ImportError(
+                "google_analogies() reads questions-words.txt from gensim's test data: install gensim "
+                "(pip install gensim), or pass the path of a copy of the file"
+            ) from None
         path = datapath("questions-words.txt")
     sections: dict[str, list[tuple[str, str, str, str]]] = {}
     current = None

@@ -7,6 +7,7 @@
 
 Every lesson calls `seed_everything` first, so two runs of a notebook print the same numbers.
 """
+
 from __future__ import annotations
 
 import os

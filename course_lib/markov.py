@@ -1,5 +1,6 @@
 """Sequence models by counting: Markov chains of any order (lesson 02). Lesson 03's second-order
 model with skips lives in `skips.py`."""
+
 from __future__ import annotations
 
 # --- Markov chains (lesson 02) -------------------------------------------------------------------
@@ -362,8 +363,10 @@ def _ids(ids, vocab_size: int | None = None) -> np.ndarray:
         raise TypeError(f"ids must be integers, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     if vocab_size is not None and arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
-        raise ValueError(f"ids must lie in 0..{vocab_size - 1} for vocab_size={vocab_size}, "
-                         f"got values from {arr.min()} to {arr.max()}")
+        raise ValueError(
+            f"ids must lie in 0..{vocab_size - 1} for vocab_size={vocab_size}, "
+            f"got values from {arr.min()} to {arr.max()}"
+        )
     return arr
 
 

@@ -1,6 +1,7 @@
 """Second order with skips (lesson 03): every earlier word paired with the latest word votes for the
 next word; masks switch uninformative pairs off, a one-hot lookup picks a mask, and a hand-made ReLU
 layer builds word-pair features. These are the seeds of attention and of the feed-forward block."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -26,6 +27,7 @@ from .markov import _check_sequences
 # Everything is indexed by one sorted vocabulary of all training tokens (no boundary tokens:
 # positions without a next word make no prediction), so presence vectors, masks and tables are
 # all plain numpy arrays that a matrix product can combine.
+
 
 def skip_pairs(context: Sequence[str]) -> list[tuple[str, str]]:
     """The pair features for guessing the word after `context[-1]`: (earlier, latest) for each distinct
@@ -154,7 +156,9 @@ def mask_lookup(latest, mask_matrix: np.ndarray) -> np.ndarray:
     else:
         q = np.asarray(latest, dtype=float)
         if q.shape[-1] != M.shape[0]:
-            raise ValueError(f"one-hot rows of length {q.shape[-1]} cannot select rows of a mask matrix with {M.shape[0]} rows")
+            raise ValueError(
+                f"one-hot rows of length {q.shape[-1]} cannot select rows of a mask matrix with {M.shape[0]} rows"
+            )
     return q @ M  # (..., V) @ (V, V) -> (..., V)
 
 
@@ -183,7 +187,9 @@ def conjunction_weights(tokens: Sequence[str], groups: Sequence[Sequence[str]], 
     visibly cuts it off.
     """
     if not is_number(weight) or weight < 1:
-        raise ValueError(f"weight must be a number >= 1 (below 1 a group with a missing word would still fire), got {weight!r}")
+        raise ValueError(
+            f"weight must be a number >= 1 (below 1 a group with a missing word would still fire), got {weight!r}"
+        )
     index = {tok: i for i, tok in enumerate(tokens)}
     W = np.zeros((len(tokens) + 1, len(groups)))
     for f, group in enumerate(groups):

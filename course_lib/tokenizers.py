@@ -11,6 +11,7 @@ count and the positions of every adjacent pair, updated around each merge instea
 
 Ids are 0-based: in a vocabulary of V tokens they run from 0 to V - 1.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -117,9 +118,13 @@ class Vocabulary:
         counts: Counter[str] = Counter()
         for i, piece in enumerate(texts):
             if not isinstance(piece, str):
-                raise TypeError(f"text must be a string or an iterable of strings; item {i} is {type(piece).__name__} ({piece!r})")
+                raise TypeError(
+                    f"text must be a string or an iterable of strings; item {i} is {type(piece).__name__} ({piece!r})"
+                )
             counts.update(_split(piece, level))
-        return cls.from_counts(counts, level=level, min_freq=min_freq, specials=specials, unk_token=unk_token, order=order)
+        return cls.from_counts(
+            counts, level=level, min_freq=min_freq, specials=specials, unk_token=unk_token, order=order
+        )
 
     @classmethod
     def from_counts(
@@ -239,8 +244,10 @@ N_BYTES = 256  # ids 0..255 are the bytes themselves, so any text can be encoded
 # numbers cut into groups of at most three digits.
 LINES = r"[^\n]*\n|[^\n]+"
 GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-GPT4_SPLIT = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"""
-              r"""|\s*[\r\n]|\s+(?!\S)|\s""")
+GPT4_SPLIT = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"""
+    r"""|\s*[\r\n]|\s+(?!\S)|\s"""
+)
 PATTERN_NAMES = {LINES: "LINES", GPT2_SPLIT: "GPT2_SPLIT", GPT4_SPLIT: "GPT4_SPLIT"}
 
 
@@ -266,7 +273,7 @@ def split_chunks(text: str, pattern: str | regex.Pattern = LINES) -> list[str]:
     chunks, end = [], 0
     for m in compiled.finditer(text):
         if m.start() > end:  # text the pattern skipped still has to be encoded
-            chunks.append(text[end:m.start()])
+            chunks.append(text[end : m.start()])
         if m.end() > m.start():
             chunks.append(m.group())
         end = m.end()
@@ -310,7 +317,9 @@ class PairIndex:
         self.prev_pos: list[int] = []  # the previous position in the same chunk, -1 at its start
         self.weight: list[int] = []  # how many times the chunk holding this position occurs
         self.starts: list[int] = []  # the first position of each chunk
-        self.counts: dict[tuple[int, int], int] = {}  # (left id, right id) -> occurrences (pairs with count 0 are removed)
+        self.counts: dict[
+            tuple[int, int], int
+        ] = {}  # (left id, right id) -> occurrences (pairs with count 0 are removed)
         # pair -> positions of its left token. Entries go stale when a neighbouring merge changes the
         # pair there; they are checked when used. A stale entry can never become valid again, because
         # every merge makes a brand-new id.
@@ -457,7 +466,12 @@ class BPETokenizer:
 
     def __init__(self, special_tokens: Sequence[str] = (), pattern: str = LINES):
         if isinstance(special_tokens, str):
-            raise TypeError(f"special_tokens must be a sequence of strings such as ('<|endoftext|>',), got the string {special_tokens!r}")
+            raise TypeError(
+                (
+                    "special_tokens must be a sequence of strings such as "
+                    f"('<|endoftext|>',), got the string {special_tokens!r}"
+                )
+            )
         special_tokens = tuple(special_tokens)
         for tok in special_tokens:
             if not isinstance(tok, str) or tok == "":
@@ -529,7 +543,9 @@ class BPETokenizer:
     def truncated(self, n_merges: int) -> "BPETokenizer":
         """A copy that keeps only the first `n_merges` merges (what training with fewer merges gives)."""
         if not is_int(n_merges) or not 0 <= n_merges <= len(self.merges):
-            raise ValueError(f"n_merges must be an int from 0 to {len(self.merges)} (the merges learned), got {n_merges!r}")
+            raise ValueError(
+                f"n_merges must be an int from 0 to {len(self.merges)} (the merges learned), got {n_merges!r}"
+            )
         out = BPETokenizer(self.special_tokens, self.pattern)
         out._set_merges(self.merges[: int(n_merges)], self.byte_order)
         out.history = self.history[: int(n_merges)]
@@ -542,13 +558,17 @@ class BPETokenizer:
         if value == "all":
             return frozenset(self.special_tokens)
         if isinstance(value, str):
-            raise TypeError(f"{argument} takes a set of special tokens such as {{'<|endoftext|>'}} or 'all', "
-                            f"got the string {value!r}")
+            raise TypeError(
+                f"{argument} takes a set of special tokens such as {{'<|endoftext|>'}} or 'all', "
+                f"got the string {value!r}"
+            )
         chosen = frozenset(value)
         unknown = sorted(chosen - set(self.special_tokens))
         if unknown:
-            raise ValueError(f"{argument}: {unknown[0]!r} is not a special token of this tokenizer "
-                             f"(it has {list(self.special_tokens)})")
+            raise ValueError(
+                f"{argument}: {unknown[0]!r} is not a special token of this tokenizer "
+                f"(it has {list(self.special_tokens)})"
+            )
         return chosen
 
     def _split_specials(self, text: str, specials: Collection[str]) -> list[tuple[str, bool]]:
@@ -562,7 +582,7 @@ class BPETokenizer:
         parts, end = [], 0
         for m in self._special_res[key].finditer(text):
             if m.start() > end:
-                parts.append((text[end:m.start()], False))
+                parts.append((text[end : m.start()], False))
             parts.append((m.group(), True))
             end = m.end()
         if end < len(text):
@@ -581,13 +601,22 @@ class BPETokenizer:
         if not is_int(vocab_size):
             raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__} ({vocab_size!r})")
         if vocab_size < smallest:
-            specials = f" and the {len(self.special_tokens)} special token{'s' * (len(self.special_tokens) != 1)}" if self.special_tokens else ""
-            raise ValueError(f"vocab_size must be at least {smallest} (the 256 byte tokens{specials}), got {vocab_size}")
+            specials = (
+                f" and the {len(self.special_tokens)} special token{'s' * (len(self.special_tokens) != 1)}"
+                if self.special_tokens
+                else ""
+            )
+            raise ValueError(
+                f"vocab_size must be at least {smallest} (the 256 byte tokens{specials}), got {vocab_size}"
+            )
         if not is_int(min_frequency) or min_frequency < 1:
             raise ValueError(f"min_frequency must be an int >= 1, got {min_frequency!r}")
-        chunks = Counter(utf8(chunk).translate(self._to_ids)  # bytes as ids (the same values unless from GPT-2)
-                         for piece, special in self._split_specials(text, self.special_tokens) if not special
-                         for chunk in split_chunks(piece, self._compiled))
+        chunks = Counter(
+            utf8(chunk).translate(self._to_ids)  # bytes as ids (the same values unless from GPT-2)
+            for piece, special in self._split_specials(text, self.special_tokens)
+            if not special
+            for chunk in split_chunks(piece, self._compiled)
+        )
         index = PairIndex(chunks)
         merges, history = [], []
         for rank in range(int(vocab_size) - smallest):
@@ -605,8 +634,13 @@ class BPETokenizer:
 
     # -- text <-> ids ------------------------------------------------------------------------------
 
-    def encode(self, text: str, *, allowed_special: str | Collection[str] = (),
-               disallowed_special: str | Collection[str] = "all") -> list[int]:
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: str | Collection[str] = (),
+        disallowed_special: str | Collection[str] = "all",
+    ) -> list[int]:
         """The token ids of `text`.
 
         Special tokens, as in tiktoken: those in `allowed_special` (a set, or "all") become their own
@@ -627,7 +661,8 @@ class BPETokenizer:
                 raise ValueError(
                     f"the text contains the special token {piece!r}. If your own code put it there, pass "
                     f"allowed_special={{{piece!r}}} (or 'all') to encode it as that token; if the text comes from a "
-                    "user, use encode_ordinary(text) (or disallowed_special=()) to encode it as ordinary text")
+                    "user, use encode_ordinary(text) (or disallowed_special=()) to encode it as ordinary text"
+                )
         if not allowed:
             return self._encode_ordinary(text)
         ids: list[int] = []
@@ -730,7 +765,9 @@ class BPETokenizer:
         if hasattr(ids, "tolist"):  # numpy array or torch tensor
             ids = ids.tolist()
         if isinstance(ids, int):
-            raise TypeError(f"decode takes a sequence of integer ids, got the single int {ids}; wrap it in a list: [{ids}]")
+            raise TypeError(
+                f"decode takes a sequence of integer ids, got the single int {ids}; wrap it in a list: [{ids}]"
+            )
         data = b"".join(self.token_bytes(i) for i in ids)
         try:
             return data.decode("utf-8", "surrogatepass")
@@ -758,8 +795,9 @@ class BPETokenizer:
         for ch, b in byte_of.items():
             idx = encoder.get(ch)
             if idx is None or not 0 <= idx < N_BYTES:
-                raise ValueError(f"the encoder should give the byte {b} (written {ch!r}) an id from 0 to 255, "
-                                 f"got {idx!r}")
+                raise ValueError(
+                    f"the encoder should give the byte {b} (written {ch!r}) an id from 0 to 255, got {idx!r}"
+                )
             byte_order[idx] = b
         pairs = []
         for rank, pair in enumerate(merges):
@@ -767,13 +805,17 @@ class BPETokenizer:
                 raise ValueError(f"merge {rank} is {pair!r}: its two parts and their join must all be in the encoder")
             made = encoder[pair[0] + pair[1]]
             if made != N_BYTES + rank:
-                raise ValueError(f"merge {rank} ({pair[0]!r} + {pair[1]!r}) makes id {made} in the encoder; "
-                                 f"expected {N_BYTES + rank} (256 + its rank)")
+                raise ValueError(
+                    f"merge {rank} ({pair[0]!r} + {pair[1]!r}) makes id {made} in the encoder; "
+                    f"expected {N_BYTES + rank} (256 + its rank)"
+                )
             pairs.append((encoder[pair[0]], encoder[pair[1]]))
         rest = sorted((idx, tok) for tok, idx in encoder.items() if idx >= N_BYTES + len(pairs))
         if [idx for idx, _ in rest] != list(range(N_BYTES + len(pairs), N_BYTES + len(pairs) + len(rest))):
-            raise ValueError(f"the ids after the merges should be the special tokens, numbered on from "
-                             f"{N_BYTES + len(pairs)}; got {rest[:3]}")
+            raise ValueError(
+                f"the ids after the merges should be the special tokens, numbered on from "
+                f"{N_BYTES + len(pairs)}; got {rest[:3]}"
+            )
         tok = cls([t for _, t in rest], pattern=GPT2_SPLIT)
         tok._set_merges(pairs, byte_order)
         return tok
@@ -802,16 +844,19 @@ class BPETokenizer:
         except json.JSONDecodeError as err:
             raise ValueError(f"{path} is not a saved BPETokenizer: it is not valid JSON ({err})") from None
         if not isinstance(data, dict) or data.get("format") != "course_lib.BPETokenizer":
-            raise ValueError(f"{path} is not a saved BPETokenizer (no \"format\": \"course_lib.BPETokenizer\" in it)")
+            raise ValueError(f'{path} is not a saved BPETokenizer (no "format": "course_lib.BPETokenizer" in it)')
         if data.get("version") != 1:
-            raise ValueError(f"{path} is a BPETokenizer file of version {data.get('version')!r}; this code reads version 1")
+            raise ValueError(
+                f"{path} is a BPETokenizer file of version {data.get('version')!r}; this code reads version 1"
+            )
         tok = cls(data.get("special_tokens", []), data.get("pattern", LINES))
         merges = data.get("merges", [])
         for rank, pair in enumerate(merges):
-            ok = (isinstance(pair, list) and len(pair) == 2
-                  and all(is_int(i) and 0 <= i < N_BYTES + rank for i in pair))
+            ok = isinstance(pair, list) and len(pair) == 2 and all(is_int(i) and 0 <= i < N_BYTES + rank for i in pair)
             if not ok:
-                raise ValueError(f"{path}: merge {rank} is {pair!r}; expected two ids that exist before it (0..{N_BYTES + rank - 1})")
+                raise ValueError(
+                    f"{path}: merge {rank} is {pair!r}; expected two ids that exist before it (0..{N_BYTES + rank - 1})"
+                )
         byte_order = data.get("byte_order")
         if byte_order is not None and (not isinstance(byte_order, list) or sorted(byte_order) != list(range(N_BYTES))):
             raise ValueError(f"{path}: byte_order must list each of the 256 bytes exactly once")
@@ -844,7 +889,9 @@ def bytes_to_unicode() -> dict[int, str]:
     Latin-1 bytes stand for themselves ("a" is "a"), the other 68 are shifted to 256 + n
     (space -> "Ġ", newline -> "Ċ"). It is a display and storage trick: the model sees the same ids.
     """
-    visible = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    visible = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     mapping, shift = {}, 0
     for b in range(N_BYTES):
         if b in visible:
@@ -855,8 +902,9 @@ def bytes_to_unicode() -> dict[int, str]:
     return mapping
 
 
-def train_hf_bpe(text: str, vocab_size: int, *, special_tokens: Sequence[str] = (), min_frequency: int = 2,
-                 gpt2_split: bool = False):
+def train_hf_bpe(
+    text: str, vocab_size: int, *, special_tokens: Sequence[str] = (), min_frequency: int = 2, gpt2_split: bool = False
+):
     """The `tokenizers` library's byte-level BPE, trained on `text` with the setup of `BPETokenizer`:
     the 256 bytes as the initial alphabet, no prefix space, each line a separate sequence (merges
     never cross lines), and no regular-expression split unless `gpt2_split=True` (then GPT-2's).
@@ -866,8 +914,13 @@ def train_hf_bpe(text: str, vocab_size: int, *, special_tokens: Sequence[str] = 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_split)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=list(special_tokens))
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=list(special_tokens),
+    )
     tok.train_from_iterator(split_chunks(text, LINES), trainer=trainer)
     return tok
 

@@ -24,6 +24,7 @@ the vocabulary and the losses it reached; `load_checkpoint` turns it back into a
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,12 +59,14 @@ SEED = 1337  # nanoGPT's seed
 
 def recipe_model_config(vocab_size: int = 65) -> GPTConfig:
     """The model of nanoGPT's CPU recipe (about 0.8 million parameters)."""
-    return GPTConfig(vocab_size=vocab_size, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
-                     tie_weights=True)
+    return GPTConfig(
+        vocab_size=vocab_size, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, tie_weights=True
+    )
 
 
-def recipe_train_config(iters: int = 2000, seed: int = SEED, eval_interval: int = 250,
-                        progress: bool = True) -> TrainConfig:
+def recipe_train_config(
+    iters: int = 2000, seed: int = SEED, eval_interval: int = 250, progress: bool = True
+) -> TrainConfig:
     """The optimiser and schedule of nanoGPT's CPU recipe; ``iters`` shortens it (the cosine ends there)."""
     return TrainConfig(
         max_iters=iters,
@@ -91,8 +94,9 @@ def shakespeare_data(text: str | None = None) -> tuple[Vocabulary, torch.Tensor,
     return vocab, train_ids, val_ids
 
 
-def make_get_batch(train_ids: torch.Tensor, val_ids: torch.Tensor, block_size: int,
-                   batch_size: int = BATCH_SIZE) -> Callable:
+def make_get_batch(
+    train_ids: torch.Tensor, val_ids: torch.Tensor, block_size: int, batch_size: int = BATCH_SIZE
+) -> Callable:
     """``get_batch(split, generator) -> (x, y)`` for `training.train`: random windows of ``block_size``
     characters from the split, ``y`` shifted one to the right."""
     splits = {"train": train_ids, "val": val_ids}
@@ -147,7 +151,7 @@ def split_loss(model: GPT, ids: torch.Tensor, batch_size: int = 64) -> float:
             _, loss = model(rows[:, :-1], rows[:, 1:])
             total += loss.item() * rows[:, 1:].numel()
             count += rows[:, 1:].numel()
-        for s in starts[len(full):]:  # the shorter window at the end
+        for s in starts[len(full) :]:  # the shorter window at the end
             row = ids[s:].to(device)[None]  # (1, <= T + 1)
             _, loss = model(row[:, :-1], row[:, 1:])
             total += loss.item() * (row.shape[1] - 1)
@@ -178,10 +182,14 @@ def save_checkpoint(
         "iters": config.max_iters,
         "seed": config.seed,
         "batch_size": batch_size,
-        "train_config": {k: (list(v) if isinstance(v, tuple) else v)
-                         for k, v in dataclasses.asdict(config).items() if k != "device"},
-        "history": {"eval_iters": list(history.eval_iters), "train": list(history.train_eval_loss),
-                    "val": list(history.val_loss)},
+        "train_config": {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(config).items() if k != "device"
+        },
+        "history": {
+            "eval_iters": list(history.eval_iters),
+            "train": list(history.train_eval_loss),
+            "val": list(history.val_loss),
+        },
         "torch_version": str(torch.__version__),
     }
     path = Path(path)
@@ -189,8 +197,9 @@ def save_checkpoint(
     torch.save(checkpoint, path)
 
 
-def load_checkpoint(path: str | os.PathLike = CHECKPOINT,
-                    map_location: str | torch.device = "cpu") -> tuple[GPT, Vocabulary, dict]:
+def load_checkpoint(
+    path: str | os.PathLike = CHECKPOINT, map_location: str | torch.device = "cpu"
+) -> tuple[GPT, Vocabulary, dict]:
     """The model (in eval mode, on ``map_location``), its character vocabulary and the checkpoint's
     other entries (config, losses, the training settings)."""
     path = Path(path)
@@ -209,28 +218,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib.train_gpt", description=__doc__.split("\n\n")[0])
     parser.add_argument("--iters", type=int, default=2000, help="training iterations (the recipe: 2000)")
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
-                        help="sequences per (global) batch (the recipe: 12)")
+    parser.add_argument(
+        "--batch-size", type=int, default=BATCH_SIZE, help="sequences per (global) batch (the recipe: 12)"
+    )
     parser.add_argument("--eval-interval", type=int, default=250, help="iterations between validation estimates")
-    parser.add_argument("--out", type=Path, default=CHECKPOINT,
-                        help=f"where to save the checkpoint (default {CHECKPOINT})")
-    parser.add_argument("--device", default=None,
-                        help="cpu, cuda or mps (default: COURSE_DEVICE, else the best available)")
+    parser.add_argument(
+        "--out", type=Path, default=CHECKPOINT, help=f"where to save the checkpoint (default {CHECKPOINT})"
+    )
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda or mps (default: COURSE_DEVICE, else the best available)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
 
     model, vocab, history, config = train_recipe(
-        args.iters, seed=args.seed, batch_size=args.batch_size, eval_interval=args.eval_interval, device=args.device,
+        args.iters,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        eval_interval=args.eval_interval,
+        device=args.device,
         progress=not args.no_progress,
     )
     if history.rank != 0:  # under torchrun only the first process reports and saves
         return 0
     for step, tr, va in zip(history.eval_iters, history.train_eval_loss, history.val_loss, strict=True):
         print(f"iter {step:5d}  train loss {tr:.4f}  val loss {va:.4f}")
-    print(f"{history.seconds:.0f} s, {1000 * history.seconds / config.max_iters:.0f} ms per iteration "
-          "(evaluations included)")
-    print(f"final validation loss {history.val_loss[-1]:.4f} over {config.eval_iters} batches "
-          f"(nanoGPT's README for this recipe: {NANOGPT_VAL_LOSS}, also over 20 batches)")
+    print(
+        f"{history.seconds:.0f} s, {1000 * history.seconds / config.max_iters:.0f} ms per iteration "
+        "(evaluations included)"
+    )
+    print(
+        f"final validation loss {history.val_loss[-1]:.4f} over {config.eval_iters} batches "
+        f"(nanoGPT's README for this recipe: {NANOGPT_VAL_LOSS}, also over 20 batches)"
+    )
     full = split_loss(model, shakespeare_data()[2])
     print(f"validation loss over the whole validation split: {full:.4f}")
     save_checkpoint(args.out, model, vocab, history, config, args.batch_size, full)

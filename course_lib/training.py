@@ -29,6 +29,7 @@ the progress bar.
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,8 +46,16 @@ import torch.nn.functional as F
 from course_lib._validate import check_int
 from course_lib.device import seed_everything
 
-__all__ = ["TrainConfig", "History", "lr_at", "train", "estimate_loss", "cross_entropy_loss", "make_optimizer",
-           "process_group"]
+__all__ = [
+    "TrainConfig",
+    "History",
+    "lr_at",
+    "train",
+    "estimate_loss",
+    "cross_entropy_loss",
+    "make_optimizer",
+    "process_group",
+]
 
 Batch = Sequence[torch.Tensor]
 GetBatch = Callable[[str, torch.Generator], Batch]
@@ -73,8 +82,14 @@ class TrainConfig:
     device: str | torch.device | None = None  # where to train (None = where the model's parameters are)
 
     def __post_init__(self):
-        for name, minimum in [("max_iters", 1), ("warmup_iters", 0), ("eval_interval", 0), ("eval_iters", 1),
-                              ("grad_accum_steps", 1), ("seed", 0)]:
+        for name, minimum in [
+            ("max_iters", 1),
+            ("warmup_iters", 0),
+            ("eval_interval", 0),
+            ("eval_iters", 1),
+            ("grad_accum_steps", 1),
+            ("seed", 0),
+        ]:
             check_int(f"TrainConfig.{name}", getattr(self, name), minimum)
         if self.lr_decay_iters is not None:
             check_int("TrainConfig.lr_decay_iters", self.lr_decay_iters)
@@ -379,8 +394,15 @@ def train(model: nn.Module, get_batch: GetBatch, config: TrainConfig, *, loss_fn
     return history
 
 
-def _optimizer_step(net: nn.Module, optimizer: torch.optim.Optimizer, lr: float, next_batch: Callable[[], Batch],
-                    loss_fn: LossFn | None, config: TrainConfig, world: int) -> tuple[float, float | None]:
+def _optimizer_step(
+    net: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    lr: float,
+    next_batch: Callable[[], Batch],
+    loss_fn: LossFn | None,
+    config: TrainConfig,
+    world: int,
+) -> tuple[float, float | None]:
     """One AdamW step at learning rate `lr` on the summed gradients of ``grad_accum_steps`` batches
     from `next_batch`; returns the step's loss and the gradient norm before clipping (None without
     clipping)."""
@@ -408,8 +430,15 @@ def _optimizer_step(net: nn.Module, optimizer: torch.optim.Optimizer, lr: float,
     return step_loss, grad_norm
 
 
-def _evaluate(model: nn.Module, get_batch: GetBatch, config: TrainConfig, loss_fn: LossFn | None,
-              device: torch.device, history: History, it: int) -> str:
+def _evaluate(
+    model: nn.Module,
+    get_batch: GetBatch,
+    config: TrainConfig,
+    loss_fn: LossFn | None,
+    device: torch.device,
+    history: History,
+    it: int,
+) -> str:
     """Estimate both losses after `it` steps and record them in `history`; returns the validation
     loss as the progress bar shows it."""
     losses = estimate_loss(model, get_batch, config, loss_fn=loss_fn, device=device)
@@ -438,5 +467,6 @@ def _model_device(model: nn.Module) -> torch.device:
 def _progress_bar(total: int, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not enabled or bool(os.environ.get("TQDM_DISABLE")), desc="training",
-                dynamic_ncols=True)
+    return tqdm(
+        total=total, disable=not enabled or bool(os.environ.get("TQDM_DISABLE")), desc="training", dynamic_ncols=True
+    )

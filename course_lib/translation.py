@@ -22,6 +22,7 @@ grammar.
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import random
@@ -35,12 +36,26 @@ TRANSLATION_LEXICON: dict[str, dict[str, str]] = {
     "det": {"the": "lo", "a": "na"},
     "adj": {"big": "grun", "small": "pim", "red": "rosk", "tall": "vel", "happy": "jol", "quiet": "sut"},
     "noun": {
-        "dog": "kano", "cat": "miru", "bird": "pita", "man": "toma", "woman": "suna",
-        "child": "bimi", "teacher": "doka", "farmer": "gelo", "horse": "hipa", "fish": "piska",
+        "dog": "kano",
+        "cat": "miru",
+        "bird": "pita",
+        "man": "toma",
+        "woman": "suna",
+        "child": "bimi",
+        "teacher": "doka",
+        "farmer": "gelo",
+        "horse": "hipa",
+        "fish": "piska",
     },
     "verb": {
-        "sees": "vidat", "likes": "amat", "follows": "sekat", "helps": "jutat",
-        "finds": "trovat", "calls": "vokat", "feeds": "nutrat", "watches": "spekat",
+        "sees": "vidat",
+        "likes": "amat",
+        "follows": "sekat",
+        "helps": "jutat",
+        "finds": "trovat",
+        "calls": "vokat",
+        "feeds": "nutrat",
+        "watches": "spekat",
     },
     "prep": {"near": "ap", "behind": "pos", "with": "kun"},
 }
@@ -137,7 +152,7 @@ class TranslationTask:
     def decode_tgt(self, ids) -> list[str]:
         """Target ids back to words, dropping <bos> and <pad> and stopping at the first <eos>."""
         words = []
-        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+        for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:
             if i == self.eos_id:
                 break
             if i not in (self.bos_id, self.pad_id):
@@ -183,8 +198,9 @@ class TranslationTask:
         return self.batch([pairs[i] for i in index.tolist()])
 
 
-def translation_task(n_train: int = 20_000, n_test: int = 1_000, seed: int = 0, *, p_adjective: float = 0.5,
-                     p_place: float = 0.5) -> TranslationTask:
+def translation_task(
+    n_train: int = 20_000, n_test: int = 1_000, seed: int = 0, *, p_adjective: float = 0.5, p_place: float = 0.5
+) -> TranslationTask:
     """The translation task: `n_train` + `n_test` distinct random sentences with their translations.
 
     Deterministic for a given seed (Python's `random.Random(seed)`, independent of torch). The test

@@ -7,6 +7,7 @@ the same kind it was given, so a notebook can stay in numpy while a model stays 
 Ids are 0-based everywhere in code: in a vocabulary of V tokens the ids run from 0 to V - 1.
 (Prose and slides often count from 1; the lesson says so where it matters.)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -129,7 +130,9 @@ def cosine_similarity(a: ArrayLike, b: ArrayLike, dim: int = -1, eps: float | No
         dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()
         a_t, b_t = a_t.to(dtype), b_t.to(dtype)
         if a_t.shape[dim] != b_t.shape[dim]:
-            raise ValueError(f"a and b must have the same length along dim {dim}, got {tuple(a_t.shape)} and {tuple(b_t.shape)}")
+            raise ValueError(
+                f"a and b must have the same length along dim {dim}, got {tuple(a_t.shape)} and {tuple(b_t.shape)}"
+            )
         na, nb = norm(a_t, dim), norm(b_t, dim)
         if eps is None:
             _refuse_zero_vectors(_numpy(na), _numpy(nb))
@@ -137,7 +140,9 @@ def cosine_similarity(a: ArrayLike, b: ArrayLike, dim: int = -1, eps: float | No
         return (a_t * b_t).sum(dim) / (na.clamp_min(eps) * nb.clamp_min(eps))
     a_np, b_np = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a_np.ndim == 0 or b_np.ndim == 0 or a_np.shape[dim] != b_np.shape[dim]:
-        raise ValueError(f"a and b must be vectors of the same length along dim {dim}, got shapes {a_np.shape} and {b_np.shape}")
+        raise ValueError(
+            f"a and b must be vectors of the same length along dim {dim}, got shapes {a_np.shape} and {b_np.shape}"
+        )
     na, nb = norm(a_np, dim), norm(b_np, dim)
     if eps is None:
         _refuse_zero_vectors(na, nb)

@@ -4,6 +4,7 @@ Every figure function returns the `Figure` it drew, so a notebook cell can end w
 tests can inspect the axes. `rounded`, `show_items` and `show_table` print numbers identically on every
 machine (what the stored outputs of the notebooks need). Nothing is drawn at import time.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -36,7 +37,7 @@ COLOURBLIND_SAFE_CMAPS = ("viridis", "cividis", "Blues", "RdBu_r", "RdBu")
 
 
 def text_colour(rgba) -> str:
-    """"black" or "white": whichever contrasts more with a cell of colour `rgba` (WCAG contrast).
+    """ "black" or "white": whichever contrasts more with a cell of colour `rgba` (WCAG contrast).
 
     The choice comes from the cell's own brightness (relative luminance), not from where its value
     sits on the scale, so it is right for every colour map: black on light cells, white on dark ones.
@@ -209,7 +210,9 @@ def dot_product_geometry(a, b, *, labels: tuple[str, str] = ("a", "b"), ax=None)
     line = np.stack([min(0.0, t) * a, max(1.0, t) * a])  # the line through a, as far as the foot
     ax.plot(line[:, 0], line[:, 1], color="tab:blue", lw=0.8, alpha=0.4)
     ax.plot([b[0], foot[0]], [b[1], foot[1]], "k--", lw=1)
-    ax.plot([0, foot[0]], [0, foot[1]], color="tab:green", lw=4, alpha=0.6, label=f"|{labels[1]}| cos θ = {nb * cos:.2f}")
+    ax.plot(
+        [0, foot[0]], [0, foot[1]], color="tab:green", lw=4, alpha=0.6, label=f"|{labels[1]}| cos θ = {nb * cos:.2f}"
+    )
     # the angle as an arc
     start = np.arctan2(a[1], a[0])
     sweep = np.arctan2(a[0] * b[1] - a[1] * b[0], a @ b)  # signed angle from a to b
@@ -228,7 +231,10 @@ def dot_product_geometry(a, b, *, labels: tuple[str, str] = ("a", "b"), ax=None)
     ax.legend(loc="lower right", fontsize=9)
     ax.set_xlabel("first coordinate")
     ax.set_ylabel("second coordinate")
-    ax.set_title(f"{labels[0]}·{labels[1]} = {a @ b:.2f} = |{labels[0]}| |{labels[1]}| cos θ = {na:.2f} × {nb:.2f} × {cos:.2f}", fontsize=10)
+    ax.set_title(
+        f"{labels[0]}·{labels[1]} = {a @ b:.2f} = |{labels[0]}| |{labels[1]}| cos θ = {na:.2f} × {nb:.2f} × {cos:.2f}",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -256,8 +262,12 @@ def lookup_product(one_hot_rows, matrix, *, row_labels=None, vocab_labels=None, 
     for ax, (mat, rl, cl, title, fmt), (xlabel, ylabel) in zip(axes, panels, axis_names):
         im = ax.imshow(mat, cmap=SEQUENTIAL_CMAP, aspect="auto")
         ax.set_yticks(range(mat.shape[0]), labels=[str(x) for x in rl] if rl is not None else range(mat.shape[0]))
-        ax.set_xticks(range(mat.shape[1]), labels=[str(x) for x in cl] if cl is not None else range(mat.shape[1]),
-                      rotation=45 if cl is not None else 0, ha="right" if cl is not None else "center")
+        ax.set_xticks(
+            range(mat.shape[1]),
+            labels=[str(x) for x in cl] if cl is not None else range(mat.shape[1]),
+            rotation=45 if cl is not None else 0,
+            ha="right" if cl is not None else "center",
+        )
         _annotate(ax, im, mat, fmt, fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(xlabel, fontsize=8)
@@ -304,9 +314,18 @@ def _label_beside_arrow(ax, start, end, rad: float, text: str, offset_points: fl
     else:
         side = -bulge if (-bulge[1], -bulge[0]) > (bulge[1], bulge[0]) else bulge  # up, or right if vertical
     anchor = ax.transData.inverted().transform(middle)
-    ax.annotate(text, xy=anchor, xytext=tuple(offset_points * side), textcoords="offset points",
-                ha="center", va="center", fontsize=7, zorder=2, color="#8a1c1c",
-                bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.8))
+    ax.annotate(
+        text,
+        xy=anchor,
+        xytext=tuple(offset_points * side),
+        textcoords="offset points",
+        ha="center",
+        va="center",
+        fontsize=7,
+        zorder=2,
+        color="#8a1c1c",
+        bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.8),
+    )
 
 
 def transition_graph(
@@ -360,17 +379,36 @@ def transition_graph(
     ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     boxes = {}
     for i, label in enumerate(labels):
-        boxes[i] = ax.text(*pos[i], label, ha="center", va="center", fontsize=9, zorder=3,
-                           bbox=dict(boxstyle="round,pad=0.3", fc="#dde8f6", ec="#34609a"))
+        boxes[i] = ax.text(
+            *pos[i],
+            label,
+            ha="center",
+            va="center",
+            fontsize=9,
+            zorder=3,
+            bbox=dict(boxstyle="round,pad=0.3", fc="#dde8f6", ec="#34609a"),
+        )
     for i in range(n):
         for j in edges[i]:
             if layout == "layers":  # bend arrows that skip a layer, away from the nodes they pass
                 span = abs(pos[j][0] - pos[i][0])
                 rad = 0.0 if span <= 1 else (0.25 if pos[j][1] <= pos[i][1] else -0.25)
-            ax.annotate("", xy=pos[j], xytext=pos[i], zorder=1,
-                        arrowprops=dict(arrowstyle="-|>", color="0.35", lw=0.6 + 2.0 * T[i, j],
-                                        shrinkA=2, shrinkB=2, patchA=boxes[i].get_bbox_patch(),
-                                        patchB=boxes[j].get_bbox_patch(), connectionstyle=f"arc3,rad={rad}"))
+            ax.annotate(
+                "",
+                xy=pos[j],
+                xytext=pos[i],
+                zorder=1,
+                arrowprops=dict(
+                    arrowstyle="-|>",
+                    color="0.35",
+                    lw=0.6 + 2.0 * T[i, j],
+                    shrinkA=2,
+                    shrinkB=2,
+                    patchA=boxes[i].get_bbox_patch(),
+                    patchB=boxes[j].get_bbox_patch(),
+                    connectionstyle=f"arc3,rad={rad}",
+                ),
+            )
             _label_beside_arrow(ax, pos[i], pos[j], rad, f"{T[i, j]:.2f}")
         if T[i, i] > max(min_prob, 0.0):  # a self-loop: say it next to the node
             ax.text(pos[i][0], pos[i][1] + 0.25, f"↻ {T[i, i]:.2f}", ha="center", fontsize=7, color="#8a1c1c")
@@ -380,14 +418,34 @@ def transition_graph(
     return fig
 
 
-def transition_heatmap(matrix, row_labels, col_labels, *, title: str = "", figsize=(7.5, 6), fmt: str = "{:.2f}",
-                       ylabel: str = "current word", ax=None) -> Figure:
+def transition_heatmap(
+    matrix,
+    row_labels,
+    col_labels,
+    *,
+    title: str = "",
+    figsize=(7.5, 6),
+    fmt: str = "{:.2f}",
+    ylabel: str = "current word",
+    ax=None,
+) -> Figure:
     """A transition matrix as a heatmap (rows: context, columns: next token), with only the
     nonzero probabilities written in, so that sparse matrices stay readable."""
     m = _array(matrix)
     fig, ax = _figure_and_axes(ax, figsize)
-    heatmap(m, row_labels, col_labels, title=title, xlabel="next token", ylabel=ylabel, annotate=False,
-            vmin=0.0, vmax=1.0, colorbar_label="probability", ax=ax)
+    heatmap(
+        m,
+        row_labels,
+        col_labels,
+        title=title,
+        xlabel="next token",
+        ylabel=ylabel,
+        annotate=False,
+        vmin=0.0,
+        vmax=1.0,
+        colorbar_label="probability",
+        ax=ax,
+    )
     _annotate(ax, ax.images[-1], m, fmt, fontsize=7, only_nonzero=True)
     return fig
 
@@ -458,8 +516,10 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
     ax.set_ylim(-0.05, 1.7)  # room above the curves for the legend
     ax.set_yticks([0, 0.5, 1])
     ax.legend(fontsize=8, loc="upper left")
-    for ax, (a, b), title in ((axes[1], (1.0, 1.0), "well-conditioned: a round bowl"),
-                              (axes[2], (1.0, 25.0), "ill-conditioned: a narrow canyon")):
+    for ax, (a, b), title in (
+        (axes[1], (1.0, 1.0), "well-conditioned: a round bowl"),
+        (axes[2], (1.0, 25.0), "ill-conditioned: a narrow canyon"),
+    ):
         x, y = np.meshgrid(np.linspace(-3, 3, 200), np.linspace(-3, 3, 200))
         ax.contour(x, y, a * x**2 + b * y**2, levels=12, cmap="viridis", linewidths=0.8)
         p = np.array([-2.8, 1.2])
@@ -485,17 +545,22 @@ def three_constraints(*, step_fraction: float = 0.45, steps: int = 15) -> Figure
 # --- Lesson 06: attention -----------------------------------------------------
 
 
-def attention_bars(labels, weights, *, title: str = "", xlabel: str = "key", ylabel: str = "attention weight",
-                   ax=None) -> Figure:
+def attention_bars(
+    labels, weights, *, title: str = "", xlabel: str = "key", ylabel: str = "attention weight", ax=None
+) -> Figure:
     """Bar chart of one query's attention weights over `labels` (one bar per key), values written on the bars."""
     w = _array(weights)
     if w.ndim != 1 or len(w) != len(labels):
-        raise ValueError(f"attention_bars expects one weight per label: got {len(labels)} labels and weights of shape {w.shape}")
+        raise ValueError(
+            f"attention_bars expects one weight per label: got {len(labels)} labels and weights of shape {w.shape}"
+        )
     fig, ax = _figure_and_axes(ax, (6, 3))
     bars = ax.bar(range(len(w)), w, color="tab:blue")
     ax.set_xticks(range(len(w)), labels=[str(x) for x in labels], rotation=30 if len(w) > 6 else 0)
     for bar, value in zip(bars, w):
-        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{value:.2f}", ha="center", va="bottom", fontsize=8)
+        ax.text(
+            bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{value:.2f}", ha="center", va="bottom", fontsize=8
+        )
     ax.set_ylim(0, max(1.0, float(w.max()) * 1.15) if len(w) else 1.0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -521,12 +586,30 @@ def attention_graph(words, weights, *, query: int | None = None, title: str = ""
         for j in range(n):
             if i == j or W[i, j] < 0.02:
                 continue
-            ax.annotate("", xy=xy[i] * 0.85, xytext=xy[j] * 0.85,
-                        arrowprops=dict(arrowstyle="-|>", lw=0.5 + 6 * W[i, j], alpha=0.3 + 0.7 * W[i, j],
-                                        color="tab:blue", shrinkA=12, shrinkB=12, connectionstyle="arc3,rad=0.08"))
+            ax.annotate(
+                "",
+                xy=xy[i] * 0.85,
+                xytext=xy[j] * 0.85,
+                arrowprops=dict(
+                    arrowstyle="-|>",
+                    lw=0.5 + 6 * W[i, j],
+                    alpha=0.3 + 0.7 * W[i, j],
+                    color="tab:blue",
+                    shrinkA=12,
+                    shrinkB=12,
+                    connectionstyle="arc3,rad=0.08",
+                ),
+            )
     for (x, y), word in zip(xy, words):
-        ax.text(x * 0.85, y * 0.85, word, ha="center", va="center", fontsize=10,
-                bbox=dict(boxstyle="round", fc="white", ec="gray"))
+        ax.text(
+            x * 0.85,
+            y * 0.85,
+            word,
+            ha="center",
+            va="center",
+            fontsize=10,
+            bbox=dict(boxstyle="round", fc="white", ec="gray"),
+        )
     ax.set_xlim(-1.2, 1.2)
     ax.set_ylim(-1.2, 1.2)
     ax.set_aspect("equal")
@@ -649,8 +732,9 @@ def head_grid(
     # inches per heatmap: big enough for the tick labels, and the row of heatmaps (with its labels and
     # colour bar) no wider than the notebook's column, 8.48 in at 100 dpi, so it is shown unscaled
     cell = min(0.8 + 0.22 * max(T, S), (8.3 - 1.0) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(cell * ncols + 1.0, min(cell * nrows + 0.6, 12)),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(cell * ncols + 1.0, min(cell * nrows + 0.6, 12)), squeeze=False, layout="constrained"
+    )
     for h, ax in enumerate(axes.flat):
         if h >= n_heads:
             ax.axis("off")
@@ -658,8 +742,12 @@ def head_grid(
         im = ax.imshow(w[h], cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")  # weights are probabilities
         ax.set_title(head_titles[h], fontsize=9)
         row, col = divmod(h, ncols)
-        ax.set_xticks(range(S), labels=key_words if row == nrows - 1 or h + ncols >= n_heads else [""] * S,
-                      rotation=90, fontsize=7)
+        ax.set_xticks(
+            range(S),
+            labels=key_words if row == nrows - 1 or h + ncols >= n_heads else [""] * S,
+            rotation=90,
+            fontsize=7,
+        )
         ax.set_yticks(range(T), labels=words if col == 0 else [""] * T, fontsize=7)
         if annotate:
             _annotate(ax, im, w[h], "{:.2f}", fontsize=7)

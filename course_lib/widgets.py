@@ -10,6 +10,7 @@ which looks like a broken install. The explorers here are `Explorer` boxes, whos
 is a friendly line instead ("Run this cell to get the slider."), written into the notebook every
 time it is executed, with no post-processing.
 """
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -27,14 +28,17 @@ class Explorer(widgets.VBox):
     def __init__(self, children, what: str, **kwargs):
         super().__init__(children, **kwargs)
         # what the notebook shows for this widget before it is run (and, if widgets do not work, after)
-        self.hint = (f"Run this cell to get the {what}.\n"  # two lines: each fits the notebook column
-                     "(Still this line after running it? See Troubleshooting in the README.)")
+        self.hint = (
+            f"Run this cell to get the {what}.\n"  # two lines: each fits the notebook column
+            "(Still this line after running it? See Troubleshooting in the README.)"
+        )
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is not None:  # None once the widget is closed
             bundle["text/plain"] = self.hint
         return bundle
+
 
 # === Lesson-specific widgets =======================================================================
 # One section per lesson, added as lessons land.
@@ -59,10 +63,18 @@ def softmax_temperature_explorer(scores, labels=None, *, min_temperature: float 
     labels = list(labels) if labels is not None else [f"{x:.1f}" for x in s.tolist()]
     if len(labels) != s.numel():
         raise ValueError(f"got {len(labels)} labels for {s.numel()} scores")
-    slider = widgets.FloatLogSlider(value=1.0, base=10, min=np.log10(min_temperature), max=np.log10(max_temperature),
-                                    step=0.02, description="temperature", readout_format=".2f",
-                                    style={"description_width": "initial"},  # the whole label, not "temperat…"
-                                    continuous_update=True, layout=widgets.Layout(width="480px"))
+    slider = widgets.FloatLogSlider(
+        value=1.0,
+        base=10,
+        min=np.log10(min_temperature),
+        max=np.log10(max_temperature),
+        step=0.02,
+        description="temperature",
+        readout_format=".2f",
+        style={"description_width": "initial"},  # the whole label, not "temperat…"
+        continuous_update=True,
+        layout=widgets.Layout(width="480px"),
+    )
     out = widgets.Output()
 
     def draw(change=None):
@@ -117,9 +129,16 @@ def attention_explorer(words, q, k, v, *, feature_names=None, scale: bool = True
             fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [3, 2]})
             attention_bars(words, weights[i], ax=ax1, title=f"weights of query '{words[i]}' (sum = 1)")
             table = torch.cat([v, out_vectors[i : i + 1]], dim=0)  # (N + 1, d_v)
-            heatmap(table, row_labels=[f"v[{w}]" for w in words] + ["output"], col_labels=feature_names,
-                    cmap="RdBu_r", symmetric=True, ax=ax2, xlabel="feature",
-                    title=r"values $v_j$ and the output $\Sigma_j\, \alpha_j v_j$")
+            heatmap(
+                table,
+                row_labels=[f"v[{w}]" for w in words] + ["output"],
+                col_labels=feature_names,
+                cmap="RdBu_r",
+                symmetric=True,
+                ax=ax2,
+                xlabel="feature",
+                title=r"values $v_j$ and the output $\Sigma_j\, \alpha_j v_j$",
+            )
             plt.show()
 
     choice.observe(draw, names="value")
@@ -142,8 +161,15 @@ def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float
 
     if d_model < 2 or d_model % 2:
         raise ValueError(f"clock_hands_explorer needs an even d_model >= 2, got {d_model}")
-    slider = widgets.IntSlider(value=0, min=0, max=max_position, step=1, description="position",
-                               continuous_update=True, layout=widgets.Layout(width="420px"))
+    slider = widgets.IntSlider(
+        value=0,
+        min=0,
+        max=max_position,
+        step=1,
+        description="position",
+        continuous_update=True,
+        layout=widgets.Layout(width="420px"),
+    )
     out = widgets.Output()
     table = sinusoidal_encoding(max_position + 1, d_model, base).numpy()
 
@@ -154,7 +180,9 @@ def clock_hands_explorer(d_model: int = 16, max_position: int = 200, base: float
             fig = plt.figure(figsize=(min(1.0 * d_model // 2 + 0.6, 12), 1.8))
             viz.clock_hands([pos], d_model, base, fig=fig, title=f"the clock hands of PE[{pos}]")
             plt.show()
-            print("PE[pos] =", [round(float(v), 3) + 0.0 for v in table[pos]])  # float32 -> Python floats first: no 0.95899999
+            print(
+                "PE[pos] =", [round(float(v), 3) + 0.0 for v in table[pos]]
+            )  # float32 -> Python floats first: no 0.95899999
 
     slider.observe(redraw, names="value")
     redraw()

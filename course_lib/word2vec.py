@@ -37,6 +37,7 @@ Typical use::
     wv.analogy("man", "king", "woman")      # king - man + woman: [('queen', 0.98...), ...]
     analogy_accuracy(wv, questions)         # the share of (a, b, c, d) whose top answer is d
 """
+
 from __future__ import annotations
 
 import difflib
@@ -104,8 +105,9 @@ class WordVectors:
         self.vocab = list(self.vocab)
         self.vectors = torch.as_tensor(self.vectors, dtype=torch.float32)
         if self.vectors.dim() != 2 or self.vectors.shape[0] != len(self.vocab):
-            raise ValueError(f"vectors must have shape (len(vocab), dim) = ({len(self.vocab)}, dim), "
-                             f"got {tuple(self.vectors.shape)}")
+            raise ValueError(
+                f"vectors must have shape (len(vocab), dim) = ({len(self.vocab)}, dim), got {tuple(self.vectors.shape)}"
+            )
         self.index = {w: i for i, w in enumerate(self.vocab)}
         if len(self.index) != len(self.vocab):
             repeated = [w for w, n in Counter(self.vocab).items() if n > 1]
@@ -177,11 +179,13 @@ def _check_k(k) -> int:
 
 def _check_sgns_shapes(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor) -> None:
     if centre.dim() != 2 or context.shape != centre.shape:
-        raise ValueError(f"centre and context must both be (B, dim), got {tuple(centre.shape)} and "
-                         f"{tuple(context.shape)}")
+        raise ValueError(
+            f"centre and context must both be (B, dim), got {tuple(centre.shape)} and {tuple(context.shape)}"
+        )
     if noise.dim() != 3 or noise.shape[0] != centre.shape[0] or noise.shape[2] != centre.shape[1]:
-        raise ValueError(f"noise must be (B, K, dim) = ({centre.shape[0]}, K, {centre.shape[1]}), "
-                         f"got {tuple(noise.shape)}")
+        raise ValueError(
+            f"noise must be (B, K, dim) = ({centre.shape[0]}, K, {centre.shape[1]}), got {tuple(noise.shape)}"
+        )
 
 
 def sgns_loss(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -198,8 +202,9 @@ def sgns_loss(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor) 
     return -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1))  # (B,)
 
 
-def sgns_gradients(centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def sgns_gradients(
+    centre: torch.Tensor, context: torch.Tensor, noise: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The loss of each pair and its gradients, worked out by hand (what training uses).
 
     With s = u_o · v_c and s_k = u_{n_k} · v_c, the derivatives of the loss are
@@ -227,16 +232,20 @@ def sgns_gradients(centre: torch.Tensor, context: torch.Tensor, noise: torch.Ten
 def _check_sentences(sentences) -> list[list[str]]:
     """A list of token lists, or an error that says what was expected and what was given."""
     if isinstance(sentences, str):
-        raise TypeError("sentences must be a list of sentences, each a list of words, such as "
-                        f"[['the', 'king', 'ruled'], ...]; got a single string {sentences[:40]!r}")
+        raise TypeError(
+            "sentences must be a list of sentences, each a list of words, such as "
+            f"[['the', 'king', 'ruled'], ...]; got a single string {sentences[:40]!r}"
+        )
     try:
         sentences = list(sentences)
     except TypeError:
         raise TypeError(f"sentences must be a list of token lists, got {type(sentences).__name__}") from None
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
-            raise TypeError(f"sentences must be a list of token lists, but item {i} is the string {sentence[:40]!r}: "
-                            "split each sentence into words first (sentence.split()), or wrap one sentence in a list")
+            raise TypeError(
+                f"sentences must be a list of token lists, but item {i} is the string {sentence[:40]!r}: "
+                "split each sentence into words first (sentence.split()), or wrap one sentence in a list"
+            )
         if not isinstance(sentence, (list, tuple)):
             raise TypeError(f"sentences must be a list of token lists, but item {i} is a {type(sentence).__name__}")
         for word in sentence:
@@ -318,8 +327,17 @@ def train_word2vec(
     arguments and seed give the same vectors. A progress bar shows the epochs (off when `progress`
     is False or the environment variable TQDM_DISABLE is set).
     """
-    config = Word2VecConfig(dim=dim, window=window, negatives=negatives, epochs=epochs, seed=seed,
-                            min_count=min_count, lr=lr, batch_size=batch_size, subsample=subsample)
+    config = Word2VecConfig(
+        dim=dim,
+        window=window,
+        negatives=negatives,
+        epochs=epochs,
+        seed=seed,
+        min_count=min_count,
+        lr=lr,
+        batch_size=batch_size,
+        subsample=subsample,
+    )
     sentences = _check_sentences(sentences)
     # One CPU thread: the tensors of one step are tiny, so more threads only add waiting (on a busy
     # machine a lot of it), and one thread makes the result independent of the machine's core count.
@@ -342,8 +360,10 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
 
     vocab, counts = build_vocab(sentences, config.min_count)
     if len(vocab) < 2:
-        raise ValueError(f"min_count={config.min_count} leaves {len(vocab)} word(s) in the vocabulary; "
-                         "word2vec needs at least 2: lower min_count or give a larger corpus")
+        raise ValueError(
+            f"min_count={config.min_count} leaves {len(vocab)} word(s) in the vocabulary; "
+            "word2vec needs at least 2: lower min_count or give a larger corpus"
+        )
     index = {w: i for i, w in enumerate(vocab)}
     # The corpus as one long tensor of ids, with the sentence of each word (unknown words dropped).
     kept = [[index[w] for w in s if w in index] for s in sentences]
@@ -383,8 +403,8 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
         if log_every is None:
             log_every = max(1, config.epochs * steps // config.history_points)
         for i, start in enumerate(range(0, pairs.shape[0], B)):
-            c, o = pairs[start:start + B, 0], pairs[start:start + B, 1]  # (b,), (b,)
-            n = noise_ids[start:start + B].reshape(-1)  # (b * K,)
+            c, o = pairs[start : start + B, 0], pairs[start : start + B, 1]  # (b,), (b,)
+            n = noise_ids[start : start + B].reshape(-1)  # (b * K,)
             noise_rows = context.index_select(0, n).view(c.shape[0], K, D)  # (b, K, D)
             loss, g_centre, g_context, g_noise = sgns_gradients(centre[c], context[o], noise_rows)
             if step == 0:  # the curve starts with the untrained model: (1 + K) ln 2 per pair
@@ -402,7 +422,8 @@ def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -
                 raise FloatingPointError(
                     f"word2vec diverged at step {step} (the loss became {total}): lower lr (now {config.lr}) or "
                     f"batch_size (now {B}); on a small corpus, or with subsample=0, a frequent word repeats many "
-                    "times in one batch and its summed update overshoots")
+                    "times in one batch and its summed update overshoots"
+                )
             running += total
             running_pairs += c.shape[0]
             pairs_seen += c.shape[0]
@@ -428,8 +449,9 @@ def analogy_questions(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str, 
     return [(a, b, c, d) for (a, b), (c, d) in permutations(pairs, 2)]
 
 
-def analogy_answers(wv: WordVectors, questions: Sequence[Sequence[str]], *, exclude_inputs: bool = True,
-                    chunk: int = 1024) -> list[str]:
+def analogy_answers(
+    wv: WordVectors, questions: Sequence[Sequence[str]], *, exclude_inputs: bool = True, chunk: int = 1024
+) -> list[str]:
     """The top answer of wv.analogy(a, b, c) for every question (a, b, c) or (a, b, c, d), computed
     `chunk` questions at a time: one matrix product per chunk instead of one per question."""
     ids = torch.tensor([[wv.id(q[0]), wv.id(q[1]), wv.id(q[2])] for q in questions], dtype=torch.long)  # (Q, 3)
@@ -443,8 +465,9 @@ def analogy_answers(wv: WordVectors, questions: Sequence[Sequence[str]], *, excl
     return answers
 
 
-def analogy_accuracy(wv: WordVectors, questions: Sequence[tuple[str, str, str, str]], *,
-                     exclude_inputs: bool = True) -> float:
+def analogy_accuracy(
+    wv: WordVectors, questions: Sequence[tuple[str, str, str, str]], *, exclude_inputs: bool = True
+) -> float:
     """The fraction of questions a : b :: c : d whose top answer to wv.analogy(a, b, c) is d.
 
     This is the "3CosAdd" test of the word2vec papers: a question counts as solved only when d is the

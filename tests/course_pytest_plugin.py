@@ -6,6 +6,7 @@ notebook cells skipped when there is no GPU.
 The environment variables are set at import time, before pytest-xdist workers or nbval start any
 kernel, so every kernel inherits them and nothing is written into the user's home.
 """
+
 from __future__ import annotations
 
 import atexit

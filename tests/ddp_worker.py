@@ -5,6 +5,7 @@ rank r writes its results to ``OUT.r``).
 Both runs train the same model from the same seed on the same global batches, so their loss curves
 must agree: DistributedDataParallel averages the two halves' gradients into the full batch's gradient.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,17 @@ def get_batch(split: str, generator: torch.Generator):
 
 def config() -> TrainConfig:
     return TrainConfig(
-        max_iters=30, lr=1e-2, min_lr=1e-3, warmup_iters=5, weight_decay=0.1, grad_clip=1.0,
-        eval_interval=10, eval_iters=2, label_smoothing=0.1, seed=3, progress=False,
+        max_iters=30,
+        lr=1e-2,
+        min_lr=1e-3,
+        warmup_iters=5,
+        weight_decay=0.1,
+        grad_clip=1.0,
+        eval_interval=10,
+        eval_iters=2,
+        label_smoothing=0.1,
+        seed=3,
+        progress=False,
     )
 
 

@@ -1,4 +1,5 @@
 """course_lib.attention against torch's own softmax and scaled_dot_product_attention, forward and backward."""
+
 from __future__ import annotations
 
 import math
@@ -202,7 +203,13 @@ def test_sdpa_error_messages():
         scaled_dot_product_attention(q[0, 0], k, v)
     with pytest.raises(TypeError, match="k must be a torch.Tensor"):
         scaled_dot_product_attention(q, k.tolist(), v)
-    with pytest.raises(TypeError, match=r"mask must be a boolean tensor \(True = may attend\) or a floating-point one .*got dtype torch.int64.*mask.bool\(\)"):
+    with pytest.raises(
+        TypeError,
+        match=(
+            r"mask must be a boolean tensor \(True = may attend\) or a "
+            r"floating-point one .*got dtype torch.int64.*mask.bool\(\)"
+        ),
+    ):
         scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"mask of shape \(4, 3\) cannot be broadcast .* \(2, 3, 4\)"):
         scaled_dot_product_attention(q, k, v, torch.ones(4, 3, dtype=torch.bool))
@@ -415,7 +422,9 @@ def test_check_attention_names_crashes_without_unrelated_advice():
 
 def test_check_attention_and_softmax_reject_numpy_results():
     with pytest.raises(checks.CheckFailed, match="expected a torch.Tensor, got ndarray for the output"):
-        lesson06.check_attention(lambda q, k, v, mask=None: tuple(t.numpy() for t in _reference_attention(q, k, v, mask)))
+        lesson06.check_attention(
+            lambda q, k, v, mask=None: tuple(t.numpy() for t in _reference_attention(q, k, v, mask))
+        )
     with pytest.raises(checks.CheckFailed, match="expected a torch.Tensor, got ndarray"):
         lesson06.check_softmax(lambda x: torch.softmax(x, dim=-1).numpy())
 
@@ -460,7 +469,9 @@ def test_a_float_mask_is_added_and_matches_the_boolean_mask_and_torch():
     assert_close(out_float, out_bool)
     assert_close(out_float, F.scaled_dot_product_attention(q, k, v, attn_mask=additive))
     bias = torch.randn(5, 5, generator=g)  # any additive bias, as torch allows
-    assert_close(scaled_dot_product_attention(q, k, v, bias)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
+    assert_close(
+        scaled_dot_product_attention(q, k, v, bias)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    )
 
 
 def test_a_float_mask_row_of_minus_infinity_gets_zero_weights_not_nan():

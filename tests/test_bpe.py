@@ -12,6 +12,7 @@
 
 Plus round trips for any string (hypothesis), save/load, special tokens and error messages.
 """
+
 from __future__ import annotations
 
 import json
@@ -109,11 +110,15 @@ def test_compression_example_aaabdaaabac_gives_XdXac_and_back():
 def test_low_lower_lowest_and_the_stop_when_nothing_repeats():
     tok = BPETokenizer().train("low lower lowest", N_BYTES + 10, record=True)
     # After "lo" and "low", (" ", low) and (low, "e") both occur twice: the tie goes to (32, 257).
-    assert [tok.token_text(i) for i in range(N_BYTES, tok.vocab_size)] == ["lo", "low", " low", " lowe"], tok.tokenize("low lower lowest")
+    assert [tok.token_text(i) for i in range(N_BYTES, tok.vocab_size)] == ["lo", "low", " low", " lowe"], tok.tokenize(
+        "low lower lowest"
+    )
     assert len(tok) == N_BYTES + 4, "training stops once no pair occurs min_frequency = 2 times"
     assert tok.tokenize("lower") == ["low", "e", "r"], tok.tokenize("lower")
     every_pair = BPETokenizer().train("low lower lowest", N_BYTES + 20, min_frequency=1)  # until one token is left
-    assert every_pair.tokenize("low lower lowest") == ["low lower lowest"] and len(every_pair.merges) == 9, every_pair.merges
+    assert every_pair.tokenize("low lower lowest") == ["low lower lowest"] and len(every_pair.merges) == 9, (
+        every_pair.merges
+    )
 
 
 def test_ties_go_to_the_smallest_pair_of_ids_not_the_first_in_the_text():
@@ -192,9 +197,13 @@ def test_larger_text_matches_the_naive_trainer_with_gpt2_split():
     text = load_corpus("english")[:20_000]
     tok = BPETokenizer(pattern=GPT2_SPLIT).train(text, N_BYTES + 60)
     naive = naive_train(text, 60, GPT2_SPLIT, min_frequency=2)
-    assert tok.merges == naive, f"first difference at {next(i for i, (a, b) in enumerate(zip(tok.merges, naive)) if a != b)}"
+    assert tok.merges == naive, (
+        f"first difference at {next(i for i, (a, b) in enumerate(zip(tok.merges, naive)) if a != b)}"
+    )
     held_out = load_corpus("english")[-2_000:]
-    assert tok.encode(held_out) == naive_encode(held_out, tok.merges, GPT2_SPLIT), "the fast encoder differs from the textbook one"
+    assert tok.encode(held_out) == naive_encode(held_out, tok.merges, GPT2_SPLIT), (
+        "the fast encoder differs from the textbook one"
+    )
 
 
 def test_truncated_equals_training_fewer_merges():
@@ -218,7 +227,9 @@ def _assert_matches_hf(train_text: str, held_out: str, vocab_size: int, pattern:
     hf = train_hf_bpe(train_text, vocab_size, gpt2_split=pattern == GPT2_SPLIT)
     theirs = hf_merges(hf)
     n_same = _first_difference(ours, theirs)
-    assert n_same >= min_agree, f"only the first {n_same} merges agree: ours {ours.tokenize('the')}, theirs {theirs[n_same]}"
+    assert n_same >= min_agree, (
+        f"only the first {n_same} merges agree: ours {ours.tokenize('the')}, theirs {theirs[n_same]}"
+    )
     if n_same < len(ours.merges):
         # The first difference must be a tie: replay our merges up to it and compare the two pairs' counts.
         chunks = Counter(utf8(c) for c in split_chunks(train_text, pattern))
@@ -230,15 +241,22 @@ def _assert_matches_hf(train_text: str, held_out: str, vocab_size: int, pattern:
         our_pair = ours.merges[n_same]
         assert index.counts[our_pair] == index.counts.get(their_pair), (
             f"merge {n_same}: ours {our_pair} ({index.counts[our_pair]} times), theirs {their_pair} "
-            f"({index.counts.get(their_pair)} times): a difference that is not a tie")
+            f"({index.counts.get(their_pair)} times): a difference that is not a tie"
+        )
     mine = {(ours.vocab[a], ours.vocab[b]) for a, b in ours.merges}
     overlap = len(mine & set(theirs)) / len(theirs)
-    assert len(ours.merges) == len(theirs) and overlap >= 0.95, f"{len(ours.merges)} vs {len(theirs)} merges, overlap {overlap:.3f}"
+    assert len(ours.merges) == len(theirs) and overlap >= 0.95, (
+        f"{len(ours.merges)} vs {len(theirs)} merges, overlap {overlap:.3f}"
+    )
     ours_ids, hf_ids = ours.encode(held_out), hf.encode(held_out).ids
-    assert ours.decode(ours_ids) == held_out and hf.decode(hf_ids) == held_out, "a round trip of the held-out text failed"
+    assert ours.decode(ours_ids) == held_out and hf.decode(hf_ids) == held_out, (
+        "a round trip of the held-out text failed"
+    )
     n_bytes = len(utf8(held_out))
     ours_bpt, hf_bpt = n_bytes / len(ours_ids), n_bytes / len(hf_ids)
-    assert abs(ours_bpt / hf_bpt - 1) <= 0.02, f"bytes per token on held-out text: ours {ours_bpt:.4f}, tokenizers {hf_bpt:.4f}"
+    assert abs(ours_bpt / hf_bpt - 1) <= 0.02, (
+        f"bytes per token on held-out text: ours {ours_bpt:.4f}, tokenizers {hf_bpt:.4f}"
+    )
     return ours, hf
 
 
@@ -260,9 +278,16 @@ def test_byte_to_unicode_map_is_gpt2s():
     from tokenizers import pre_tokenizers
 
     mapping = bytes_to_unicode()
-    assert len(set(mapping.values())) == 256 and all(ch.isprintable() and not ch.isspace() for ch in mapping.values()), mapping
-    assert mapping[ord(" ")] == "Ġ" and mapping[ord("\n")] == "Ċ" and mapping[ord("a")] == "a", (mapping[32], mapping[10])
-    assert set(mapping.values()) == set(pre_tokenizers.ByteLevel.alphabet()), set(mapping.values()) ^ set(pre_tokenizers.ByteLevel.alphabet())
+    assert len(set(mapping.values())) == 256 and all(
+        ch.isprintable() and not ch.isspace() for ch in mapping.values()
+    ), mapping
+    assert mapping[ord(" ")] == "Ġ" and mapping[ord("\n")] == "Ċ" and mapping[ord("a")] == "a", (
+        mapping[32],
+        mapping[10],
+    )
+    assert set(mapping.values()) == set(pre_tokenizers.ByteLevel.alphabet()), set(mapping.values()) ^ set(
+        pre_tokenizers.ByteLevel.alphabet()
+    )
 
 
 # --- round trips -------------------------------------------------------------------------------
@@ -289,8 +314,12 @@ def test_decode_encode_round_trips_any_string(trained, text):
 
 
 @settings(max_examples=100, deadline=None)
-@given(text=st.lists(st.characters(codec="utf-8") | st.sampled_from(["🙂", "東", "é", "\U0001F9EC", "\n", " ", EOT, "<|pad|>"]),
-                    max_size=40).map("".join))
+@given(
+    text=st.lists(
+        st.characters(codec="utf-8") | st.sampled_from(["🙂", "東", "é", "\U0001f9ec", "\n", " ", EOT, "<|pad|>"]),
+        max_size=40,
+    ).map("".join)
+)
 def test_round_trip_with_emoji_unseen_scripts_and_special_tokens(trained, text):
     tok = trained["special"]
     ids = tok.encode(text, allowed_special="all")
@@ -319,13 +348,21 @@ def test_decode_joins_bytes_before_reading_utf8(trained):
     assert tok.decode(ids) == "🙂", (ids, tok.decode(ids))
     one_at_a_time = "".join(tok.decode([i]) for i in list("🙂".encode()))
     assert one_at_a_time != "🙂", one_at_a_time  # one at a time breaks the character
-    assert tok.decode([0xE2]) == "\ufffd", tok.decode([0xE2])  # an incomplete character becomes U+FFFD, not an exception
-    assert tok.decode(np.array(ids)) == tok.decode(torch.tensor(ids)) == "🙂", (tok.decode(np.array(ids)), tok.decode(torch.tensor(ids)))
+    assert tok.decode([0xE2]) == "\ufffd", tok.decode(
+        [0xE2]
+    )  # an incomplete character becomes U+FFFD, not an exception
+    assert tok.decode(np.array(ids)) == tok.decode(torch.tensor(ids)) == "🙂", (
+        tok.decode(np.array(ids)),
+        tok.decode(torch.tensor(ids)),
+    )
 
 
 def test_encode_accepts_tensors_and_numpy_ids_in_decode_and_token_bytes(trained):
     tok = trained["lines"]
-    assert tok.token_bytes(np.int64(97)) == b"a" and tok.token_bytes(torch.tensor(97)) == b"a", (tok.token_bytes(np.int64(97)), tok.token_bytes(torch.tensor(97)))
+    assert tok.token_bytes(np.int64(97)) == b"a" and tok.token_bytes(torch.tensor(97)) == b"a", (
+        tok.token_bytes(np.int64(97)),
+        tok.token_bytes(torch.tensor(97)),
+    )
 
 
 # --- special tokens ------------------------------------------------------------------------------
@@ -382,10 +419,24 @@ def test_longest_special_token_wins():
 # and other numbers (\p{N}: "²", "½"), accents written as a combining mark, CJK, emoji with joiners,
 # runs of spaces and newlines, punctuation runs, and a famous glitch token.
 TRICKY = [
-    "Hello world", " Hello", "HELLO hello Hello", "I'm sure you'll see they've done it, haven't they?",
-    "I'M DON'T don’t rock'n'roll", "x² + y² = z²; ½ of 3.14159", "12345678 2024 1,000,000 007",
-    "東京タワー、中文分词。", "🙂🙂 👩‍👩‍👧 🇫🇷", "a\u0301 café naïve ＡＢＣ", "  \n\n\t  spaces   \n", "   ",
-    "foo_bar __init__() $42.50!!", "strawberry", " SolidGoldMagikarp", "tab\there\r\nCRLF", "", "\u00a0nbsp\u2009thin",
+    "Hello world",
+    " Hello",
+    "HELLO hello Hello",
+    "I'm sure you'll see they've done it, haven't they?",
+    "I'M DON'T don’t rock'n'roll",
+    "x² + y² = z²; ½ of 3.14159",
+    "12345678 2024 1,000,000 007",
+    "東京タワー、中文分词。",
+    "🙂🙂 👩‍👩‍👧 🇫🇷",
+    "a\u0301 café naïve ＡＢＣ",
+    "  \n\n\t  spaces   \n",
+    "   ",
+    "foo_bar __init__() $42.50!!",
+    "strawberry",
+    " SolidGoldMagikarp",
+    "tab\there\r\nCRLF",
+    "",
+    "\u00a0nbsp\u2009thin",
 ]
 
 
@@ -404,15 +455,17 @@ def gpt2_pair():
     saved = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = ""  # read the local files, write no cached copy of them
     try:
-        ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(vocab_bpe),
-                                                              encoder_json_file=str(encoder_json))
+        ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
+            vocab_bpe_file=str(vocab_bpe), encoder_json_file=str(encoder_json)
+        )
     finally:
         if saved is None:
             del os.environ["TIKTOKEN_CACHE_DIR"]
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = saved
-    reference = tiktoken.Encoding(name="gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                                  special_tokens={EOT: 50256})
+    reference = tiktoken.Encoding(
+        name="gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={EOT: 50256}
+    )
     return gpt2_tokenizer(), reference
 
 
@@ -509,21 +562,29 @@ def test_save_load_round_trip(tmp_path, trained):
         path = tmp_path / f"{name}.json"
         tok.save(path)
         back = BPETokenizer.load(path)
-        assert back.merges == tok.merges and back.special_tokens == tok.special_tokens and back.pattern == tok.pattern, name
+        assert (
+            back.merges == tok.merges and back.special_tokens == tok.special_tokens and back.pattern == tok.pattern
+        ), name
         sample = "the transformer reads naïve 🙂 text" + EOT + "\n"
         assert back.encode(sample, allowed_special="all") == tok.encode(sample, allowed_special="all"), name
         assert back.vocab == tok.vocab, name
     data = json.loads((tmp_path / "special.json").read_text(encoding="utf-8"))
-    assert data["special_tokens"] == [EOT, "<|pad|>"] and len(data["tokens"]) == len(data["merges"]), (data["special_tokens"], len(data["tokens"]))
+    assert data["special_tokens"] == [EOT, "<|pad|>"] and len(data["tokens"]) == len(data["merges"]), (
+        data["special_tokens"],
+        len(data["tokens"]),
+    )
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json", "not valid JSON"),
-    ('{"merges": []}', "not a saved BPETokenizer"),
-    ('{"format": "course_lib.BPETokenizer", "version": 9, "merges": []}', "version 9"),
-    ('{"format": "course_lib.BPETokenizer", "version": 1, "merges": [[97, 256]]}', r"merge 0 is \[97, 256\]"),
-    ('{"format": "course_lib.BPETokenizer", "version": 1, "merges": [[97, 98], [97]]}', "merge 1"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "not valid JSON"),
+        ('{"merges": []}', "not a saved BPETokenizer"),
+        ('{"format": "course_lib.BPETokenizer", "version": 9, "merges": []}', "version 9"),
+        ('{"format": "course_lib.BPETokenizer", "version": 1, "merges": [[97, 256]]}', r"merge 0 is \[97, 256\]"),
+        ('{"format": "course_lib.BPETokenizer", "version": 1, "merges": [[97, 98], [97]]}', "merge 1"),
+    ],
+)
 def test_load_rejects_broken_files_with_a_clear_message(tmp_path, content, message):
     path = tmp_path / "tok.json"
     path.write_text(content, encoding="utf-8")
@@ -534,26 +595,37 @@ def test_load_rejects_broken_files_with_a_clear_message(tmp_path, content, messa
 # --- errors ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: BPETokenizer().train("abc", 200), ValueError, r"at least 256 \(the 256 byte tokens\), got 200"),
-    (lambda: BPETokenizer([EOT]).train("abc", 256), ValueError, r"at least 257 \(the 256 byte tokens and the 1 special token\)"),
-    (lambda: BPETokenizer().train(b"abc", 300), TypeError, "training text as a string, got bytes"),
-    (lambda: BPETokenizer().train(["a", "b"], 300), TypeError, "got list"),
-    (lambda: BPETokenizer().train("abc", 300.0), TypeError, "vocab_size must be an int, got float"),
-    (lambda: BPETokenizer().train("abc", 300, min_frequency=0), ValueError, "min_frequency must be an int >= 1"),
-    (lambda: BPETokenizer().encode(b"abc"), TypeError, "encode takes a string, got bytes"),
-    (lambda: BPETokenizer().encode(None), TypeError, "encode takes a string, got NoneType"),
-    (lambda: BPETokenizer().decode([97, 300]), IndexError, r"id 300 is out of range: this tokenizer has ids 0..255"),
-    (lambda: BPETokenizer().decode([-1]), IndexError, "id -1 is out of range"),
-    (lambda: BPETokenizer().decode([97.0]), TypeError, "ids must be integers, got float"),
-    (lambda: BPETokenizer().decode("abc"), TypeError, "sequence of integer ids, got str"),
-    (lambda: BPETokenizer().decode(97), TypeError, r"single int 97; wrap it in a list: \[97\]"),
-    (lambda: BPETokenizer(EOT), TypeError, "sequence of strings"),
-    (lambda: BPETokenizer([EOT, EOT]), ValueError, "listed twice"),
-    (lambda: BPETokenizer([""]), TypeError, "non-empty strings"),
-    (lambda: BPETokenizer(pattern="(["), ValueError, "not a valid regular expression"),
-    (lambda: BPETokenizer().truncated(1), ValueError, r"n_merges must be an int from 0 to 0"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: BPETokenizer().train("abc", 200), ValueError, r"at least 256 \(the 256 byte tokens\), got 200"),
+        (
+            lambda: BPETokenizer([EOT]).train("abc", 256),
+            ValueError,
+            r"at least 257 \(the 256 byte tokens and the 1 special token\)",
+        ),
+        (lambda: BPETokenizer().train(b"abc", 300), TypeError, "training text as a string, got bytes"),
+        (lambda: BPETokenizer().train(["a", "b"], 300), TypeError, "got list"),
+        (lambda: BPETokenizer().train("abc", 300.0), TypeError, "vocab_size must be an int, got float"),
+        (lambda: BPETokenizer().train("abc", 300, min_frequency=0), ValueError, "min_frequency must be an int >= 1"),
+        (lambda: BPETokenizer().encode(b"abc"), TypeError, "encode takes a string, got bytes"),
+        (lambda: BPETokenizer().encode(None), TypeError, "encode takes a string, got NoneType"),
+        (
+            lambda: BPETokenizer().decode([97, 300]),
+            IndexError,
+            r"id 300 is out of range: this tokenizer has ids 0..255",
+        ),
+        (lambda: BPETokenizer().decode([-1]), IndexError, "id -1 is out of range"),
+        (lambda: BPETokenizer().decode([97.0]), TypeError, "ids must be integers, got float"),
+        (lambda: BPETokenizer().decode("abc"), TypeError, "sequence of integer ids, got str"),
+        (lambda: BPETokenizer().decode(97), TypeError, r"single int 97; wrap it in a list: \[97\]"),
+        (lambda: BPETokenizer(EOT), TypeError, "sequence of strings"),
+        (lambda: BPETokenizer([EOT, EOT]), ValueError, "listed twice"),
+        (lambda: BPETokenizer([""]), TypeError, "non-empty strings"),
+        (lambda: BPETokenizer(pattern="(["), ValueError, "not a valid regular expression"),
+        (lambda: BPETokenizer().truncated(1), ValueError, r"n_merges must be an int from 0 to 0"),
+    ],
+)
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -561,4 +633,6 @@ def test_bad_input_raises_a_clear_error(call, error, message):
 
 def test_repr_names_the_vocabulary():
     tok = BPETokenizer([EOT], pattern=GPT2_SPLIT).train("ab ab ab", N_BYTES + 2)
-    assert repr(tok) == "BPETokenizer(vocab_size=258, merges=1, special_tokens=['<|endoftext|>'], pattern=GPT2_SPLIT)", repr(tok)
+    assert (
+        repr(tok) == "BPETokenizer(vocab_size=258, merges=1, special_tokens=['<|endoftext|>'], pattern=GPT2_SPLIT)"
+    ), repr(tok)

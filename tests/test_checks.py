@@ -1,4 +1,5 @@
 """The checks exercises call: friendly passes, failures that name the likely mistake, no tracebacks."""
+
 from __future__ import annotations
 
 import re
@@ -7,13 +8,12 @@ import nbformat
 import numpy as np
 import pytest
 import torch
+from grading_helpers import fails_with
 from nbclient import NotebookClient
 
 from course_lib import checks
 from course_lib.checks import lesson00
 from course_lib.device import seed_everything
-from grading_helpers import fails_with
-
 
 # --- general machinery ------------------------------------------------------------------------------
 
@@ -48,9 +48,13 @@ def test_check_equal_rejects_objects_that_claim_to_equal_anything():
 @pytest.mark.slow
 def test_failed_check_renders_without_a_traceback_in_a_live_kernel():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from course_lib import checks\n"
-                                          "checks.check_close('weights', [0.5, 0.5], [0.8, 0.2], mistakes={'swapped them': [0.2, 0.8]})"),
-                nbformat.v4.new_code_cell("checks.answer('never_defined')")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from course_lib import checks\n"
+            "checks.check_close('weights', [0.5, 0.5], [0.8, 0.2], mistakes={'swapped them': [0.2, 0.8]})"
+        ),
+        nbformat.v4.new_code_cell("checks.answer('never_defined')"),
+    ]
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True).execute()
     for cell, expected in zip(nb.cells, ["✘ weights: values differ", "✘ never_defined: not attempted yet."]):
         errors = [o for o in cell.outputs if o.output_type == "error"]
@@ -63,8 +67,10 @@ def test_failed_check_renders_without_a_traceback_in_a_live_kernel():
 def test_long_feedback_wraps_between_words_in_the_notebook(capsys):
     """JupyterLab's output column shows about 107 characters of a line and wraps the rest mid-word:
     a notebook shows a failure (and a pass) on lines of at most 96, continued under its own text."""
-    hint = ("it looks like you divided the scores themselves instead of their exponentials; softmax "
-            "exponentiates every score, then divides by the sum of all the exponentials, dog included.")
+    hint = (
+        "it looks like you divided the scores themselves instead of their exponentials; softmax "
+        "exponentiates every score, then divides by the sum of all the exponentials, dog included."
+    )
     err = checks.CheckFailed("p_sat", "0.6 is not right.", hint)
     shown = err._render_traceback_()
     assert shown[0] == "✘ p_sat: 0.6 is not right." and len(shown) == 4, shown
@@ -77,8 +83,11 @@ def test_long_feedback_wraps_between_words_in_the_notebook(capsys):
     long_word = "x" * 120  # a word longer than the line stays whole rather than being cut
     assert long_word in [line.strip() for line in checks.CheckFailed("n", long_word)._render_traceback_()]
 
-    checks.passed("attention", "against torch.nn.functional.scaled_dot_product_attention, with and without "
-                               "a causal mask, batched over 3 heads")
+    checks.passed(
+        "attention",
+        "against torch.nn.functional.scaled_dot_product_attention, with and without "
+        "a causal mask, batched over 3 heads",
+    )
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("✔ attention: passed (against") and len(out) == 2 and out[1].startswith("  a"), out
     assert all(len(line) <= 96 for line in out), out
@@ -89,9 +98,11 @@ def test_check_all_reports_every_failed_part_in_one_check_failed(capsys):
     checks.check_all(lambda: checks.check_count("a", 17, right), lambda: checks.passed("b"))
     assert capsys.readouterr().out.splitlines() == ["✔ a: passed", "✔ b: passed"]
     with pytest.raises(checks.CheckFailed) as info:
-        checks.check_all(lambda: checks.check_count("a", 16, right, hint="count again"),
-                         lambda: checks.passed("b"),
-                         lambda: checks.check_count("c", "x", right))
+        checks.check_all(
+            lambda: checks.check_count("a", 16, right, hint="count again"),
+            lambda: checks.passed("b"),
+            lambda: checks.check_count("c", "x", right),
+        )
     assert type(info.value) is checks.CheckFailed, "the grader counts a CheckFailed as a failed test"
     text = str(info.value)
     assert text.splitlines()[0] == "✘ a: 16 is not right." and "Hint: count again" in text, text
@@ -101,10 +112,20 @@ def test_check_all_reports_every_failed_part_in_one_check_failed(capsys):
         checks.check_all(lambda: checks.check_count("a", 16, right), lambda: checks.answer("never_defined_here"))
 
 
-@pytest.mark.parametrize("value, match", [
-    (17, None), (17.0, None), (np.int64(17), None), (np.float32(17), None), (17.5, "did a division leave a fraction"),
-    ("17", "expected a whole number (an int), got str"), (True, "expected a whole number"), (None, "got None"), (18, "looks like you added one"),
-])
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (17, None),
+        (17.0, None),
+        (np.int64(17), None),
+        (np.float32(17), None),
+        (17.5, "did a division leave a fraction"),
+        ("17", "expected a whole number (an int), got str"),
+        (True, "expected a whole number"),
+        (None, "got None"),
+        (18, "looks like you added one"),
+    ],
+)
 def test_sealed_counts(value, match):
     right, wrong = checks.seal(17, name="n", decimals=None), checks.seal(18, name="n", decimals=None)
     if match is None:
@@ -145,11 +166,22 @@ def test_reproducible_sample_passes_and_names_mistakes(capsys):
     fails_with(lesson00.check_reproducible_sample, lambda s: good_sample(s)[:3], match="expected shape (5,)")
 
 
-@pytest.mark.parametrize("value, match", [
-    (17, None), (17.0, None), (np.int64(17), None), (18, "both included"), (1, "self-attention's answer"), (16, "strictly between"),
-    (17.5, "whole number"), ("17", "expected a whole number"), (True, "expected a whole number"), (40, "is not right"),
-    (None, "got None"),
-])
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (17, None),
+        (17.0, None),
+        (np.int64(17), None),
+        (18, "both included"),
+        (1, "self-attention's answer"),
+        (16, "strictly between"),
+        (17.5, "whole number"),
+        ("17", "expected a whole number"),
+        (True, "expected a whole number"),
+        (40, "is not right"),
+        (None, "got None"),
+    ],
+)
 def test_rnn_steps(value, match):
     if match is None:
         lesson00.check_rnn_steps(value, 19, 99)
@@ -165,15 +197,18 @@ def test_rnn_steps_reports_every_wrong_part_and_never_the_answers():
     assert "19" not in text.replace("word 19", "") and "99" not in text, text
 
 
-@pytest.mark.parametrize("fn, match", [
-    (lambda L, k: 1 + L * (k - 1), None),
-    (lambda L, k: L * (k - 1), "forgot the +1 for the centre position"),
-    (lambda L, k: L * k, "multiplied the layers by the kernel size"),
-    (lambda L, k: k**L, "exponentially"),
-    (lambda L, k: 1 + L * k, "added k new positions per layer"),
-    (lambda L, k: (1 + L * (k - 1)) / 1, None),  # a float that is a whole number is fine
-    (lambda L, k: None, "forget to `return`"),
-])
+@pytest.mark.parametrize(
+    "fn, match",
+    [
+        (lambda L, k: 1 + L * (k - 1), None),
+        (lambda L, k: L * (k - 1), "forgot the +1 for the centre position"),
+        (lambda L, k: L * k, "multiplied the layers by the kernel size"),
+        (lambda L, k: k**L, "exponentially"),
+        (lambda L, k: 1 + L * k, "added k new positions per layer"),
+        (lambda L, k: (1 + L * (k - 1)) / 1, None),  # a float that is a whole number is fine
+        (lambda L, k: None, "forget to `return`"),
+    ],
+)
 def test_receptive_field(fn, match):
     if match is None:
         lesson00.check_receptive_field(fn)
@@ -181,12 +216,15 @@ def test_receptive_field(fn, match):
         fails_with(lesson00.check_receptive_field, fn, match=match)
 
 
-@pytest.mark.parametrize("fn, match", [
-    (lambda d, k: -(-d // (k - 1)), None),
-    (lambda d, k: d // (k - 1), "rounded down"),
-    (lambda d, k: -(-d // k), "divided by the kernel size"),
-    (lambda d, k: d / (k - 1), "whole number"),
-])
+@pytest.mark.parametrize(
+    "fn, match",
+    [
+        (lambda d, k: -(-d // (k - 1)), None),
+        (lambda d, k: d // (k - 1), "rounded down"),
+        (lambda d, k: -(-d // k), "divided by the kernel size"),
+        (lambda d, k: d / (k - 1), "whole number"),
+    ],
+)
 def test_layers_needed(fn, match):
     if match is None:
         lesson00.check_layers_needed(fn, cases=[(2, 3), (10, 3), (9, 5), (17, 3), (1, 3)])
@@ -194,11 +232,21 @@ def test_layers_needed(fn, match):
         fails_with(lesson00.check_layers_needed, fn, match=match)
 
 
-@pytest.mark.parametrize("n_patches, seq_len, match", [
-    (196, 197, None), (196.0, 197.0, None), (14, 197, "one side only"), (3136, 197, "patch area"), (28, 197, "added the patches of the two sides"),
-    (196, 196, "forgot the class token"), (197, 197, "asks for the patches alone"), (196, 198, "class token twice"),
-    (196, 15, "one side only"), (195, 197, "is not right"),
-])
+@pytest.mark.parametrize(
+    "n_patches, seq_len, match",
+    [
+        (196, 197, None),
+        (196.0, 197.0, None),
+        (14, 197, "one side only"),
+        (3136, 197, "patch area"),
+        (28, 197, "added the patches of the two sides"),
+        (196, 196, "forgot the class token"),
+        (197, 197, "asks for the patches alone"),
+        (196, 198, "class token twice"),
+        (196, 15, "one side only"),
+        (195, 197, "is not right"),
+    ],
+)
 def test_patches(n_patches, seq_len, match):
     if match is None:
         lesson00.check_patches(n_patches, seq_len)
@@ -211,13 +259,16 @@ def test_patches_reports_both_wrong_parts():
     assert "seq_len: 196 is not right" in text and "forgot the class token" in text, text
 
 
-@pytest.mark.parametrize("fn, match", [
-    (lambda h, w, p: (h // p) * (w // p), None),
-    (lambda h, w, p: (h * w) // p, "kept the bug"),
-    (lambda h, w, p: (h // p) ** 2, "square image"),
-    (lambda h, w, p: -(-h // p) * -(-w // p), "partial patches"),
-    (lambda h, w, p: (h * w) // (p * p), "divided the pixel count by the patch area"),
-])
+@pytest.mark.parametrize(
+    "fn, match",
+    [
+        (lambda h, w, p: (h // p) * (w // p), None),
+        (lambda h, w, p: (h * w) // p, "kept the bug"),
+        (lambda h, w, p: (h // p) ** 2, "square image"),
+        (lambda h, w, p: -(-h // p) * -(-w // p), "partial patches"),
+        (lambda h, w, p: (h * w) // (p * p), "divided the pixel count by the patch area"),
+    ],
+)
 def test_patch_count(fn, match):
     cases = [(224, 224, 16), (224, 320, 16), (230, 230, 16)]
     if match is None:
@@ -226,7 +277,9 @@ def test_patch_count(fn, match):
         fails_with(lesson00.check_patch_count, fn, cases=cases, match=match)
 
 
-@pytest.mark.parametrize("value, match", [(1, None), (1.0, None), (19, "RNN's count"), (20, "counted the words"), (0, "answered 0")])
+@pytest.mark.parametrize(
+    "value, match", [(1, None), (1.0, None), (19, "RNN's count"), (20, "counted the words"), (0, "answered 0")]
+)
 def test_attention_steps(value, match):
     if match is None:
         lesson00.check_attention_steps(value, 1)
@@ -236,13 +289,19 @@ def test_attention_steps(value, match):
     assert "counted the words" in text, "both wrong parts are reported"
 
 
-@pytest.mark.parametrize("fn, match", [
-    (lambda h, w, p: (h // p) * (w // p), None),
-    (lambda h, w, p: round(h / p) * round(w / p), "round() or math.ceil"),  # 250 / 16 rounds to 16, not 15
-    (lambda h, w, p: (h // p) ** 2, "used the height twice"),  # 224 x 320 is among the default cases
-    (lambda h, w, p: 0 if h == 30 else (h // p) * (w // p), None),  # the default (visible) cases leave 30 x 45 to the hidden ones
-    (lambda h, w, p: (h * w) // (p * p), "patch area"),  # 250 x 250 is among the default cases
-])
+@pytest.mark.parametrize(
+    "fn, match",
+    [
+        (lambda h, w, p: (h // p) * (w // p), None),
+        (lambda h, w, p: round(h / p) * round(w / p), "round() or math.ceil"),  # 250 / 16 rounds to 16, not 15
+        (lambda h, w, p: (h // p) ** 2, "used the height twice"),  # 224 x 320 is among the default cases
+        (
+            lambda h, w, p: 0 if h == 30 else (h // p) * (w // p),
+            None,
+        ),  # the default (visible) cases leave 30 x 45 to the hidden ones
+        (lambda h, w, p: (h * w) // (p * p), "patch area"),  # 250 x 250 is among the default cases
+    ],
+)
 def test_patch_count_default_cases_catch_rounding_and_square_images(fn, match):
     if match is None:
         lesson00.check_patch_count(fn)
@@ -252,8 +311,13 @@ def test_patch_count_default_cases_catch_rounding_and_square_images(fn, match):
 
 def test_counts_accept_whole_floats_and_labels_stay_out_of_the_call():
     lesson00.check_patches(196.0, 197)
-    text = fails_with(lesson00.check_receptive_field, lambda L, k: 1 / 0, cases=[(0, 3)], name="receptive_field (more cases)",
-                      match="when called as receptive_field(0, 3)")
+    text = fails_with(
+        lesson00.check_receptive_field,
+        lambda L, k: 1 / 0,
+        cases=[(0, 3)],
+        name="receptive_field (more cases)",
+        match="when called as receptive_field(0, 3)",
+    )
     assert "cases)(" not in text, text
 
 
@@ -303,19 +367,29 @@ def test_every_lesson_module_keeps_its_sealed_answers_in_one_table_and_imports_o
 
     for path in sorted(Path(core.__file__).parent.glob("lesson*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = [a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "core"
-                    for a in node.names]
+        imported = [
+            a.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "core"
+            for a in node.names
+        ]
         assert imported and not [n for n in imported if n.startswith("_")], (path.name, imported)
-        tables = [node for node in tree.body if isinstance(node, ast.Assign)
-                  and getattr(node.targets[0], "id", "") == "SEALS"]
+        tables = [
+            node for node in tree.body if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SEALS"
+        ]
         assert len(tables) == 1, f"{path.name}: one SEALS = Seals({{...}}) table, written by `course seal`"
         defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
         assert "_sealed" not in defined, f"{path.name}: SEALS.check replaces the module's own _sealed"
 
 
 def test_check_shape_shows_an_arrays_shape_and_hides_a_predicted_one():
-    fails_with(checks.check_shape, "out", np.zeros((3, 2)), (2, 3), match="expected shape (2, 3), got (3, 2).\n"
-               "  Hint: the right sizes in the wrong order")
+    fails_with(
+        checks.check_shape,
+        "out",
+        np.zeros((3, 2)),
+        (2, 3),
+        match="expected shape (2, 3), got (3, 2).\n  Hint: the right sizes in the wrong order",
+    )
     text = fails_with(checks.check_shape, "shape", [3, 2], (2, 3), match="shape: (3, 2) is not right.")
     assert "(2, 3)" not in text, text
     sealed, wrong = (checks.seal(s, name="shape", decimals=None) for s in ((2, 3), (3, 2)))

@@ -2,6 +2,7 @@
 answer is named in the hint, and the sealed answers agree with values measured independently
 (the library's blocks, autograd, F.layer_norm). No hand-worked answer is written out here either:
 every expected value is computed."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,12 @@ def measured_shapes() -> dict[str, tuple[int, ...]]:
     with torch.no_grad():
         y = block(x, memory, causal_mask(10))
         hidden = F.relu(block.ff.linear1(x))
-    return {"shape_y": tuple(y.shape), "shape_self_weights": tuple(block.self_attn.last_weights.shape),
-            "shape_cross_weights": tuple(block.cross_attn.last_weights.shape), "shape_ffn_hidden": tuple(hidden.shape)}
+    return {
+        "shape_y": tuple(y.shape),
+        "shape_self_weights": tuple(block.self_attn.last_weights.shape),
+        "shape_cross_weights": tuple(block.cross_attn.last_weights.shape),
+        "shape_ffn_hidden": tuple(hidden.shape),
+    }
 
 
 def test_shapes_pass_as_tuples_lists_and_sizes(measured_shapes, capsys):
@@ -49,8 +54,11 @@ def test_shapes_name_each_mistake_and_every_wrong_part(measured_shapes):
     cases = {
         "shape_y": [((B, S, d), "context's length"), ((B, T, d_ff), "lin2 maps it back")],
         "shape_self_weights": [((B, T, T), "left out the head axis")],
-        "shape_cross_weights": [((B, h, S, T), "swapped queries and keys"), ((B, T, S), "left out the head axis"),
-                                ((B, h, T, T), "keys come from the context")],
+        "shape_cross_weights": [
+            ((B, h, S, T), "swapped queries and keys"),
+            ((B, T, S), "left out the head axis"),
+            ((B, h, T, T), "keys come from the context"),
+        ],
         "shape_ffn_hidden": [((B, T, 4 * d), "d_ff=160"), ((B, T, d), "the hidden layer")],
     }
     for name, wrongs in cases.items():
@@ -65,18 +73,25 @@ def test_shapes_name_the_mistakes_that_got_the_generic_hint(measured_shapes):
     d_ff = measured_shapes["shape_ffn_hidden"][-1]
     cases = {
         "shape_y": [((T, d), "left out the batch axis")],
-        "shape_self_weights": [((B, h, T, S), "SELF-attention the keys come from x itself"),
-                               ((B * h, T, T), "merged the batch and head axes"),
-                               ((h, T, T), "left out the batch axis")],
+        "shape_self_weights": [
+            ((B, h, T, S), "SELF-attention the keys come from x itself"),
+            ((B * h, T, T), "merged the batch and head axes"),
+            ((h, T, T), "left out the batch axis"),
+        ],
         "shape_cross_weights": [((B * h, T, S), "merged the batch and head axes"), ((h, T, S), "left out the batch")],
-        "shape_ffn_hidden": [((B * T, d_ff), "flattened the batch and the positions"),
-                             ((T, d_ff), "left out the batch axis")],
+        "shape_ffn_hidden": [
+            ((B * T, d_ff), "flattened the batch and the positions"),
+            ((T, d_ff), "left out the batch axis"),
+        ],
     }
     for name, wrongs in cases.items():
         for wrong, hint in wrongs:
             fails_with(lesson09.check_shapes, {**measured_shapes, name: wrong}, match=hint)
-    text = fails_with(lesson09.check_shapes, {**measured_shapes, "shape_y": (1, 2, 3), "shape_ffn_hidden": (3, 10, 48)},
-                      match="shape_y: (1, 2, 3) is not right")
+    text = fails_with(
+        lesson09.check_shapes,
+        {**measured_shapes, "shape_y": (1, 2, 3), "shape_ffn_hidden": (3, 10, 48)},
+        match="shape_y: (1, 2, 3) is not right",
+    )
     assert "shape_ffn_hidden: (3, 10, 48) is not right" in text and "shape_cross_weights" not in text
     fails_with(lesson09.check_shapes, {**measured_shapes, "shape_y": "(3, 10, 48)"}, match="tuple of ints")
     fails_with(lesson09.check_shapes, {**measured_shapes, "shape_y": (3.0, 10, 48)}, match="tuple of ints")
@@ -120,8 +135,9 @@ def test_layer_norm_by_hand_names_the_slips():
     fails_with(check, m=x.sum(), match="gave the sum of the entries")
     fails_with(check, v=((x - mean) ** 2).sum(), match="without dividing by d")
     gx = w * x  # the gain applied before the normalisation
-    fails_with(check, o=(gx - gx.mean()) / torch.sqrt(gx.var(unbiased=False) + eps) + b,
-               match="gain before normalising")
+    fails_with(
+        check, o=(gx - gx.mean()) / torch.sqrt(gx.var(unbiased=False) + eps) + b, match="gain before normalising"
+    )
     fails_with(check, o=x / torch.sqrt((x**2).mean() + eps) * w + b, match="that is RMSNorm")
     text = fails_with(check, m=mean + 1, v=unbiased, match="ln_mean:")
     assert "ln_var:" in text and "unbiased" in text and "ln_out:" not in text
@@ -201,10 +217,16 @@ def test_layer_norm_function_names_crashes_and_broken_outputs():
         return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps) * weight + bias
 
     fails_with(lesson09.check_layer_norm, bias_always_added, match="bias may be None")
-    fails_with(lesson09.check_layer_norm, lambda x, w, b, eps=1e-5: right_layer_norm(x, w, b, eps).detach(),
-               match="carries no gradient")
-    fails_with(lesson09.check_layer_norm, lambda x, w, b, eps=1e-5: right_layer_norm(x, w, b, eps).detach().numpy(),
-               match="expected a torch.Tensor")
+    fails_with(
+        lesson09.check_layer_norm,
+        lambda x, w, b, eps=1e-5: right_layer_norm(x, w, b, eps).detach(),
+        match="carries no gradient",
+    )
+    fails_with(
+        lesson09.check_layer_norm,
+        lambda x, w, b, eps=1e-5: right_layer_norm(x, w, b, eps).detach().numpy(),
+        match="expected a torch.Tensor",
+    )
     fails_with(lesson09.check_layer_norm, lambda x, w, b, eps=1e-5: None, match="forget to `return`")
 
     def half_detached(x, weight, bias, eps=1e-5):  # right values, but the variance is cut off from the graph
@@ -283,8 +305,13 @@ def test_stack_gradients_name_a_rounded_answer():
     the hint names the rounding; the right values rounded to the compared precision still pass."""
     plain, residual, dead = autograd_stack_gradients()
     for decimals, to in [(4, "4 decimal places"), (3, "3 decimal places")]:
-        text = fails_with(lesson09.check_stack_gradients, round(plain, decimals), residual, dead, match=f"rounded the "
-                          f"answer to {to}: it is compared to 5")
+        text = fails_with(
+            lesson09.check_stack_gradients,
+            round(plain, decimals),
+            residual,
+            dead,
+            match=f"rounded the answer to {to}: it is compared to 5",
+        )
         assert "grad_residual" not in text
     for decimals, to in [(1, "1 decimal place:"), (2, "2 decimal places")]:
         fails_with(lesson09.check_stack_gradients, plain, round(residual, decimals), dead, match=f"answer to {to}")
@@ -316,7 +343,8 @@ PRE = {
     "post": lambda s, x, mask=None: (lambda x: s.norm2(x + s.ff(x)))(s.norm1(x + a(s, x, mask))),
     "no_residual": lambda s, x, mask=None: s.ff(s.norm2(a(s, s.norm1(x), mask))),
     "from_normalised": lambda s, x, mask=None: (lambda y: s.norm2(y) + s.ff(s.norm2(y)))(
-        s.norm1(x) + a(s, s.norm1(x), mask)),
+        s.norm1(x) + a(s, s.norm1(x), mask)
+    ),
     "norm_after": lambda s, x, mask=None: (lambda y: y + s.norm2(s.ff(y)))(x + s.norm1(a(s, x, mask))),
     "swapped": lambda s, x, mask=None: (lambda y: y + s.ff(s.norm1(y)))(x + a(s, s.norm2(x), mask)),
     "ffn_first": lambda s, x, mask=None: (lambda y: y + a(s, s.norm1(y), mask))(x + s.ff(s.norm2(x))),
@@ -329,14 +357,19 @@ PRE = {
     "final_norm1": lambda s, x, mask=None: s.norm1(PRE["right"](s, x, mask)),
 }
 PRE_HINTS = {
-    "post": "wired it post-norm", "no_residual": "left out the residual connections",
+    "post": "wired it post-norm",
+    "no_residual": "left out the residual connections",
     "from_normalised": "added the sub-layer's output to the normalised x",
     "norm_after": "normalised the sub-layer's output",
-    "swapped": "swapped the norms", "ffn_first": "ran the FFN before the attention",
-    "no_attn_residual": "residual around the attention", "no_ffn_residual": "residual around the feed-forward",
+    "swapped": "swapped the norms",
+    "ffn_first": "ran the FFN before the attention",
+    "no_attn_residual": "residual around the attention",
+    "no_ffn_residual": "residual around the feed-forward",
     "mask_ignored": "did not pass the mask",
-    "mask_positional": "second positional argument is `context`", "norm1_twice": "used norm1 for both sub-layers",
-    "final_norm2": "normalised the block's output", "final_norm1": "normalised the block's output",
+    "mask_positional": "second positional argument is `context`",
+    "norm1_twice": "used norm1 for both sub-layers",
+    "final_norm2": "normalised the block's output",
+    "final_norm1": "normalised the block's output",
 }
 
 
@@ -363,9 +396,11 @@ def test_pre_norm_block_right_answers_pass(forward, capsys):
 def test_a_mask_passed_positionally_is_named_and_the_attention_still_works():
     text = fails_with(lesson09.check_pre_norm_block, block_class(PRE["mask_positional"]), match="as its `context`")
     assert "self_attn(h, mask=mask)" in text
-    text = fails_with(lesson09.check_post_norm_block, block_class(
-        lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(s.norm1(x + s.self_attn(x, mask)))),
-        match="second positional argument is `context`")
+    text = fails_with(
+        lesson09.check_post_norm_block,
+        block_class(lambda s, x, mask=None: (lambda y: s.norm2(y + s.ff(y)))(s.norm1(x + s.self_attn(x, mask)))),
+        match="second positional argument is `context`",
+    )
     # the guard only stands in front of the check's own block: the library's attention is unchanged
     attn = MultiHeadAttention(16, 2)
     with pytest.raises(ValueError, match="context"):
@@ -391,8 +426,9 @@ def test_pre_norm_block_broken_classes():
     fails_with(lesson09.check_pre_norm_block, Renamed, match="keep the __init__ as given")
     fails_with(lesson09.check_pre_norm_block, block_class(PRE["right"])(16, 2), match="expected a class")
     fails_with(lesson09.check_pre_norm_block, block_class(PRE["right"]).forward, match="did not build a block")
-    fails_with(lesson09.check_pre_norm_block, block_class(lambda s, x, mask=None: None),
-               match="expected a torch.Tensor")
+    fails_with(
+        lesson09.check_pre_norm_block, block_class(lambda s, x, mask=None: None), match="expected a torch.Tensor"
+    )
 
     def blank(self, x, mask=None):
         raise NotImplementedError()
@@ -414,11 +450,18 @@ POST = {
     "added_x_twice": lambda s, x, mask=None: (lambda y: y + s.norm2(y + s.ff(y)))(s.norm1(x + a(s, x, mask))),
     "normalised_then_added": lambda s, x, mask=None: (lambda h: h + s.ff(h))(s.norm2(s.norm1(x + a(s, x, mask)))),
 }
-POST_HINTS = {"bug": "kept the bug", "pre": "wired it pre-norm", "no_ffn_residual": "residual around the feed-forward",
-              "no_attn_residual": "residual around the attention", "once": "normalised only once",
-              "mask_ignored": "did not pass the mask", "attn_norm_after": "x + norm1(self_attn(x))",
-              "both_norm_after": "normalised each sub-layer's output", "added_x_twice": "added x once more",
-              "normalised_then_added": "norm2(x) + ff(norm2(x))"}
+POST_HINTS = {
+    "bug": "kept the bug",
+    "pre": "wired it pre-norm",
+    "no_ffn_residual": "residual around the feed-forward",
+    "no_attn_residual": "residual around the attention",
+    "once": "normalised only once",
+    "mask_ignored": "did not pass the mask",
+    "attn_norm_after": "x + norm1(self_attn(x))",
+    "both_norm_after": "normalised each sub-layer's output",
+    "added_x_twice": "added x once more",
+    "normalised_then_added": "norm2(x) + ff(norm2(x))",
+}
 
 
 def test_post_norm_block_right_answer_passes(capsys):

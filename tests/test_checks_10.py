@@ -1,5 +1,6 @@
 """The lesson 10 exercise checks: the references agree with the course library, the right answers pass
 (also written another way), and each typical wrong answer is named in the hint."""
+
 from __future__ import annotations
 
 import math
@@ -8,12 +9,12 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from grading_helpers import fails_with
 
 from course_lib import checks, models, translation
 from course_lib.attention import causal_mask
 from course_lib.checks import lesson10
 from course_lib.layers import DecoderBlock
-from grading_helpers import fails_with
 
 # --- exercise 1: shapes -------------------------------------------------------------------------------
 
@@ -24,8 +25,11 @@ def test_shapes_measured_on_the_model():
     m = models.Seq2SeqTransformer(models.Seq2SeqConfig(20, 50, d_model=32, n_heads=4, keep_weights=True))
     src, tgt = torch.randint(3, 20, (4, 9)), torch.randint(3, 50, (4, 6))
     logits = m(src, tgt)
-    measured = {"memory_shape": tuple(m.encode(src).shape), "cross_weights_shape": tuple(m.cross_attention_weights()[0].shape),
-                "logits_shape": tuple(logits.shape)}
+    measured = {
+        "memory_shape": tuple(m.encode(src).shape),
+        "cross_weights_shape": tuple(m.cross_attention_weights()[0].shape),
+        "logits_shape": tuple(logits.shape),
+    }
     assert measured == RIGHT_SHAPES
     lesson10.check_shapes(measured)
     lesson10.check_shapes({k: list(v) for k, v in RIGHT_SHAPES.items()})  # lists are fine
@@ -52,8 +56,11 @@ def test_shape_mistakes_are_named(name, wrong, match):
 
 
 def test_every_wrong_shape_is_reported_and_none_revealed():
-    text = fails_with(lesson10.check_shapes, {"memory_shape": (4, 32), "cross_weights_shape": (1, 2, 3, 4),
-                                              "logits_shape": (4, 50)}, match="one vector per source token")
+    text = fails_with(
+        lesson10.check_shapes,
+        {"memory_shape": (4, 32), "cross_weights_shape": (1, 2, 3, 4), "logits_shape": (4, 50)},
+        match="one vector per source token",
+    )
     assert "cross_weights_shape: (1, 2, 3, 4) is not right" in text and "kept only the last position" in text
     assert "(4, 9, 32)" not in text and "(4, 4, 6, 9)" not in text and "(4, 6, 50)" not in text
 
@@ -91,14 +98,28 @@ def test_right_decoder_io_passes_in_several_forms(capsys):
     [
         (lambda t, b, e, p: lesson10.reference_decoder_io(t, b, e, p)[::-1], "swapped the two"),
         (lambda t, b, e, p: (lesson10.reference_decoder_io(t, b, e, p)[1],) * 2, "did not shift"),
-        (lambda t, b, e, p: (torch.cat([lesson10.reference_decoder_io(t, b, e, p)[0][:, 1:],
-                                        torch.full((len(t), 1), p)], 1), lesson10.reference_decoder_io(t, b, e, p)[1]),
-         "left out <bos>"),
-        (lambda t, b, e, p: (lesson10.reference_decoder_io(t, b, e, p)[0], lesson10.reference_decoder_io(t, b, p, p)[1]),
-         "left <eos> out of the labels"),
+        (
+            lambda t, b, e, p: (
+                torch.cat([lesson10.reference_decoder_io(t, b, e, p)[0][:, 1:], torch.full((len(t), 1), p)], 1),
+                lesson10.reference_decoder_io(t, b, e, p)[1],
+            ),
+            "left out <bos>",
+        ),
+        (
+            lambda t, b, e, p: (
+                lesson10.reference_decoder_io(t, b, e, p)[0],
+                lesson10.reference_decoder_io(t, b, p, p)[1],
+            ),
+            "left <eos> out of the labels",
+        ),
         (lambda t, b, e, p: lesson10.reference_decoder_io(t, b, e, 0), "padded with 0 instead of pad_id"),
-        (lambda t, b, e, p: (lesson10.reference_decoder_io(t, b, e, p)[0] + 1, lesson10.reference_decoder_io(t, b, e, p)[1]),
-         "tgt_in is not right"),
+        (
+            lambda t, b, e, p: (
+                lesson10.reference_decoder_io(t, b, e, p)[0] + 1,
+                lesson10.reference_decoder_io(t, b, e, p)[1],
+            ),
+            "tgt_in is not right",
+        ),
     ],
 )
 def test_decoder_io_mistakes_are_named(wrong, match):
@@ -136,9 +157,16 @@ def test_left_padding_is_named():
 def test_decoder_io_form_errors_are_explained():
     fails_with(lesson10.check_decoder_io, lambda *a: None, match="did you forget to `return tgt_in, tgt_out`")
     fails_with(lesson10.check_decoder_io, lambda *a: lesson10.reference_decoder_io(*a)[0], match="expected a pair")
-    fails_with(lesson10.check_decoder_io, lambda *a: tuple(x[:, :-1] for x in lesson10.reference_decoder_io(*a)),
-               match="T = (longest target) + 1")
-    fails_with(lesson10.check_decoder_io, lambda *a: [x + 0.5 for x in lesson10.reference_decoder_io(*a)], match="holds fractions")
+    fails_with(
+        lesson10.check_decoder_io,
+        lambda *a: tuple(x[:, :-1] for x in lesson10.reference_decoder_io(*a)),
+        match="T = (longest target) + 1",
+    )
+    fails_with(
+        lesson10.check_decoder_io,
+        lambda *a: [x + 0.5 for x in lesson10.reference_decoder_io(*a)],
+        match="holds fractions",
+    )
 
     def crash(*a):
         raise IndexError("list index out of range")
@@ -165,8 +193,13 @@ def test_reference_masks_match_the_model():
 def test_right_masks_pass_in_several_shapes():
     lesson10.check_masks(lesson10.reference_masks, hidden=True)
     lesson10.check_masks(lambda s, t, p: tuple(x[:, None] for x in lesson10.reference_masks(s, t, p)), hidden=True)
-    lesson10.check_masks(lambda s, t, p: (lesson10.reference_masks(s, t, p)[0][:, None, None, :],
-                                          lesson10.reference_masks(s, t, p)[1][:, None]), hidden=True)
+    lesson10.check_masks(
+        lambda s, t, p: (
+            lesson10.reference_masks(s, t, p)[0][:, None, None, :],
+            lesson10.reference_masks(s, t, p)[1][:, None],
+        ),
+        hidden=True,
+    )
 
 
 def _with_tgt(fn):
@@ -185,10 +218,14 @@ def _tril(t):
         (_with_tgt(lambda s, t, p: (t != p)[:, None, :].expand(-1, t.shape[1], -1)), "left out the causal part"),
         (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & _tril(t).T), "used the upper triangle"),
         (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & _tril(t).tril(-1)), "left out the diagonal"),
-        (_with_tgt(lambda s, t, p: (t != p)[:, None, :] & (t != p)[:, :, None] & _tril(t)),
-         "masked the padded queries (rows) instead of the padded keys (columns)"),
-        (_with_tgt(lambda s, t, p: (t != p)[:, :, None] & _tril(t)),
-         "masked the padded queries (rows) instead of the padded keys (columns)"),
+        (
+            _with_tgt(lambda s, t, p: (t != p)[:, None, :] & (t != p)[:, :, None] & _tril(t)),
+            "masked the padded queries (rows) instead of the padded keys (columns)",
+        ),
+        (
+            _with_tgt(lambda s, t, p: (t != p)[:, :, None] & _tril(t)),
+            "masked the padded queries (rows) instead of the padded keys (columns)",
+        ),
         (lambda s, t, p: (s != 0, (t != 0)[:, None, :] & _tril(t)), "compared with 0 instead of pad_id"),
     ],
 )
@@ -198,10 +235,12 @@ def test_mask_mistakes_are_named(wrong, match):
 
 def _query_src_mask(layout):
     """A padding mask put on the query axis, (B, S, 1) or (B, 1, S, 1): it passed every test once."""
+
     def fn(s, t, p):
         real = s != p  # (B, S)
         src_mask = real[:, :, None] if layout == "BS1" else real[:, None, :, None]
         return src_mask, lesson10.reference_masks(s, t, p)[1]
+
     return fn
 
 
@@ -218,21 +257,34 @@ def test_a_target_mask_on_the_queries_is_named():
 
 def test_right_masks_pass_in_the_model_and_its_hint_explains_left_out_padding():
     lesson10.check_masks_in_model(lesson10.reference_masks)
-    lesson10.check_masks_in_model(lambda s, t, p: (lesson10.reference_masks(s, t, p)[0][:, None, None, :],
-                                                   lesson10.reference_masks(s, t, p)[1][:, None]))
+    lesson10.check_masks_in_model(
+        lambda s, t, p: (
+            lesson10.reference_masks(s, t, p)[0][:, None, None, :],
+            lesson10.reference_masks(s, t, p)[1][:, None],
+        )
+    )
     # Without the target padding only the padded rows change: the model test cannot see it, the check can.
     no_tgt_padding = _with_tgt(lambda s, t, p: _tril(t).expand(len(t), -1, -1))
     lesson10.check_masks_in_model(no_tgt_padding)
     fails_with(lesson10.check_masks, no_tgt_padding, match="it matters with left padding or packed sequences")
-    fails_with(lesson10.check_masks_in_model, lambda s, t, p: (s == s, lesson10.reference_masks(s, t, p)[1]),
-               match="the model's real outputs change")
+    fails_with(
+        lesson10.check_masks_in_model,
+        lambda s, t, p: (s == s, lesson10.reference_masks(s, t, p)[1]),
+        match="the model's real outputs change",
+    )
 
 
 def test_both_wrong_masks_are_reported_and_form_errors_explained():
-    fails_with(lesson10.check_masks, lambda s, t, p: (s == p, _tril(t).expand(len(t), -1, -1)),
-               match="both masks are not right")
-    fails_with(lesson10.check_masks, lambda s, t, p: tuple(x.int() for x in lesson10.reference_masks(s, t, p)),
-               match="must be boolean")
+    fails_with(
+        lesson10.check_masks,
+        lambda s, t, p: (s == p, _tril(t).expand(len(t), -1, -1)),
+        match="both masks are not right",
+    )
+    fails_with(
+        lesson10.check_masks,
+        lambda s, t, p: tuple(x.int() for x in lesson10.reference_masks(s, t, p)),
+        match="must be boolean",
+    )
     fails_with(lesson10.check_masks, lambda s, t, p: (s != p, _tril(t)), match="tgt_mask has shape (4, 4)")
     fails_with(lesson10.check_masks, lambda s, t, p: None, match="did you forget to `return src_mask, tgt_mask`")
 
@@ -272,7 +324,9 @@ def test_label_smoothing_right_answer_agrees_with_torch():
 )
 def test_label_smoothing_mistakes_are_named(target, loss, match):
     right_q = [0.05, 0.85, 0.05, 0.05]
-    text = fails_with(lesson10.check_label_smoothing, target or right_q, _loss(right_q) if loss is None else loss, match=match)
+    text = fails_with(
+        lesson10.check_label_smoothing, target or right_q, _loss(right_q) if loss is None else loss, match=match
+    )
     assert "0.85" not in text and "0.745" not in text
 
 
@@ -290,8 +344,9 @@ def test_reference_beam_step_matches_the_library_beam_search_step():
     lp = torch.log_softmax(torch.randn(3, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64), -1)
     s, parents, tokens = lesson10.reference_beam_step(scores, lp, 3)
     brute = sorted(((scores[i] + lp[i, j]).item(), i, j) for i in range(3) for j in range(6))[::-1][:3]
-    assert [(round(a, 9), i, j) for a, i, j in brute] == [(round(a, 9), i, j) for a, i, j in
-                                                            zip(s.tolist(), parents.tolist(), tokens.tolist())]
+    assert [(round(a, 9), i, j) for a, i, j in brute] == [
+        (round(a, 9), i, j) for a, i, j in zip(s.tolist(), parents.tolist(), tokens.tolist())
+    ]
 
 
 def test_right_beam_step_passes_in_several_forms():
@@ -300,7 +355,9 @@ def test_right_beam_step_passes_in_several_forms():
 
     def by_sorting(scores, log_probs, k):  # no topk: sort everything
         K, V = log_probs.shape
-        cands = sorted(((float(scores[i] + log_probs[i, j]), i, j) for i in range(K) for j in range(V)), reverse=True)[:k]
+        cands = sorted(((float(scores[i] + log_probs[i, j]), i, j) for i in range(K) for j in range(V)), reverse=True)[
+            :k
+        ]
         return [c[0] for c in cands], [c[1] for c in cands], [c[2] for c in cands]
 
     lesson10.check_beam_step(by_sorting, hidden=True)
@@ -359,9 +416,11 @@ def test_beam_step_mistakes_written_independently_are_named():
         return best, flat // V, flat % V
 
     fails_with(lesson10.check_beam_step, product, match="log-probabilities ADD")
-    fails_with(lesson10.check_beam_step, lambda s, lp, k: [x / 2 if i == 0 else x for i, x in
-                                                           enumerate(lesson10.reference_beam_step(s, lp, k))],
-               match="divided the totals by 2")
+    fails_with(
+        lesson10.check_beam_step,
+        lambda s, lp, k: [x / 2 if i == 0 else x for i, x in enumerate(lesson10.reference_beam_step(s, lp, k))],
+        match="divided the totals by 2",
+    )
 
     def unsorted(scores, log_probs, k):
         new, parents, tokens = lesson10.reference_beam_step(scores, log_probs, k)
@@ -369,18 +428,30 @@ def test_beam_step_mistakes_written_independently_are_named():
         return new[order], parents[order], tokens[order]
 
     lesson10.check_beam_step(lambda s, lp, k: lesson10.reference_beam_step(s, lp, k))  # still right
-    fails_with(lesson10.check_beam_step, lambda s, lp, k: unsorted(s, lp, k) if k >= 3 else
-               lesson10.reference_beam_step(s, lp, k), match="not sorted best first")
-    fails_with(lesson10.check_beam_step, lambda s, lp, k: lesson10.reference_beam_step(s, lp, k)[:2], match="expected three results")
-    fails_with(lesson10.check_beam_step, lambda s, lp, k: lesson10.reference_beam_step(s, lp, 1), match="expected k = 2 entries")
+    fails_with(
+        lesson10.check_beam_step,
+        lambda s, lp, k: unsorted(s, lp, k) if k >= 3 else lesson10.reference_beam_step(s, lp, k),
+        match="not sorted best first",
+    )
+    fails_with(
+        lesson10.check_beam_step,
+        lambda s, lp, k: lesson10.reference_beam_step(s, lp, k)[:2],
+        match="expected three results",
+    )
+    fails_with(
+        lesson10.check_beam_step,
+        lambda s, lp, k: lesson10.reference_beam_step(s, lp, 1),
+        match="expected k = 2 entries",
+    )
 
 
 # --- exercise 6: counts ---------------------------------------------------------------------------------
 
 
 def test_parameter_counts_against_the_model():
-    m = models.Seq2SeqTransformer(models.Seq2SeqConfig(1000, 1200, d_model=128, n_heads=8, n_encoder_layers=3,
-                                                       n_decoder_layers=3, d_ff=512))
+    m = models.Seq2SeqTransformer(
+        models.Seq2SeqConfig(1000, 1200, d_model=128, n_heads=8, n_encoder_layers=3, n_decoder_layers=3, d_ff=512)
+    )
     n = m.num_parameters()
     cross = sum(p.numel() for b in m.decoder.layers for p in b.cross_attn.parameters())
     lesson10.check_parameter_counts(n, cross)
@@ -401,8 +472,12 @@ def test_parameter_counts_against_the_model():
         (None, cross + 3 * 2 * d, "counted the LayerNorm before the cross-attention"),
     ]
     for wrong_n, wrong_cross, match in mistakes:
-        text = fails_with(lesson10.check_parameter_counts, wrong_n if wrong_n is not None else n,
-                          wrong_cross if wrong_cross is not None else cross, match=match)
+        text = fails_with(
+            lesson10.check_parameter_counts,
+            wrong_n if wrong_n is not None else n,
+            wrong_cross if wrong_cross is not None else cross,
+            match=match,
+        )
         assert f"{n:,}" not in text and str(n) not in text
     fails_with(lesson10.check_parameter_counts, n + 0.5, cross, match="expected a whole number")
 

@@ -1,5 +1,6 @@
 """The lesson 11 exercise checks: the references agree with course_lib, right answers written in other
 ways pass, each typical wrong answer is named in the hint, and hand-worked answers are never shown."""
+
 from __future__ import annotations
 
 import math
@@ -7,12 +8,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from grading_helpers import fails_with
 
 from course_lib import checks
 from course_lib.checks import lesson11
 from course_lib.generation import top_k_filter, top_p_filter
 from course_lib.models import GPTConfig, gpt_parameter_count
-from grading_helpers import fails_with
 
 NEG = float("-inf")
 
@@ -47,23 +48,26 @@ def test_init_loss_accepts_right_answers_in_any_form():
     lesson11.check_init_loss(10.825, torch.nn.functional.cross_entropy(spiky, torch.tensor([0])))
 
 
-@pytest.mark.parametrize("gpt2,spiky,match", [
-    (math.log10(50257), None, "log base 10"),
-    (math.log2(50257), None, "log base 2"),
-    (1 / 50257, None, "probability of the right token"),
-    (-math.log(50257), None, "minus sign"),
-    (None, math.log(9), "left out the spike"),
-    (None, math.log(10), "uniform guess"),
-    (None, 3.0, "kept only the spike"),
-    (None, -math.log(math.exp(3) / (math.exp(3) + 9)), "spiked (wrong) token"),
-    (None, math.log10(math.exp(3) + 9), "log base 10"),
-    (None, math.log2(math.exp(3) + 9), "log base 2"),
-    (None, 1 / (math.exp(3) + 9), "gave the probability"),
-    (None, -SPIKY, "minus sign"),
-    # The review's off-by-one: one token too many or too few with logit 0 must now cost the point.
-    (None, math.log(math.exp(3) + 10), "counted 10 tokens with logit 0"),
-    (None, math.log(math.exp(3) + 8), "counted 8 tokens with logit 0"),
-])
+@pytest.mark.parametrize(
+    "gpt2,spiky,match",
+    [
+        (math.log10(50257), None, "log base 10"),
+        (math.log2(50257), None, "log base 2"),
+        (1 / 50257, None, "probability of the right token"),
+        (-math.log(50257), None, "minus sign"),
+        (None, math.log(9), "left out the spike"),
+        (None, math.log(10), "uniform guess"),
+        (None, 3.0, "kept only the spike"),
+        (None, -math.log(math.exp(3) / (math.exp(3) + 9)), "spiked (wrong) token"),
+        (None, math.log10(math.exp(3) + 9), "log base 10"),
+        (None, math.log2(math.exp(3) + 9), "log base 2"),
+        (None, 1 / (math.exp(3) + 9), "gave the probability"),
+        (None, -SPIKY, "minus sign"),
+        # The review's off-by-one: one token too many or too few with logit 0 must now cost the point.
+        (None, math.log(math.exp(3) + 10), "counted 10 tokens with logit 0"),
+        (None, math.log(math.exp(3) + 8), "counted 8 tokens with logit 0"),
+    ],
+)
 def test_init_loss_names_the_mistakes_without_the_answer(gpt2, spiky, match):
     gpt2 = math.log(50257) if gpt2 is None else gpt2
     spiky = SPIKY if spiky is None else spiky
@@ -97,16 +101,19 @@ def _kth(logits, k):
     return torch.topk(logits, min(k, logits.shape[-1]), dim=-1).values[..., -1:]
 
 
-@pytest.mark.parametrize("fn,match", [
-    (lambda x, k: lesson11.reference_top_k(x, k + 1), "one too many"),
-    (lambda x, k: x.masked_fill(x <= _kth(x, k), NEG), "k - 1"),
-    (lambda x, k: x.masked_fill(x < _kth(x, k), 0.0), "set the removed logits to 0"),
-    (lambda x, k: torch.softmax(lesson11.reference_top_k(x, k), -1), "returned probabilities"),
-    (lambda x, k: torch.sort(lesson11.reference_top_k(x, k), -1, descending=True).values, "sorted"),
-    (lambda x, k: torch.topk(x, min(k, x.shape[-1]), dim=-1).values, "not only the kept values"),
-    (lambda x, k: x.masked_fill_(x < _kth(x, k), NEG), "were changed"),
-    (lambda x, k: lesson11.reference_top_k(x, k).numpy(), "expected a torch.Tensor"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (lambda x, k: lesson11.reference_top_k(x, k + 1), "one too many"),
+        (lambda x, k: x.masked_fill(x <= _kth(x, k), NEG), "k - 1"),
+        (lambda x, k: x.masked_fill(x < _kth(x, k), 0.0), "set the removed logits to 0"),
+        (lambda x, k: torch.softmax(lesson11.reference_top_k(x, k), -1), "returned probabilities"),
+        (lambda x, k: torch.sort(lesson11.reference_top_k(x, k), -1, descending=True).values, "sorted"),
+        (lambda x, k: torch.topk(x, min(k, x.shape[-1]), dim=-1).values, "not only the kept values"),
+        (lambda x, k: x.masked_fill_(x < _kth(x, k), NEG), "were changed"),
+        (lambda x, k: lesson11.reference_top_k(x, k).numpy(), "expected a torch.Tensor"),
+    ],
+)
 def test_top_k_names_the_mistakes(fn, match):
     fails_with(lesson11.check_top_k, fn, match=match)
 
@@ -114,6 +121,7 @@ def test_top_k_names_the_mistakes(fn, match):
 def test_top_k_a_probability_threshold_is_not_called_k_minus_1():
     """The review's misattribution: a rule on the probabilities removed the same logits as `<= kth` in one
     case and was told it kept k - 1 tokens. It now hears that its result ignores k."""
+
     def threshold(x, k):
         return x.masked_fill(torch.softmax(x, -1) <= 1 / x.shape[-1], NEG)
 
@@ -195,16 +203,19 @@ def unnormalised_exp(x, p):
     return x.masked_fill(drop.scatter(-1, order, drop), NEG)
 
 
-@pytest.mark.parametrize("fn,match", [
-    (unnormalised_exp, "without dividing by their sum"),
-    (unsorted_cumsum, "vocabulary order"),
-    (drops_the_crossing_token, "dropped the token whose probability makes the total reach p"),
-    (forgets_to_scatter, "mask made in sorted order"),
-    (cumsum_of_logits, "added up the logits"),
-    (zeros_not_inf, "instead of -inf"),
-    (lambda x, p: torch.sort(lesson11.reference_top_p(x, p), -1, descending=True).values, "sorted"),
-    (lambda x, p: torch.softmax(lesson11.reference_top_p(x, p), -1), "returned probabilities"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (unnormalised_exp, "without dividing by their sum"),
+        (unsorted_cumsum, "vocabulary order"),
+        (drops_the_crossing_token, "dropped the token whose probability makes the total reach p"),
+        (forgets_to_scatter, "mask made in sorted order"),
+        (cumsum_of_logits, "added up the logits"),
+        (zeros_not_inf, "instead of -inf"),
+        (lambda x, p: torch.sort(lesson11.reference_top_p(x, p), -1, descending=True).values, "sorted"),
+        (lambda x, p: torch.softmax(lesson11.reference_top_p(x, p), -1), "returned probabilities"),
+    ],
+)
 def test_top_p_names_the_mistakes(fn, match):
     text = fails_with(lesson11.check_top_p, fn, match=match)
     if fn is unnormalised_exp:  # the review's misattribution: it was told it dropped the crossing token
@@ -266,16 +277,19 @@ def caches_x(x, W_q, W_k, W_v, K, V):
     return torch.softmax(Kx @ q / math.sqrt(x.shape[-1]), 0) @ Vx, K2, V2
 
 
-@pytest.mark.parametrize("fn,match", [
-    (unscaled, "sqrt(d)"),
-    (divided_by_d, "by d instead of sqrt(d)"),
-    (attends_before_appending, "attended to the cache before adding"),
-    (forgets_to_append, "still has"),
-    (appends_features, "along dim 0"),
-    (prepends, "at the start"),
-    (caches_x, "stored x itself"),
-    (lambda *a: lesson11.reference_kv_step(*a)[0], "expected a tuple"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (unscaled, "sqrt(d)"),
+        (divided_by_d, "by d instead of sqrt(d)"),
+        (attends_before_appending, "attended to the cache before adding"),
+        (forgets_to_append, "still has"),
+        (appends_features, "along dim 0"),
+        (prepends, "at the start"),
+        (caches_x, "stored x itself"),
+        (lambda *a: lesson11.reference_kv_step(*a)[0], "expected a tuple"),
+    ],
+)
 def test_kv_step_names_the_mistakes(fn, match):
     fails_with(lesson11.check_kv_step, fn, match=match)
 
@@ -301,20 +315,23 @@ def test_param_count_accepts_the_library_count_in_any_form():
     lesson11.check_param_count(float(a), np.int64(b))
 
 
-@pytest.mark.parametrize("delta_a,delta_b,match", [
-    (-128 * 96, 0, "position table"),
-    (-1000 * 96, 0, "left out the de-embedding"),
-    (-(3 * 11 * 96 + 96), 0, "forgot the biases (4C"),
-    (-3 * 9 * 96, 0, "biases of the Linear layers"),
-    (-(3 * 4 * 96 + 2 * 96), 0, "forgot the LayerNorms"),
-    (-3 * 4 * 96 * 96, 0, "one FFN matrix"),
-    (3 * 4 * 96 * 96 * 3, 0, "its own C × C projections"),
-    (-2 * (12 * 96 * 96 + 13 * 96), 0, "counted one block"),
-    (0, 1000 * 96, "tied, it IS the token embedding"),
-    (0, 3 * 11 * 96 + 96, "kept the biases"),
-    (0, -(3 * 2 * 96 + 96), "dropped the LayerNorms"),
-    (0, -128 * 96, "position table"),
-])
+@pytest.mark.parametrize(
+    "delta_a,delta_b,match",
+    [
+        (-128 * 96, 0, "position table"),
+        (-1000 * 96, 0, "left out the de-embedding"),
+        (-(3 * 11 * 96 + 96), 0, "forgot the biases (4C"),
+        (-3 * 9 * 96, 0, "biases of the Linear layers"),
+        (-(3 * 4 * 96 + 2 * 96), 0, "forgot the LayerNorms"),
+        (-3 * 4 * 96 * 96, 0, "one FFN matrix"),
+        (3 * 4 * 96 * 96 * 3, 0, "its own C × C projections"),
+        (-2 * (12 * 96 * 96 + 13 * 96), 0, "counted one block"),
+        (0, 1000 * 96, "tied, it IS the token embedding"),
+        (0, 3 * 11 * 96 + 96, "kept the biases"),
+        (0, -(3 * 2 * 96 + 96), "dropped the LayerNorms"),
+        (0, -128 * 96, "position table"),
+    ],
+)
 def test_param_count_names_the_mistakes_without_the_answer(delta_a, delta_b, match):
     a, b = _counts()
     text = fails_with(lesson11.check_param_count, a + delta_a, b + delta_b, match=match)
@@ -362,14 +379,31 @@ def _parts(x, W_q, W_k, W_v):
     return (x @ W_q) @ (x @ W_k).T / math.sqrt(d), x @ W_v, torch.ones(T, T, dtype=torch.bool).tril()
 
 
-@pytest.mark.parametrize("fn,match", [
-    (lambda x, *W: torch.softmax(_parts(x, *W)[0], -1) @ _parts(x, *W)[1], "without a mask"),
-    (lambda x, *W: torch.softmax(_parts(x, *W)[0], -1).masked_fill(~_parts(x, *W)[2], 0.0) @ _parts(x, *W)[1], "after the softmax"),
-    (lambda x, *W: torch.softmax(_parts(x, *W)[0] * _parts(x, *W)[2], -1) @ _parts(x, *W)[1], "multiplying the scores by 0"),
-    (lambda x, *W: torch.softmax(_parts(x, *W)[0].masked_fill(~_parts(x, *W)[2].T, NEG), -1) @ _parts(x, *W)[1], "upper triangle"),
-    (lambda x, *W: torch.nan_to_num(torch.softmax(_parts(x, *W)[0].masked_fill(~_parts(x, *W)[2].tril(-1), NEG), -1)) @ _parts(x, *W)[1],
-     "masked the diagonal"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (lambda x, *W: torch.softmax(_parts(x, *W)[0], -1) @ _parts(x, *W)[1], "without a mask"),
+        (
+            lambda x, *W: torch.softmax(_parts(x, *W)[0], -1).masked_fill(~_parts(x, *W)[2], 0.0) @ _parts(x, *W)[1],
+            "after the softmax",
+        ),
+        (
+            lambda x, *W: torch.softmax(_parts(x, *W)[0] * _parts(x, *W)[2], -1) @ _parts(x, *W)[1],
+            "multiplying the scores by 0",
+        ),
+        (
+            lambda x, *W: torch.softmax(_parts(x, *W)[0].masked_fill(~_parts(x, *W)[2].T, NEG), -1) @ _parts(x, *W)[1],
+            "upper triangle",
+        ),
+        (
+            lambda x, *W: (
+                torch.nan_to_num(torch.softmax(_parts(x, *W)[0].masked_fill(~_parts(x, *W)[2].tril(-1), NEG), -1))
+                @ _parts(x, *W)[1]
+            ),
+            "masked the diagonal",
+        ),
+    ],
+)
 def test_self_attention_names_the_mistakes(fn, match):
     fails_with(lesson11.check_self_attention, fn, match=match)
 
@@ -434,9 +468,21 @@ def test_top_k_crash_on_k_larger_than_the_vocabulary_is_named():
 # --- exercise 8: the generation loop ------------------------------------------------------------------------------
 
 
-def loop(model, idx, n, block_size, temperature, generator, *, crop=lambda s, b: s[:, -b:],
-         last=lambda lg: lg[:, -1, :], scale=lambda lg, t: lg / t, draw=None, greedy_at_zero=True,
-         append=lambda i, n: torch.cat([i, n], 1)):
+def loop(
+    model,
+    idx,
+    n,
+    block_size,
+    temperature,
+    generator,
+    *,
+    crop=lambda s, b: s[:, -b:],
+    last=lambda lg: lg[:, -1, :],
+    scale=lambda lg, t: lg / t,
+    draw=None,
+    greedy_at_zero=True,
+    append=lambda i, n: torch.cat([i, n], 1),
+):
     """The generation loop, with each step replaceable to make a learner's mistake."""
     for _ in range(n):
         logits = last(model(crop(idx, block_size)))  # (B, V)
@@ -452,7 +498,7 @@ def loop(model, idx, n, block_size, temperature, generator, *, crop=lambda s, b:
 def generate_right_another_way(model, idx, n, block_size, temperature, generator):
     out = idx
     for _ in range(n):
-        window = out[:, max(0, out.shape[1] - block_size):]
+        window = out[:, max(0, out.shape[1] - block_size) :]
         logits = model(window)[:, window.shape[1] - 1]
         if temperature == 0:
             nxt = torch.max(logits, dim=1).indices[:, None]
@@ -470,20 +516,23 @@ def test_generate_accepts_the_loop_written_two_ways():
     lesson11.check_generate(lambda m, i, n, b, t, g: lesson11.reference_generate(m, i, n, b, t, g), hidden=True)
 
 
-@pytest.mark.parametrize("fn,match", [
-    (lambda *a: loop(*a, crop=lambda s, b: s), "crop the context to its last block_size tokens"),
-    (lambda *a: loop(*a, crop=lambda s, b: s[:, :b]), "kept the FIRST block_size tokens"),
-    (lambda *a: loop(*a, crop=lambda s, b: s[:, -(b - 1):]), "block_size - 1 tokens"),
-    (lambda *a: loop(*a, last=lambda lg: lg[:, 0, :]), "LAST position"),
-    (lambda *a: loop(*a, scale=lambda lg, t: lg * t), "multiplied the logits by the temperature"),
-    (lambda *a: loop(*a, scale=lambda lg, t: lg), "applied the temperature after the softmax"),
-    (lambda *a: loop(*a, draw=lambda p, g: p.argmax(-1, keepdim=True)), "argmax"),
-    (lambda *a: loop(*a, draw=lambda p, g: torch.multinomial(p, 1)), "generator=generator"),
-    (lambda *a: loop(*a, greedy_at_zero=False), "temperature 0 means greedy"),
-    (lambda *a: loop(*a, append=lambda i, n: torch.cat([n, i], 1)), "at the END"),
-    (lambda *a: loop(*a)[:, a[1].shape[1]:], "the prompt followed by the new tokens"),
-    (lambda m, idx, *a: idx, "append one token per step"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (lambda *a: loop(*a, crop=lambda s, b: s), "crop the context to its last block_size tokens"),
+        (lambda *a: loop(*a, crop=lambda s, b: s[:, :b]), "kept the FIRST block_size tokens"),
+        (lambda *a: loop(*a, crop=lambda s, b: s[:, -(b - 1) :]), "block_size - 1 tokens"),
+        (lambda *a: loop(*a, last=lambda lg: lg[:, 0, :]), "LAST position"),
+        (lambda *a: loop(*a, scale=lambda lg, t: lg * t), "multiplied the logits by the temperature"),
+        (lambda *a: loop(*a, scale=lambda lg, t: lg), "applied the temperature after the softmax"),
+        (lambda *a: loop(*a, draw=lambda p, g: p.argmax(-1, keepdim=True)), "argmax"),
+        (lambda *a: loop(*a, draw=lambda p, g: torch.multinomial(p, 1)), "generator=generator"),
+        (lambda *a: loop(*a, greedy_at_zero=False), "temperature 0 means greedy"),
+        (lambda *a: loop(*a, append=lambda i, n: torch.cat([n, i], 1)), "at the END"),
+        (lambda *a: loop(*a)[:, a[1].shape[1] :], "the prompt followed by the new tokens"),
+        (lambda m, idx, *a: idx, "append one token per step"),
+    ],
+)
 def test_generate_names_the_mistakes(fn, match):
     fails_with(lesson11.check_generate, fn, match=match)
 
@@ -519,20 +568,28 @@ def tie(model):
 
 def test_targets_and_tying_accept_right_answers():
     lesson11.check_targets_and_tying(make_batch, tie)
-    lesson11.check_targets_and_tying(make_batch_another_way,
-                                     lambda m: setattr(m.lm_head, "weight", m.tok_emb.weight) or m, hidden=True)
+    lesson11.check_targets_and_tying(
+        make_batch_another_way, lambda m: setattr(m.lm_head, "weight", m.tok_emb.weight) or m, hidden=True
+    )
 
 
-@pytest.mark.parametrize("fn,match", [
-    (lambda ids, st, b: (make_batch(ids, st, b)[0],) * 2, "used the inputs as the targets"),
-    (lambda ids, st, b: (make_batch(ids, st, b)[0], torch.stack([ids[s - 1 : s - 1 + b] if s else
-                                                                  torch.cat([ids[-1:], ids[: b - 1]]) for s in st])),
-     "shifted the targets the wrong way"),
-    (lambda ids, st, b: (make_batch(ids, st, b)[0], make_batch(ids, st, b)[0].roll(-1, 1)), "rolled x"),
-    (lambda ids, st, b: (torch.stack([ids[s : s + b + 1] for s in st]),) * 2, "not block_size + 1"),
-    (lambda ids, st, b: ([ids[s : s + b] for s in st], make_batch(ids, st, b)[1]), "torch.stack"),
-    (lambda ids, st, b: make_batch(ids, st, b)[1], "expected a tuple (x, y)"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (lambda ids, st, b: (make_batch(ids, st, b)[0],) * 2, "used the inputs as the targets"),
+        (
+            lambda ids, st, b: (
+                make_batch(ids, st, b)[0],
+                torch.stack([ids[s - 1 : s - 1 + b] if s else torch.cat([ids[-1:], ids[: b - 1]]) for s in st]),
+            ),
+            "shifted the targets the wrong way",
+        ),
+        (lambda ids, st, b: (make_batch(ids, st, b)[0], make_batch(ids, st, b)[0].roll(-1, 1)), "rolled x"),
+        (lambda ids, st, b: (torch.stack([ids[s : s + b + 1] for s in st]),) * 2, "not block_size + 1"),
+        (lambda ids, st, b: ([ids[s : s + b] for s in st], make_batch(ids, st, b)[1]), "torch.stack"),
+        (lambda ids, st, b: make_batch(ids, st, b)[1], "expected a tuple (x, y)"),
+    ],
+)
 def test_make_batch_names_the_mistakes(fn, match):
     fails_with(lesson11.check_make_batch, fn, match=match)
 
@@ -541,14 +598,19 @@ def _assign_data(m):
     m.lm_head.weight.data = m.tok_emb.weight.data
 
 
-@pytest.mark.parametrize("fn,match", [
-    (_assign_data, "as a second parameter"),
-    (lambda m: m.lm_head.weight.data.copy_(m.tok_emb.weight.data), "as a second parameter"),
-    (lambda m: setattr(m.lm_head, "weight", torch.nn.Parameter(m.tok_emb.weight.detach().clone())),
-     "as a second parameter"),
-    (lambda m: setattr(m.lm_head, "weight", torch.nn.Parameter(m.tok_emb.weight.T)), "no transpose is needed"),
-    (lambda m: setattr(m.tok_emb, "weight", m.lm_head.weight), "the token embedding was replaced"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (_assign_data, "as a second parameter"),
+        (lambda m: m.lm_head.weight.data.copy_(m.tok_emb.weight.data), "as a second parameter"),
+        (
+            lambda m: setattr(m.lm_head, "weight", torch.nn.Parameter(m.tok_emb.weight.detach().clone())),
+            "as a second parameter",
+        ),
+        (lambda m: setattr(m.lm_head, "weight", torch.nn.Parameter(m.tok_emb.weight.T)), "no transpose is needed"),
+        (lambda m: setattr(m.tok_emb, "weight", m.lm_head.weight), "the token embedding was replaced"),
+    ],
+)
 def test_tie_weights_names_the_mistakes(fn, match):
     fails_with(lesson11.check_tie_weights, fn, match=match)
 

@@ -1,4 +1,5 @@
 """The `course` command's environment commands: `doctor` and `lab`."""
+
 from __future__ import annotations
 
 import json
@@ -67,7 +68,12 @@ def test_lab_serves_the_welcome_notebook(tmp_path):
     env = dict(os.environ, JUPYTER_TOKEN=token)
     proc = subprocess.Popen(
         [sys.executable, "-m", "course_lib.cli", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}"],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -86,7 +92,9 @@ def test_lab_serves_the_welcome_notebook(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"{base}/api/contents/notebooks", timeout=5)
         assert refused.value.code == 403, f"expected 403 without a token, got {refused.value.code}"
-        with urllib.request.urlopen(f"{base}/api/contents/notebooks/00_welcome.ipynb?content=0&token={token}", timeout=5) as r:
+        with urllib.request.urlopen(
+            f"{base}/api/contents/notebooks/00_welcome.ipynb?content=0&token={token}", timeout=5
+        ) as r:
             model = json.load(r)
         assert model["type"] == "notebook", f"expected the welcome notebook, got {model['type']}"
         with urllib.request.urlopen(f"{base}/api/contents/exercises?content=0&token={token}", timeout=5) as r:
@@ -94,12 +102,16 @@ def test_lab_serves_the_welcome_notebook(tmp_path):
         with urllib.request.urlopen(f"{base}/?token={token}", timeout=10) as r:  # the URL a browser opens
             page, landed = r.read().decode(), r.geturl()
         assert r.status == 200 and "JupyterLab" in page, "the lab page did not load"
-        assert "/lab/tree/notebooks/00_welcome.ipynb" in landed, f"the lab should open on the welcome lesson, landed on {landed}"
+        assert "/lab/tree/notebooks/00_welcome.ipynb" in landed, (
+            f"the lab should open on the welcome lesson, landed on {landed}"
+        )
 
         # Clean for a learner: nbgrader's lab extension is disabled in the page...
         config = _page_config(page)
         assert "@jupyter/nbgrader" in config.get("disabledExtensions", []), (
-            f"nbgrader's lab extension should be disabled for learners; disabledExtensions = {config.get('disabledExtensions')}")
+            "nbgrader's lab extension should be disabled for learners; "
+            f"disabledExtensions = {config.get('disabledExtensions')}"
+        )
         # ... its server extensions are not loaded (the formgrader page does not exist) ...
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(f"{base}/formgrader?token={token}", timeout=10)
@@ -121,7 +133,9 @@ def test_lab_serves_the_welcome_notebook(tmp_path):
     out = (tmp_path / "lab.log").read_text()
     assert "00_welcome.ipynb" in out or "http://127.0.0.1" in out, f"lab should print its URL:\n{out[-2000:]}"
     nbgrader_lines = [line for line in out.splitlines() if "nbgrader" in line]
-    assert not nbgrader_lines, "no nbgrader server extension should load for a learner:\n" + "\n".join(nbgrader_lines[:5])
+    assert not nbgrader_lines, "no nbgrader server extension should load for a learner:\n" + "\n".join(
+        nbgrader_lines[:5]
+    )
 
 
 class _Exec(Exception):
@@ -146,7 +160,8 @@ def test_lab_turns_nbgrader_off_for_learners_and_on_for_teachers(monkeypatch, tm
     cmd, env = _lab_command(monkeypatch, tmp_path, ["lab", "--port=9999"])
     learner = str(cli.LABCONFIG / "learner")
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [learner, "/somewhere/else"], (
-        f"the learner config must come first and keep the user's path: {env['JUPYTER_CONFIG_PATH']}")
+        f"the learner config must come first and keep the user's path: {env['JUPYTER_CONFIG_PATH']}"
+    )
     assert "--port=9999" in cmd and f"--LabApp.app_settings_dir={cli.LABCONFIG / 'settings'}" in cmd, cmd
     assert "--teacher" not in cmd, "--teacher is course lab's own option, not JupyterLab's"
 
@@ -158,8 +173,8 @@ def test_lab_turns_nbgrader_off_for_learners_and_on_for_teachers(monkeypatch, tm
 
 def test_learner_config_disables_every_nbgrader_server_extension_the_install_enables():
     """If nbgrader adds a server extension, the learner's config must name it too."""
-    from jupyter_server.extension.config import ExtensionConfigManager
     from jupyter_core.paths import jupyter_config_path
+    from jupyter_server.extension.config import ExtensionConfigManager
 
     everywhere = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()
     nbgrader = {name for name, on in everywhere.items() if name.startswith("nbgrader") and on}
@@ -167,4 +182,5 @@ def test_learner_config_disables_every_nbgrader_server_extension_the_install_ena
     off = json.loads(learner_file.read_text())["ServerApp"]["jpserver_extensions"]
     assert nbgrader, "nbgrader (a dev dependency) should enable server extensions in this environment"
     assert nbgrader <= {name for name, on in off.items() if on is False}, (
-        f"{learner_file} leaves on: {sorted(nbgrader - set(off))}")
+        f"{learner_file} leaves on: {sorted(nbgrader - set(off))}"
+    )

@@ -1,5 +1,6 @@
 """Every notebook runs unchanged on Google Colab: its first code cell installs course_lib there (and
 only there), without touching Colab's PyTorch, and no cell assumes a local checkout."""
+
 from __future__ import annotations
 
 import builtins
@@ -15,8 +16,11 @@ from IPython.core.inputtransformer2 import TransformerManager
 from course_lib import colab
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "solutions").glob("*.ipynb")) + \
-    sorted((REPO / "exercises").glob("*.ipynb"))
+NOTEBOOKS = (
+    sorted((REPO / "notebooks").glob("*.ipynb"))
+    + sorted((REPO / "solutions").glob("*.ipynb"))
+    + sorted((REPO / "exercises").glob("*.ipynb"))
+)
 
 
 def _first_code_cell(path: Path) -> dict:
@@ -53,7 +57,8 @@ def test_first_code_cell_installs_course_lib_on_colab_only(path):
     source = "".join(cell["source"])
     assert colab.repository_of(source) is not None, (
         f"{path.relative_to(REPO)}: the first code cell is not the Colab setup cell; run `course colab` "
-        f"(and `course build`). It starts with: {source[:120]!r}")
+        f"(and `course build`). It starts with: {source[:120]!r}"
+    )
     magics, prompts = _run_setup_cell(source, on_colab=True, typed_address="https://example.org/course.git")
     assert len(magics) == 1 and magics[0][0] == "pip", magics
     line = magics[0][1]
@@ -68,10 +73,26 @@ def test_first_code_cell_installs_course_lib_on_colab_only(path):
 def test_a_written_in_address_is_installed_without_asking(tmp_path):
     nb = tmp_path / "notebooks" / "x.ipynb"
     nb.parent.mkdir()
-    nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# X"]},
-                                        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None,
-                                         "outputs": [], "source": ["print(1)"]}],
-                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    nb.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# X"]},
+                    {
+                        "cell_type": "code",
+                        "id": "c",
+                        "metadata": {},
+                        "execution_count": None,
+                        "outputs": [],
+                        "source": ["print(1)"],
+                    },
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     assert colab.set_setup_cell(nb, "https://example.org/course.git")
     assert not colab.set_setup_cell(nb), "a second run keeps the address and changes nothing"
     cells = json.loads(nb.read_text())["cells"]
@@ -95,5 +116,7 @@ def test_no_code_cell_reads_files_from_a_local_checkout(path):
             continue
         source = "".join(cell["source"])
         hit = LOCAL_PATHS.search(source)
-        assert hit is None, (f"{path.relative_to(REPO)} cell {i} refers to {hit.group(0)!r}: on Colab there is no "
-                             "checkout; read data through course_lib.data")
+        assert hit is None, (
+            f"{path.relative_to(REPO)} cell {i} refers to {hit.group(0)!r}: on Colab there is no "
+            "checkout; read data through course_lib.data"
+        )

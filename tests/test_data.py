@@ -1,5 +1,6 @@
 """Tests of course_lib.data: the bundled corpora and their facts, the split, batching, and the tiny
 Shakespeare cache (tested without any network)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,6 +22,7 @@ SHAKESPEARE_VOCAB = 65
 # ------------------------------------------------------------------------------------------------
 # Corpora
 # ------------------------------------------------------------------------------------------------
+
 
 def test_available_corpora_lists_the_bundled_files():
     names = data.available_corpora()
@@ -131,11 +133,20 @@ def test_english_generator_reproduces_the_file_byte_for_byte():
 
 def test_english_is_gender_balanced_and_has_the_pairs():
     counts = Counter(w for s in data.load_sentences("english") for w in s)
-    for male, female in [("king", "queen"), ("prince", "princess"), ("man", "woman"), ("boy", "girl"),
-                         ("father", "mother"), ("son", "daughter"), ("he", "she")]:
+    for male, female in [
+        ("king", "queen"),
+        ("prince", "princess"),
+        ("man", "woman"),
+        ("boy", "girl"),
+        ("father", "mother"),
+        ("son", "daughter"),
+        ("he", "she"),
+    ]:
         assert counts[male] == counts[female] > 100, f"{male}: {counts[male]}, {female}: {counts[female]}"
     for country, capital in [("france", "paris"), ("italy", "rome"), ("japan", "tokyo"), ("egypt", "cairo")]:
-        assert counts[country] > 100 and counts[capital] > 100, f"{country}: {counts[country]}, {capital}: {counts[capital]}"
+        assert counts[country] > 100 and counts[capital] > 100, (
+            f"{country}: {counts[country]}, {capital}: {counts[capital]}"
+        )
     assert counts["transformer"] >= 300, f"'transformer' occurs {counts['transformer']} times, expected >= 300"
 
 
@@ -163,6 +174,7 @@ def test_english_word2vec_analogies_hold(seed):
 # ------------------------------------------------------------------------------------------------
 # train_val_split
 # ------------------------------------------------------------------------------------------------
+
 
 def test_train_val_split_on_str_list_and_tensor():
     assert data.train_val_split("abcdefghij") == ("abcdefghi", "j")
@@ -195,6 +207,7 @@ def test_train_val_split_rejects_non_numbers():
 # ------------------------------------------------------------------------------------------------
 # get_batch
 # ------------------------------------------------------------------------------------------------
+
 
 def test_get_batch_shapes_and_shift_against_manual_slices():
     ids = torch.randint(0, 50, (200,), generator=torch.Generator().manual_seed(0))
@@ -247,11 +260,14 @@ def test_get_batch_errors():
 # tiny_shakespeare: cache and offline behaviour (never touches the network)
 # ------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def no_download(monkeypatch):
     """Make any download attempt fail the test."""
+
     def refuse(url, destination, timeout=None):
         raise AssertionError(f"tiny_shakespeare tried to download {url}")
+
     monkeypatch.setattr(data, "_download", refuse)
 
 
@@ -347,6 +363,7 @@ def test_tiny_shakespeare_network_failure_is_a_runtime_error(tmp_path, monkeypat
 # ------------------------------------------------------------------------------------------------
 # WikiText-2 and GPT-2's vocabulary: read from the cache, refused when the download is not the file
 # ------------------------------------------------------------------------------------------------
+
 
 def test_wikitext2_reads_both_splits_from_the_reference_data(shared_data, no_download):
     sizes = {}

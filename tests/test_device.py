@@ -1,4 +1,5 @@
 """course_lib.device: device choice from COURSE_DEVICE, seeding, and the environment report."""
+
 from __future__ import annotations
 
 import random

@@ -1,6 +1,7 @@
 """The three places that name the course's dependencies agree: the two projects' pyproject.toml files
 (lower bounds: pyproject.toml for course_lib, course_grader/pyproject.toml for the grader),
 constraints.txt (the exact tested versions) and environment.yml (conda users)."""
+
 from __future__ import annotations
 
 import re
@@ -76,7 +77,8 @@ def test_environment_yml_names_the_same_packages_and_versions():
         )
     assert other == ["-e .[dev]", "-e ./course_grader"], (
         f"environment.yml should install the course's two packages with '-e .[dev]' and '-e ./course_grader', "
-        f"got {other}")
+        f"got {other}"
+    )
 
 
 def test_environment_yml_python_matches_the_tested_python():
@@ -95,5 +97,6 @@ def test_the_two_projects_are_installed_together_by_make_and_conda():
     makefile = (REPO / "Makefile").read_text()
     assert '-e ".[dev,site]" -e ./course_grader' in makefile, "make install must install course_lib and the grader"
     assert "course_grader/pyproject.toml" in makefile.split("$(STAMP):", 1)[1].splitlines()[0], (
-        "the install must be redone when the grader's dependencies change")
+        "the install must be redone when the grader's dependencies change"
+    )
     assert len(OWN) == 2, f"two projects with two names, got {OWN}"

@@ -2,6 +2,7 @@
 brute-force reference, temperature, and `generate`: the KV cache gives the same tokens (greedy and
 sampled, before and past block_size), seeded regression, the caller's train/eval mode is kept, any
 model with GPT's interface works, and bad arguments get clear errors."""
+
 from __future__ import annotations
 
 import math
@@ -29,11 +30,15 @@ def _logits_from_probs(probs) -> torch.Tensor:
 def test_top_k_hand_cases():
     x = torch.tensor([1.0, 3.0, 2.0, 0.0])
     assert torch.equal(top_k_filter(x, 1), torch.tensor([NEG, 3.0, NEG, NEG]))
-    assert torch.equal(top_k_filter(x, 2), torch.tensor([NEG, 3.0, 2.0, NEG]))  # unsorted input, the two largest kept in place
+    assert torch.equal(
+        top_k_filter(x, 2), torch.tensor([NEG, 3.0, 2.0, NEG])
+    )  # unsorted input, the two largest kept in place
     assert torch.equal(top_k_filter(x, 4), x)
     assert torch.equal(top_k_filter(x, 10), x), "k larger than the vocabulary keeps everything"
     rows = torch.tensor([[0.5, -1.0, 2.0], [4.0, 5.0, -3.0]])
-    assert torch.equal(top_k_filter(rows, 2), torch.tensor([[0.5, NEG, 2.0], [4.0, 5.0, NEG]])), "each row keeps its own top k"
+    assert torch.equal(top_k_filter(rows, 2), torch.tensor([[0.5, NEG, 2.0], [4.0, 5.0, NEG]])), (
+        "each row keeps its own top k"
+    )
     ties = torch.tensor([1.0, 2.0, 2.0, 0.0])
     assert torch.equal(top_k_filter(ties, 2), torch.tensor([NEG, 2.0, 2.0, NEG]))
     assert torch.equal(top_k_filter(ties, 1), torch.tensor([NEG, 2.0, 2.0, NEG])), "tokens tied with the k-th are kept"
@@ -62,21 +67,26 @@ def _top_p_reference(probs: list[float], p: float) -> list[bool]:
     return keep
 
 
-@pytest.mark.parametrize("p,kept", [
-    (0.3, [False, True, False, False]),  # the top token alone already holds 0.5
-    (0.5, [False, True, False, False]),  # exactly 0.5: the top token is enough
-    (0.6, [False, True, False, True]),  # 0.5 + 0.25
-    (0.75, [False, True, False, True]),
-    (0.8, [False, True, True, True]),  # 0.5 + 0.25 + 0.1875 = 0.9375
-    (0.95, [True, True, True, True]),
-    (1.0, [True, True, True, True]),
-])
+@pytest.mark.parametrize(
+    "p,kept",
+    [
+        (0.3, [False, True, False, False]),  # the top token alone already holds 0.5
+        (0.5, [False, True, False, False]),  # exactly 0.5: the top token is enough
+        (0.6, [False, True, False, True]),  # 0.5 + 0.25
+        (0.75, [False, True, False, True]),
+        (0.8, [False, True, True, True]),  # 0.5 + 0.25 + 0.1875 = 0.9375
+        (0.95, [True, True, True, True]),
+        (1.0, [True, True, True, True]),
+    ],
+)
 def test_top_p_hand_cases_with_unsorted_probabilities(p, kept):
     probs = [0.0625, 0.5, 0.1875, 0.25]  # unsorted on purpose; exact binary fractions, so no rounding doubt
     out = top_p_filter(_logits_from_probs(probs), p)
     got = torch.isfinite(out).tolist()
     assert got == kept, f"p={p}: kept {got}, expected {kept}"
-    assert torch.equal(out[torch.isfinite(out)], _logits_from_probs(probs)[torch.tensor(kept)]), "kept logits must be unchanged"
+    assert torch.equal(out[torch.isfinite(out)], _logits_from_probs(probs)[torch.tensor(kept)]), (
+        "kept logits must be unchanged"
+    )
 
 
 def test_top_p_always_keeps_the_most_likely_token():
@@ -176,14 +186,20 @@ def test_sampling_uses_only_the_last_position():
     assert out.tolist() == [[0, 1, 2, 3, 4, 0, 1, 2]]
 
 
-@pytest.mark.parametrize("prompt_len,n", [(4, 5), (4, 6), (3, 20), (15, 6)], ids=["within", "fills-block", "past-block", "long-prompt"])
-@pytest.mark.parametrize("kwargs", [
-    {"temperature": 0},
-    {"temperature": 1.0},
-    {"temperature": 0.7, "top_k": 5},
-    {"temperature": 1.3, "top_p": 0.8},
-    {"temperature": 0.9, "top_k": 6, "top_p": 0.9},
-], ids=["greedy", "sample", "top-k", "top-p", "top-k-top-p"])
+@pytest.mark.parametrize(
+    "prompt_len,n", [(4, 5), (4, 6), (3, 20), (15, 6)], ids=["within", "fills-block", "past-block", "long-prompt"]
+)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"temperature": 0},
+        {"temperature": 1.0},
+        {"temperature": 0.7, "top_k": 5},
+        {"temperature": 1.3, "top_p": 0.8},
+        {"temperature": 0.9, "top_k": 6, "top_p": 0.9},
+    ],
+    ids=["greedy", "sample", "top-k", "top-p", "top-k-top-p"],
+)
 def test_kv_cache_gives_identical_tokens(prompt_len, n, kwargs):
     model = _gpt()
     prompt = _prompt(3, prompt_len)
@@ -193,7 +209,9 @@ def test_kv_cache_gives_identical_tokens(prompt_len, n, kwargs):
         cached = generate(model, prompt, n, generator=g2, use_cache=True, **kwargs)
         assert plain.shape == (3, prompt_len + n)
         assert torch.equal(plain, cached), f"seed {seed}: cached\n{cached}\nvs uncached\n{plain}"
-        assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2)), "both paths must draw the same random numbers"
+        assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2)), (
+            "both paths must draw the same random numbers"
+        )
 
 
 def test_kv_cache_logits_match_step_by_step():
@@ -294,22 +312,44 @@ def test_zero_new_tokens_returns_the_prompt():
     assert torch.equal(out, prompt) and out is not prompt
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda m: generate(m, torch.zeros(1, 3), 2), TypeError, "integer token ids"),
-    (lambda m: generate(m, torch.zeros(3, dtype=torch.long), 2), ValueError, r"idx\[None\]"),
-    (lambda m: generate(m, torch.zeros(1, 0, dtype=torch.long), 2), ValueError, "at least one token"),
-    (lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), -1), ValueError,
-     "max_new_tokens must be a non-negative int"),
-    (lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), 2, temperature=-0.5), ValueError, "temperature must be a number >= 0"),
-    (lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), 2, top_k=0), ValueError, "top_k must be a positive int"),
-    (lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), 2, top_p=1.5), ValueError, r"top_p must be a number in \(0, 1\]"),
-    (lambda m: generate("model", torch.zeros(1, 2, dtype=torch.long), 2), TypeError, "model must be a torch.nn.Module"),
-    (lambda m: top_k_filter(torch.zeros(3), 2.5), ValueError, "top_k must be a positive int"),
-    (lambda m: top_k_filter([1.0, 2.0], 1), TypeError, "logits as a torch.Tensor"),
-    (lambda m: top_p_filter(torch.zeros(3), 0), ValueError, r"top_p must be a number in \(0, 1\]"),
-    (lambda m: top_p_filter(torch.zeros(3, dtype=torch.long), 0.5), TypeError, "floating-point logits"),
-    (lambda m: sample_next_token(torch.zeros(2, 3, 4)), ValueError, r"shaped \(B, V\)"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda m: generate(m, torch.zeros(1, 3), 2), TypeError, "integer token ids"),
+        (lambda m: generate(m, torch.zeros(3, dtype=torch.long), 2), ValueError, r"idx\[None\]"),
+        (lambda m: generate(m, torch.zeros(1, 0, dtype=torch.long), 2), ValueError, "at least one token"),
+        (
+            lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), -1),
+            ValueError,
+            "max_new_tokens must be a non-negative int",
+        ),
+        (
+            lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), 2, temperature=-0.5),
+            ValueError,
+            "temperature must be a number >= 0",
+        ),
+        (
+            lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), 2, top_k=0),
+            ValueError,
+            "top_k must be a positive int",
+        ),
+        (
+            lambda m: generate(m, torch.zeros(1, 2, dtype=torch.long), 2, top_p=1.5),
+            ValueError,
+            r"top_p must be a number in \(0, 1\]",
+        ),
+        (
+            lambda m: generate("model", torch.zeros(1, 2, dtype=torch.long), 2),
+            TypeError,
+            "model must be a torch.nn.Module",
+        ),
+        (lambda m: top_k_filter(torch.zeros(3), 2.5), ValueError, "top_k must be a positive int"),
+        (lambda m: top_k_filter([1.0, 2.0], 1), TypeError, "logits as a torch.Tensor"),
+        (lambda m: top_p_filter(torch.zeros(3), 0), ValueError, r"top_p must be a number in \(0, 1\]"),
+        (lambda m: top_p_filter(torch.zeros(3, dtype=torch.long), 0.5), TypeError, "floating-point logits"),
+        (lambda m: sample_next_token(torch.zeros(2, 3, 4)), ValueError, r"shaped \(B, V\)"),
+    ],
+)
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call(_gpt())

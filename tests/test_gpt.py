@@ -1,6 +1,7 @@
 """course_lib.models.GPT: the same numbers as the architecture assembled from torch's built-in layers
 (forward and gradients), causality, the KV-cache forward, parameter and FLOP counts, error
 messages, and the committed Tiny Shakespeare checkpoint."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,14 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 from course_lib.attention import KVCache
-from course_lib.models import (GPT, BuiltinGPT, GPTConfig, copy_builtin_gpt_weights, gpt_forward_flops,
-                               gpt_parameter_count)
+from course_lib.models import (
+    GPT,
+    BuiltinGPT,
+    GPTConfig,
+    copy_builtin_gpt_weights,
+    gpt_forward_flops,
+    gpt_parameter_count,
+)
 
 SMALL = dict(vocab_size=11, block_size=12, n_layer=2, n_head=2, n_embd=16)
 
@@ -35,14 +42,22 @@ def _pairs(ours: GPT, ref: BuiltinGPT):
     yield ours.pos_emb.weight.grad, ref.pos.weight.grad, "position embedding"
     for i, (block, layer) in enumerate(zip(ours.blocks, ref.layers)):
         a = block.self_attn
-        yield torch.cat([a.w_q.weight.grad, a.w_k.weight.grad, a.w_v.weight.grad]), layer.self_attn.in_proj_weight.grad, f"block {i} qkv"
+        yield (
+            torch.cat([a.w_q.weight.grad, a.w_k.weight.grad, a.w_v.weight.grad]),
+            layer.self_attn.in_proj_weight.grad,
+            f"block {i} qkv",
+        )
         yield a.w_o.weight.grad, layer.self_attn.out_proj.weight.grad, f"block {i} w_o"
         yield block.ff.linear1.weight.grad, layer.linear1.weight.grad, f"block {i} linear1"
         yield block.ff.linear2.weight.grad, layer.linear2.weight.grad, f"block {i} linear2"
         yield block.norm1.weight.grad, layer.norm1.weight.grad, f"block {i} norm1"
         yield block.norm2.weight.grad, layer.norm2.weight.grad, f"block {i} norm2"
         if layer.linear1.bias is not None:
-            yield torch.cat([a.w_q.bias.grad, a.w_k.bias.grad, a.w_v.bias.grad]), layer.self_attn.in_proj_bias.grad, f"block {i} qkv bias"
+            yield (
+                torch.cat([a.w_q.bias.grad, a.w_k.bias.grad, a.w_v.bias.grad]),
+                layer.self_attn.in_proj_bias.grad,
+                f"block {i} qkv bias",
+            )
             yield block.ff.linear2.bias.grad, layer.linear2.bias.grad, f"block {i} linear2 bias"
             yield block.norm1.bias.grad, layer.norm1.bias.grad, f"block {i} norm1 bias"
     yield ours.ln_f.weight.grad, ref.ln.weight.grad, "final norm"
@@ -82,7 +97,8 @@ def test_keep_weights_is_chosen_in_the_config_and_keeps_every_layers_weights():
     assert all(block.self_attn.last_weights is None for block in fast.blocks)
     weights = [block.self_attn.last_weights for block in kept.blocks]
     assert all(w is not None and w.shape == (2, SMALL["n_head"], 7, 7) for w in weights), [
-        None if w is None else tuple(w.shape) for w in weights]
+        None if w is None else tuple(w.shape) for w in weights
+    ]
     assert all(torch.equal(w.triu(1), torch.zeros_like(w)) for w in weights), "a causal model attends to no later token"
 
 
@@ -113,14 +129,18 @@ def test_shapes_and_loss():
     masked = targets.clone()
     masked[:, :6] = -100
     _, loss_masked = model(idx, masked)
-    assert_close(loss_masked, F.cross_entropy(logits[:, 6:].reshape(-1, SMALL["vocab_size"]), targets[:, 6:].reshape(-1)))
+    assert_close(
+        loss_masked, F.cross_entropy(logits[:, 6:].reshape(-1, SMALL["vocab_size"]), targets[:, 6:].reshape(-1))
+    )
 
 
 def test_initial_loss_is_near_ln_vocab_size():
     model = _model(0, vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128)
     idx = _idx(8, 64, V=65)
     _, loss = model(idx, _idx(8, 64, V=65, seed=9))
-    assert abs(loss.item() - math.log(65)) < 0.1, f"initial loss {loss.item():.3f}, expected about ln(65) = {math.log(65):.3f}"
+    assert abs(loss.item() - math.log(65)) < 0.1, (
+        f"initial loss {loss.item():.3f}, expected about ln(65) = {math.log(65):.3f}"
+    )
 
 
 @pytest.mark.parametrize("keep_weights", [False, True], ids=["fused", "from-scratch"])
@@ -130,7 +150,9 @@ def test_a_future_token_never_changes_earlier_logits(keep_weights):
     base, _ = model(idx)
     for t in (0, 5, 11):
         changed = idx.clone()
-        changed[:, t:] = (changed[:, t:] + 1 + torch.arange(12 - t)) % SMALL["vocab_size"]  # every token from t on differs
+        changed[:, t:] = (changed[:, t:] + 1 + torch.arange(12 - t)) % SMALL[
+            "vocab_size"
+        ]  # every token from t on differs
         out, _ = model(changed)
         assert torch.equal(out[:, :t], base[:, :t]) or torch.allclose(out[:, :t], base[:, :t], atol=1e-6, rtol=0), (
             f"changing tokens {t}.. changed the logits of positions before {t}"
@@ -181,12 +203,23 @@ def test_dropout_is_off_in_eval_and_on_in_training():
 # --- counts ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("overrides", [{}, {"bias": False}, {"tie_weights": True}, {"bias": False, "tie_weights": True, "n_layer": 3, "n_embd": 24, "n_head": 3}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"bias": False},
+        {"tie_weights": True},
+        {"bias": False, "tie_weights": True, "n_layer": 3, "n_embd": 24, "n_head": 3},
+    ],
+)
 def test_parameter_count_formula_matches_the_model(overrides):
     config = GPTConfig(**{**SMALL, **overrides})
     counts = gpt_parameter_count(config)
     model = GPT(config)
-    assert counts["total"] == model.num_parameters() == sum(p.numel() for p in model.parameters()), (counts, model.num_parameters())
+    assert counts["total"] == model.num_parameters() == sum(p.numel() for p in model.parameters()), (
+        counts,
+        model.num_parameters(),
+    )
     assert counts["token embedding"] == model.tok_emb.weight.numel()
     assert counts["attention"] == sum(p.numel() for b in model.blocks for p in b.self_attn.parameters())
     assert counts["feed-forward"] == sum(p.numel() for b in model.blocks for p in b.ff.parameters())
@@ -206,7 +239,10 @@ def test_flops_formula_matches_torch_flop_counter(T):
     model = GPT(config)
     with FlopCounterMode(display=False) as counter:
         model(_idx(1, T))
-    assert counter.get_total_flops() == gpt_forward_flops(config, T), (counter.get_total_flops(), gpt_forward_flops(config, T))
+    assert counter.get_total_flops() == gpt_forward_flops(config, T), (
+        counter.get_total_flops(),
+        gpt_forward_flops(config, T),
+    )
 
 
 def test_attention_flops_grow_quadratically_with_the_context():
@@ -220,14 +256,17 @@ def test_attention_flops_grow_quadratically_with_the_context():
 # --- errors ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"n_embd": 10, "n_head": 3}, "multiple of n_head"),
-    ({"vocab_size": 0}, "vocab_size must be a positive int"),
-    ({"block_size": 2.5}, "block_size must be a positive int"),
-    ({"dropout": 1.0}, r"dropout must be a number in \[0, 1\)"),
-    ({"bias": 1}, "bias must be True or False"),
-    ({"keep_weights": "yes"}, "keep_weights must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"n_embd": 10, "n_head": 3}, "multiple of n_head"),
+        ({"vocab_size": 0}, "vocab_size must be a positive int"),
+        ({"block_size": 2.5}, "block_size must be a positive int"),
+        ({"dropout": 1.0}, r"dropout must be a number in \[0, 1\)"),
+        ({"bias": 1}, "bias must be True or False"),
+        ({"keep_weights": "yes"}, "keep_weights must be True or False"),
+    ],
+)
 def test_config_errors(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         GPTConfig(**{**SMALL, **kwargs})
@@ -268,14 +307,24 @@ def _shakespeare_or_skip():
 
 
 def test_committed_checkpoint_is_the_recipe_and_reaches_its_loss():
-    from course_lib.train_gpt import (CHECKPOINT, RECIPE_WHOLE_SPLIT_LOSS, load_checkpoint, make_get_batch,
-                                      recipe_model_config, shakespeare_data)
+    from course_lib.train_gpt import (
+        CHECKPOINT,
+        RECIPE_WHOLE_SPLIT_LOSS,
+        load_checkpoint,
+        make_get_batch,
+        recipe_model_config,
+        shakespeare_data,
+    )
     from course_lib.training import TrainConfig, estimate_loss
 
     model, vocab, info = load_checkpoint()
-    assert CHECKPOINT.stat().st_size < 5_000_000, f"the checkpoint should stay small, it is {CHECKPOINT.stat().st_size:,} bytes"
+    assert CHECKPOINT.stat().st_size < 5_000_000, (
+        f"the checkpoint should stay small, it is {CHECKPOINT.stat().st_size:,} bytes"
+    )
     assert model.config == recipe_model_config(65), model.config
-    assert info["iters"] == 2000 and info["train_config"]["lr"] == 1e-3 and info["train_config"]["eval_iters"] == 20, info["train_config"]
+    assert info["iters"] == 2000 and info["train_config"]["lr"] == 1e-3 and info["train_config"]["eval_iters"] == 20, (
+        info["train_config"]
+    )
     assert info["val_loss"] < 2.0, f"the checkpoint's validation loss is {info['val_loss']}"
     # the whole-split loss stored with it is the one lesson 11 and the benchmark compare with nanoGPT's
     quoted = RECIPE_WHOLE_SPLIT_LOSS["python -m course_lib.train_gpt"][info["seed"]]
@@ -296,11 +345,16 @@ def test_train_script_runs_and_saves_a_loadable_checkpoint(tmp_path, capsys):
     from course_lib import train_gpt
 
     out = tmp_path / "gpt.pt"
-    assert train_gpt.main(["--iters", "2", "--eval-interval", "2", "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
+    assert (
+        train_gpt.main(["--iters", "2", "--eval-interval", "2", "--out", str(out), "--no-progress", "--device", "cpu"])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "final validation loss" in printed and f"saved {out}" in printed, printed
     model, vocab, info = train_gpt.load_checkpoint(out)
     assert len(vocab) == 65 and info["iters"] == 2 and len(info["history"]["val"]) == 2, info
-    assert abs(info["history"]["val"][0] - math.log(65)) < 0.1, f"the untrained loss should be near ln(65): {info['history']}"
+    assert abs(info["history"]["val"][0] - math.log(65)) < 0.1, (
+        f"the untrained loss should be near ln(65): {info['history']}"
+    )
     with pytest.raises(FileNotFoundError, match="python -m course_lib.train_gpt"):
         train_gpt.load_checkpoint(tmp_path / "missing.pt")

@@ -11,6 +11,7 @@ Everything runs in float64 so the two agree to round-off. Conventions to keep ap
 True = "may attend"; torch's transformer layers say True = "may NOT attend", so the reference always
 gets the inverted mask.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -137,8 +138,12 @@ def test_feedforward_shapes_and_default_width():
     assert (ff.linear1.in_features, ff.linear1.out_features, ff.linear2.out_features) == (8, 32, 8)
     assert ff(torch.zeros(2, 3, 8)).shape == (2, 3, 8)
     assert FeedForward(8, d_ff=10).linear1.out_features == 10
-    assert [n for n, _ in ff.named_parameters()] == ["linear1.weight", "linear1.bias", "linear2.weight",
-                                                     "linear2.bias"], "torch's names, so weights map one to one"
+    assert [n for n, _ in ff.named_parameters()] == [
+        "linear1.weight",
+        "linear1.bias",
+        "linear2.weight",
+        "linear2.bias",
+    ], "torch's names, so weights map one to one"
 
 
 # ---------------------------------------------------------------- EncoderBlock and DecoderBlock vs torch
@@ -147,8 +152,9 @@ def test_feedforward_shapes_and_default_width():
 def make_block_pair(d, h, d_ff, *, norm_first, activation, cross, bias=True, seed=0):
     """Torch's layer with random weights, and our block with those weights copied in (float64, eval mode)."""
     torch.manual_seed(seed)
-    kw = dict(dim_feedforward=d_ff, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first,
-              bias=bias)
+    kw = dict(
+        dim_feedforward=d_ff, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first, bias=bias
+    )
     ref = (nn.TransformerDecoderLayer if cross else nn.TransformerEncoderLayer)(d, h, **kw).to(DTYPE)
     randomise_(ref, seed=seed + 1)  # biases and norm gains away from 0 and 1, so a missing one shows
     block = DecoderBlock if cross else EncoderBlock
@@ -159,9 +165,12 @@ def make_block_pair(d, h, d_ff, *, norm_first, activation, cross, bias=True, see
 
 def grads_by_torch_name(ours: EncoderBlock | DecoderBlock, cross: bool) -> dict[str, torch.Tensor]:
     """Our gradients, stacked and renamed to torch's parameter names."""
+
     def attn(m, prefix):
-        out = {f"{prefix}.in_proj_weight": torch.cat([m.w_q.weight.grad, m.w_k.weight.grad, m.w_v.weight.grad]),
-               f"{prefix}.out_proj.weight": m.w_o.weight.grad}
+        out = {
+            f"{prefix}.in_proj_weight": torch.cat([m.w_q.weight.grad, m.w_k.weight.grad, m.w_v.weight.grad]),
+            f"{prefix}.out_proj.weight": m.w_o.weight.grad,
+        }
         if m.w_q.bias is not None:
             out[f"{prefix}.in_proj_bias"] = torch.cat([m.w_q.bias.grad, m.w_k.bias.grad, m.w_v.bias.grad])
             out[f"{prefix}.out_proj.bias"] = m.w_o.bias.grad
@@ -260,7 +269,16 @@ def test_block_structure_follows_the_interface():
     assert enc.ff.linear1.out_features == 32, "d_ff defaults to 4 * d_model"
     dec = DecoderBlock(8, 2, 20, 0.1, norm_first=False, norm_eps=1e-3)
     assert [name for name, _ in dec.named_children()] == [
-        "self_attn", "cross_attn", "ff", "norm1", "norm2", "norm3", "dropout1", "dropout2", "dropout3"]
+        "self_attn",
+        "cross_attn",
+        "ff",
+        "norm1",
+        "norm2",
+        "norm3",
+        "dropout1",
+        "dropout2",
+        "dropout3",
+    ]
     assert dec.dropout3.p == 0.1 and dec.norm1.eps == 1e-3 and dec.ff.linear1.out_features == 20
 
 
@@ -345,8 +363,13 @@ def test_block_regression_value():
     with torch.no_grad():
         y = block(x, causal_mask(3))
     got = [round(float(v), 4) for v in y[0, :, 0]]
-    assert_close(torch.tensor(got), torch.tensor(EXPECTED_FIRST_FEATURE), atol=2e-4, rtol=0,
-                 msg=lambda m: f"first feature of each position is {got}, expected {EXPECTED_FIRST_FEATURE}: {m}")
+    assert_close(
+        torch.tensor(got),
+        torch.tensor(EXPECTED_FIRST_FEATURE),
+        atol=2e-4,
+        rtol=0,
+        msg=lambda m: f"first feature of each position is {got}, expected {EXPECTED_FIRST_FEATURE}: {m}",
+    )
 
 
 EXPECTED_FIRST_FEATURE = [-1.6649, -0.4703, -0.8304]  # torch.manual_seed(0), default init, CPU

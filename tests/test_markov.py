@@ -3,6 +3,7 @@
 The probabilities are checked against exact fractions of the command corpus and against an
 independent count made with `collections.Counter`; the error messages are checked with `match=`.
 """
+
 from __future__ import annotations
 
 import math
@@ -205,13 +206,16 @@ def test_replace_unknown():
 # --- errors ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("order, err, msg", [
-    (0, ValueError, "order must be at least 1"),
-    (-2, ValueError, "order must be at least 1"),
-    (1.5, TypeError, "order must be an int.*float"),
-    ("2", TypeError, "order must be an int.*str"),
-    (True, TypeError, "order must be an int.*bool"),
-])
+@pytest.mark.parametrize(
+    "order, err, msg",
+    [
+        (0, ValueError, "order must be at least 1"),
+        (-2, ValueError, "order must be at least 1"),
+        (1.5, TypeError, "order must be an int.*float"),
+        ("2", TypeError, "order must be an int.*str"),
+        (True, TypeError, "order must be an int.*bool"),
+    ],
+)
 def test_bad_order(order, err, msg):
     with pytest.raises(err, match=msg):
         MarkovChain(order=order)
@@ -334,7 +338,9 @@ def test_exercise_checks_pass_the_reference_and_name_mistakes():
     cases = [(c, ("my",), "files", 1.0, 15), (c, ("ran",), "down", 0.5, 15)]
     lesson02.check_add_k("ak", lesson02.reference_add_k, cases)
     with pytest.raises(checks.CheckFailed, match="instead of k \\* V"):
-        lesson02.check_add_k("ak", lambda c, x, w, k, V: (c.get(x, {}).get(w, 0) + k) / (sum(c.get(x, {}).values()) + k), cases)
+        lesson02.check_add_k(
+            "ak", lambda c, x, w, k, V: (c.get(x, {}).get(w, 0) + k) / (sum(c.get(x, {}).values()) + k), cases
+        )
 
     lesson02.check_table_entries("n", table_entries, [(50_000, 2), (50_000, 8)])
     with pytest.raises(checks.CheckFailed, match="only the rows"):
@@ -377,7 +383,9 @@ def test_exercise_checks_name_the_walkthrough_mistakes():
         lesson02.check_add_k("ak", special_cased, cases)
     assert "forgot the smoothing" not in str(info.value), info.value
     with pytest.raises(checks.CheckFailed, match="forgot the smoothing"):  # no smoothing at all is still named as such
-        lesson02.check_add_k("ak", lambda c, x, w, k, V: c.get(x, {}).get(w, 0) / max(sum(c.get(x, {}).values()), 1e-300), cases)
+        lesson02.check_add_k(
+            "ak", lambda c, x, w, k, V: c.get(x, {}).get(w, 0) / max(sum(c.get(x, {}).values()), 1e-300), cases
+        )
     with pytest.raises(checks.CheckFailed, match="counts.get"):
         lesson02.check_add_k("ak", lambda c, x, w, k, V: (c[x].get(w, 0) + k) / (sum(c[x].values()) + k * V), cases)
 
@@ -434,7 +442,9 @@ def test_add_k_probabilities_and_cross_entropy_agree_with_torch():
     noisy = add_k_probabilities(counts + rng.random(counts.shape), 0.0)
     assert bigram_cross_entropy(noisy, ids) > best
     unseen = np.array([0, 0, 0, 1])  # the pair (0, 1) never occurs in [0, 0, 0]
-    assert bigram_cross_entropy(add_k_probabilities(bigram_counts([0, 0, 0, 0], 2) + np.eye(2), 0.0), unseen) == float("inf")
+    assert bigram_cross_entropy(add_k_probabilities(bigram_counts([0, 0, 0, 0], 2) + np.eye(2), 0.0), unseen) == float(
+        "inf"
+    )
     with pytest.raises(ValueError, match="have no counts"):
         add_k_probabilities(np.zeros((2, 2)), 0.0)
     with pytest.raises(ValueError, match="k must be a number >= 0"):

@@ -7,6 +7,7 @@ its `in_proj_weight` is our `w_q`, `w_k`, `w_v` weights stacked row-wise and its
 Conventions to keep apart: our masks say True = "may attend"; `nn.MultiheadAttention`'s boolean
 `attn_mask` says True = "may NOT attend", so the reference always gets the inverted mask.
 """
+
 from __future__ import annotations
 
 import math
@@ -302,7 +303,9 @@ def test_head_grid_draws_one_panel_per_head():
     for h, ax in enumerate(images):
         drawn = np.asarray(ax.images[0].get_array())
         np.testing.assert_allclose(drawn, mha.last_weights[0, h].numpy(), err_msg=f"panel {h} shows other weights")
-        assert ax.images[0].get_clim() == (0.0, 1.0), f"panel {h} colour scale {ax.images[0].get_clim()}, expected (0, 1)"
+        assert ax.images[0].get_clim() == (0.0, 1.0), (
+            f"panel {h} colour scale {ax.images[0].get_clim()}, expected (0, 1)"
+        )
     plt.close(fig)
 
 
@@ -320,7 +323,6 @@ def test_head_grid_rejects_mismatched_words():
 
 def _check_message(check, *args, **kwargs) -> str:
     from course_lib import checks
-    from course_lib.checks import lesson08
 
     with pytest.raises(checks.CheckFailed) as info:
         check(*args, **kwargs)
@@ -340,7 +342,6 @@ def _mha_forward(x, p, n_heads, mask=None, *, merge_transpose=True, as_numpy=Fal
 
 
 def test_mha_forward_check_names_a_merge_without_transpose_and_wants_a_tensor():
-    from course_lib import checks
     from course_lib.checks import lesson08
 
     lesson08.check_mha_forward(_mha_forward)
@@ -351,12 +352,11 @@ def test_mha_forward_check_names_a_merge_without_transpose_and_wants_a_tensor():
 
 
 def test_combine_check_explains_a_missing_transpose():
-    from course_lib import checks
     from course_lib.checks import lesson08
 
     def no_transpose(heads, w_o, b_o):
         d_k = heads.shape[-1]
-        out = sum(heads[:, i] @ w_o[:, i * d_k:(i + 1) * d_k] for i in range(heads.shape[1]))
+        out = sum(heads[:, i] @ w_o[:, i * d_k : (i + 1) * d_k] for i in range(heads.shape[1]))
         return out if b_o is None else out + b_o
 
     message = _check_message(lesson08.check_combine_by_sum, no_transpose)
@@ -364,7 +364,6 @@ def test_combine_check_explains_a_missing_transpose():
 
 
 def test_param_count_check_names_multiplying_by_the_heads():
-    from course_lib import checks
     from course_lib.checks import lesson08
 
     message = _check_message(lesson08.check_mha_param_count, "n", 16 * 4 * 256**2, d_model=256, n_heads=16, bias=False)
@@ -398,7 +397,9 @@ def test_per_sequence_masks_get_a_head_axis_instead_of_broadcasting_the_batch_on
 def test_masks_that_would_broadcast_wrongly_are_refused(shape):
     m = _mha()
     x = torch.randn(4, 6, 16)
-    with pytest.raises(ValueError, match=r"mask of shape .* does not fit this attention; expected \(T, T_ctx\) = \(6, 6\)"):
+    with pytest.raises(
+        ValueError, match=r"mask of shape .* does not fit this attention; expected \(T, T_ctx\) = \(6, 6\)"
+    ):
         m(x, mask=torch.ones(shape, dtype=torch.bool))
 
 
@@ -412,9 +413,12 @@ def test_a_float_mask_gives_the_same_output_as_the_boolean_one():
 @pytest.mark.parametrize("masking", ["none", "causal", "padding_with_empty_rows", "float"])
 def test_fused_fast_path_equals_the_course_path_forward_and_backward(masking):
     x = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(2))
-    mask = {"none": None, "causal": causal_mask(5),
-            "padding_with_empty_rows": padding_mask([5, 2, 0], 5) & causal_mask(5),  # the last sequence is all padding
-            "float": torch.zeros(5, 5).masked_fill(~causal_mask(5), float("-inf"))}[masking]
+    mask = {
+        "none": None,
+        "causal": causal_mask(5),
+        "padding_with_empty_rows": padding_mask([5, 2, 0], 5) & causal_mask(5),  # the last sequence is all padding
+        "float": torch.zeros(5, 5).masked_fill(~causal_mask(5), float("-inf")),
+    }[masking]
     results = []
     for keep in (True, False):
         m = _mha(keep_weights=keep)
@@ -438,7 +442,7 @@ def test_kv_cache_gives_the_same_outputs_as_full_causal_attention():
         cache = KVCache()
         steps = [m(x[:, :3], mask=causal_mask(3), cache=cache)]  # the prompt at once
         steps.append(m(x[:, 3:5], mask=causal_mask(2, past=3), cache=cache))  # two tokens
-        steps += [m(x[:, t:t + 1], cache=cache) for t in (5, 6)]  # then one at a time, no mask needed
+        steps += [m(x[:, t : t + 1], cache=cache) for t in (5, 6)]  # then one at a time, no mask needed
         assert len(cache) == 7, cache
         assert_close(torch.cat(steps, dim=1), full, atol=1e-6, rtol=1e-5)
     cache.reset()
@@ -462,8 +466,11 @@ def test_a_padding_mask_on_the_query_axis_is_refused(shape):
     x = torch.randn(2, 6, 16)
     real = padding_mask([6, 4], 6)[:, 0, 0]  # (B, T)
     mask = {"B,T,1": real[:, :, None], "B,1,T,1": real[:, None, :, None], "T,1": real[0][:, None]}[shape]
-    with pytest.raises(ValueError, match=r"is a mask on the queries \(rows\).*expected \(B, T_ctx\) = \(2, 6\), "
-                                         r"\(B, 1, T_ctx\) or \(B, 1, 1, T_ctx\)") as info:
+    with pytest.raises(
+        ValueError,
+        match=r"is a mask on the queries \(rows\).*expected \(B, T_ctx\) = \(2, 6\), "
+        r"\(B, 1, T_ctx\) or \(B, 1, 1, T_ctx\)",
+    ) as info:
         m(x, mask=mask)
     assert str(tuple(mask.shape)) in str(info.value), "the message must say what was given"
     # the same padding as keys is accepted, in each key layout

@@ -10,6 +10,7 @@ hidden tests, and a helper in a cell she added.
 The scores must be what the solution's `points` imply, the feedback must hold no hidden test, the
 student version no solution, and the checksum warnings must be the ones the README explains.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,23 +43,26 @@ TIMEOUT = 300  # seconds per command: generous for a busy machine (the whole fil
 
 pytestmark = [
     pytest.mark.slow,  # every test here runs nbgrader, which starts kernels
-    pytest.mark.skipif(not (VENV_BIN / "activate").is_file(),
-                       reason=f"the guide activates {VENV_BIN / 'activate'}, which is absent"),
+    pytest.mark.skipif(
+        not (VENV_BIN / "activate").is_file(), reason=f"the guide activates {VENV_BIN / 'activate'}, which is absent"
+    ),
 ]
 
 
 def guide_block(name: str) -> str:
     """The bash block that follows `<!-- test_nbgrader_route: NAME -->` in the guide."""
-    match = re.search(rf"<!-- test_nbgrader_route: {re.escape(name)} -->\s*```bash\n(.*?)```",
-                      GUIDE.read_text(encoding="utf-8"), re.S)
+    match = re.search(
+        rf"<!-- test_nbgrader_route: {re.escape(name)} -->\s*```bash\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S
+    )
     assert match, f"{GUIDE} has no bash block marked '<!-- test_nbgrader_route: {name} -->'"
     return match.group(1)
 
 
 def path_without_venv() -> str:
     """PATH as a fresh terminal has it: without the course's .venv/bin."""
-    return os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if p and Path(p).resolve() != VENV_BIN.resolve())
+    return os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != VENV_BIN.resolve()
+    )
 
 
 def run(command: list[str], cwd: Path, home: Path, path: str) -> subprocess.CompletedProcess:
@@ -69,8 +73,10 @@ def run(command: list[str], cwd: Path, home: Path, path: str) -> subprocess.Comp
 
 def run_block(name: str, home: Path, path: str) -> subprocess.CompletedProcess:
     result = run(["bash", "-euo", "pipefail", "-c", guide_block(name)], REPO, home, path)
-    assert result.returncode == 0, (f"the guide's '{name}' block failed (exit {result.returncode}):\n"
-                                    f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+    assert result.returncode == 0, (
+        f"the guide's '{name}' block failed (exit {result.returncode}):\n"
+        f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    )
     return result
 
 
@@ -134,8 +140,11 @@ def solution() -> dict:
 @pytest.fixture(scope="module")
 def points(solution) -> dict[str, float]:
     """Points of each test cell, from the solution's nbgrader metadata."""
-    return {grade_id(c): float(c["metadata"]["nbgrader"]["points"])
-            for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
+    return {
+        grade_id(c): float(c["metadata"]["nbgrader"]["points"])
+        for c in solution["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -148,22 +157,31 @@ def round_trip(tmp_path_factory, solution):
     release = json.loads((course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text(encoding="utf-8"))
 
     # ada: the solution's answers, as a student would type them (without the markers).
-    answers = {grade_id(c): "\n".join(line for line in source(c).split("\n")
-                                      if BEGIN_SOLUTION not in line and END_SOLUTION not in line)
-               for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("solution")}
+    answers = {
+        grade_id(c): "\n".join(
+            line for line in source(c).split("\n") if BEGIN_SOLUTION not in line and END_SOLUTION not in line
+        )
+        for c in solution["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
     ada = with_answers(release, answers)
     # bob: hands in the exercise notebook `course build` wrote, unanswered (not nbgrader's release).
     bob = json.loads(EXERCISE.read_text(encoding="utf-8"))
     # cleo: right answers, except: ex3 wrong; ex2 one part of three wrong; ex4 a table of the visible
     # examples' answers, so only the hidden tests fail (their feedback must not show their code either);
     # ex6 uses a helper from a cell she added above it (nbgrader runs added cells; `course grade` does not).
-    cleo = with_answers(ada, {
-        "ex2_answer": "rnn_steps_keys_are = 17\nrnn_steps_1_20 = 19\nrnn_steps_1_100 = 100  # off by one\n",
-        "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return num_layers * kernel_size\n",
-        "ex4_answer": "def layers_needed(distance, kernel_size):\n"
-                      "    return {(2, 3): 1, (10, 3): 5, (9, 5): 3}[(distance, kernel_size)]\n",
-        "ex6_answer": "def patch_count(height, width, patch):\n    return grid(height, patch) * grid(width, patch)\n",
-    })
+    cleo = with_answers(
+        ada,
+        {
+            "ex2_answer": "rnn_steps_keys_are = 17\nrnn_steps_1_20 = 19\nrnn_steps_1_100 = 100  # off by one\n",
+            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return num_layers * kernel_size\n",
+            "ex4_answer": "def layers_needed(distance, kernel_size):\n"
+            "    return {(2, 3): 1, (10, 3): 5, (9, 5): 3}[(distance, kernel_size)]\n",
+            "ex6_answer": (
+                "def patch_count(height, width, patch):\n    return grid(height, patch) * grid(width, patch)\n"
+            ),
+        },
+    )
     at = next(i for i, c in enumerate(cleo["cells"]) if grade_id(c) == "ex6_answer")
     cleo["cells"].insert(at, code_cell("def grid(size, patch):\n    return size // patch\n"))
     for student, nb in {"ada": ada, "bob": bob, "cleo": cleo}.items():
@@ -177,8 +195,7 @@ def round_trip(tmp_path_factory, solution):
 
 def test_scores_are_what_the_points_in_the_solution_imply(round_trip, points):
     total = sum(points.values())
-    expected = {"ada": total, "bob": 0.0,
-                "cleo": total - points["ex2_test"] - points["ex3_test"] - points["ex4_test"]}
+    expected = {"ada": total, "bob": 0.0, "cleo": total - points["ex2_test"] - points["ex3_test"] - points["ex4_test"]}
     with open(round_trip["course"] / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {row["student_id"]: row for row in csv.DictReader(f)}
     got = {student: float(row["score"]) for student, row in rows.items()}
@@ -192,7 +209,8 @@ def test_scores_are_what_the_points_in_the_solution_imply(round_trip, points):
     with Gradebook(f"sqlite:///{round_trip['course'] / 'gradebook.db'}") as gb:
         cells = {g.name: g.score for g in gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "cleo").grades}
     assert cells == {**points, "ex2_test": 0.0, "ex3_test": 0.0, "ex4_test": 0.0}, (
-        f"cleo's scores per test cell: {cells}")
+        f"cleo's scores per test cell: {cells}"
+    )
 
 
 def test_feedback_holds_no_hidden_test_code(round_trip, solution):
@@ -209,10 +227,20 @@ def test_without_clear_hidden_tests_the_feedback_would_show_them(round_trip, sol
     """The control for the test above: nbgrader's default feedback preprocessors print the hidden
     tests into the page, which is why the guide's configuration adds ClearHiddenTests."""
     course = round_trip["course"]
-    result = run([str(VENV_BIN / "nbgrader"), "generate_feedback", ASSIGNMENT, "--student", "ada",
-                  "--CourseDirectory.feedback_directory=feedback_default",
-                  "--GenerateFeedback.preprocessors=nbgrader.preprocessors.GetGrades"],
-                 course, round_trip["home"], os.pathsep.join([str(VENV_BIN), path_without_venv()]))
+    result = run(
+        [
+            str(VENV_BIN / "nbgrader"),
+            "generate_feedback",
+            ASSIGNMENT,
+            "--student",
+            "ada",
+            "--CourseDirectory.feedback_directory=feedback_default",
+            "--GenerateFeedback.preprocessors=nbgrader.preprocessors.GetGrades",
+        ],
+        course,
+        round_trip["home"],
+        os.pathsep.join([str(VENV_BIN), path_without_venv()]),
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     text = page_text(course / "feedback_default" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.html")
     hidden = [line for c in solution["cells"] for line in region(source(c), BEGIN_HIDDEN, END_HIDDEN)]
@@ -229,8 +257,11 @@ def test_release_has_no_solutions_and_no_hidden_tests(round_trip, solution):
     assert not leaked, f"the release notebook holds solution or hidden-test lines: {leaked}"
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
         assert marker not in text, f"the release notebook still holds '{marker}'"
-    stubs = [grade_id(c) for c in round_trip["release"]["cells"]
-             if c["cell_type"] == "code" and "raise NotImplementedError()" in source(c)]
+    stubs = [
+        grade_id(c)
+        for c in round_trip["release"]["cells"]
+        if c["cell_type"] == "code" and "raise NotImplementedError()" in source(c)
+    ]
     answers = [grade_id(c) for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
     assert stubs == answers, f"answer cells with a stub: {stubs}, expected {answers}"
 
@@ -246,7 +277,8 @@ def test_checksum_warnings_are_the_hidden_tests_put_back(round_trip, solution):
     with_hidden = {grade_id(c): c for c in solution["cells"] if BEGIN_HIDDEN in source(c)}
     assert sorted(w[0] for w in warnings) == sorted(list(with_hidden) * 3), (
         f"checksum warnings for {sorted(w[0] for w in warnings)}; expected each of {sorted(with_hidden)} "
-        "once per student (ada, bob, cleo)")
+        "once per student (ada, bob, cleo)"
+    )
     for cell_id, should_be, got in set(warnings):
         cell = from_dict(copy.deepcopy(with_hidden[cell_id]))
         cell.source = source(cell)  # nbformat's reader joins the lines; json.loads leaves a list
@@ -262,7 +294,8 @@ def test_generate_assignment_needs_the_venv_on_path(tmp_path):
     if shutil.which("alembic", path=clean):
         pytest.skip(f"an alembic outside the virtual environment is on PATH ({shutil.which('alembic', path=clean)})")
     assert f"/.venv/bin/nbgrader generate_assignment {ASSIGNMENT}`" in GUIDE.read_text(encoding="utf-8"), (
-        "the guide no longer shows the call that fails")
+        "the guide no longer shows the call that fails"
+    )
     course = tmp_path / "grading"
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copy(CONFIG, course)

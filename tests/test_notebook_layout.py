@@ -13,6 +13,7 @@ text). This file keeps every lesson and exercise set readable at that layout:
 - every "section N" a lesson's text mentions is a link to the heading numbered N, so a wrong number
   fails here instead of sending a learner to the wrong place.
 """
+
 from __future__ import annotations
 
 import ast
@@ -142,8 +143,11 @@ def test_figures_are_readable_in_the_notebook_column(path):
 
 def test_the_figure_rule_catches_a_wide_figure_with_small_legends():
     """The post-norm figure the layout review found: figsize (14, 3.6), legend(fontsize=8)."""
-    cell = {"cell_type": "code", "source": "fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))\nax.legend(fontsize=8)",
-            "outputs": [{"data": {"image/png": _fake_png(1390, 350)}}]}
+    cell = {
+        "cell_type": "code",
+        "source": "fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))\nax.legend(fontsize=8)",
+        "outputs": [{"data": {"image/png": _fake_png(1390, 350)}}],
+    }
     narrow = dict(cell, outputs=[{"data": {"image/png": _fake_png(840, 350)}}])
     assert _smallest_font(cell["source"], {}) == 8
     assert figure_problems(_write_notebook([cell]), {}), "a 1390px figure with 8pt legends must be flagged"
@@ -236,17 +240,21 @@ def section_problems(cells: list[dict]) -> list[str]:
         text = _source(cell)
         if cell["cell_type"] == "markdown":
             links = [(m.start(), m.end(), m.group(1), m.group(2)) for m in LINK.finditer(text)]
-            for link_start, _, label, anchor in links:
+            for _start, _, label, anchor in links:
                 numbers = re.findall(r"\d+", label) if MENTION.search(label) else []
                 for number in numbers:
                     if headings.get(number) != anchor and not any(headings.get(n) == anchor for n in numbers):
-                        problems.append(f"cell {index}: [{label}](#{anchor}) does not lead to heading {number} "
-                                        f"(#{headings.get(number, '... none with that number')})")
+                        problems.append(
+                            f"cell {index}: [{label}](#{anchor}) does not lead to heading {number} "
+                            f"(#{headings.get(number, '... none with that number')})"
+                        )
             for mention in MENTION.finditer(text):
                 inside = any(start <= mention.start() < end for start, end, _, _ in links)
                 if not inside:
-                    problems.append(f"cell {index}: {mention.group(0)!r} is not a link to its heading; write "
-                                    f"[{mention.group(0)}](#{headings.get(mention.group(1), '<heading id>')})")
+                    problems.append(
+                        f"cell {index}: {mention.group(0)!r} is not a link to its heading; write "
+                        f"[{mention.group(0)}](#{headings.get(mention.group(1), '<heading id>')})"
+                    )
         else:
             for mention in MENTION.finditer(text):
                 for number in re.findall(r"\d+", mention.group(0)):
@@ -267,11 +275,21 @@ def test_the_section_rule_catches_a_wrong_number_and_an_unlinked_mention():
         {"cell_type": "markdown", "source": "## 8. A KV cache\n"},
         {"cell_type": "markdown", "source": "the [KV cache of section 7](#8.-A-KV-cache)"},
         {"cell_type": "markdown", "source": "as section 8 shows"},
-        {"cell_type": "markdown", "source": "the [cache (section 8)](#8.-A-KV-cache) and [sections 7 and 8](#7.-Temperature)"},
+        {
+            "cell_type": "markdown",
+            "source": "the [cache (section 8)](#8.-A-KV-cache) and [sections 7 and 8](#7.-Temperature)",
+        },
     ]
     problems = section_problems(cells)
     assert len(problems) == 2 and "cell 2" in problems[0] and "cell 3" in problems[1], problems
     assert heading_id("8. A `KV` cache") == "8.-A-KV-cache"
     assert heading_id("7. Combining the heads: $W_O$ and _why_") == "7.-Combining-the-heads:-$W_O$-and-why"
-    assert section_problems([{"cell_type": "markdown", "source": "## 9. Rotary positions (RoPE)\n"},
-                             {"cell_type": "markdown", "source": "[section 9](#9.-Rotary-positions-(RoPE))"}]) == []
+    assert (
+        section_problems(
+            [
+                {"cell_type": "markdown", "source": "## 9. Rotary positions (RoPE)\n"},
+                {"cell_type": "markdown", "source": "[section 9](#9.-Rotary-positions-(RoPE))"},
+            ]
+        )
+        == []
+    )

@@ -6,6 +6,7 @@
   backward, plus its two defining properties (norms kept, scores depend on the offset only);
 - LearnedPositionalEmbedding vs nn.Embedding (forward and gradients) and its errors.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,6 @@ import math
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from course_lib import positional as P
 
@@ -113,8 +113,9 @@ def test_offset_is_a_rotation_independent_of_position(k, d):
     torch.testing.assert_close(got, want, atol=1e-10, rtol=0)
     # an orthogonal matrix, and M_{-k} undoes M_k
     torch.testing.assert_close(M @ M.T, torch.eye(d, dtype=torch.float64), atol=1e-12, rtol=0)
-    torch.testing.assert_close(M @ P.rotation_for_offset(-k, d, dtype=torch.float64), torch.eye(d, dtype=torch.float64),
-                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        M @ P.rotation_for_offset(-k, d, dtype=torch.float64), torch.eye(d, dtype=torch.float64), atol=1e-12, rtol=0
+    )
 
 
 def _formula_row(pos: float, d: int, base: float = 10000.0) -> np.ndarray:
@@ -292,7 +293,6 @@ def test_clock_hands_explorer_builds_without_display(capsys):
 
 def _check_message(check, *args, **kwargs) -> str:
     from course_lib import checks
-    from course_lib.checks import lesson07
 
     with pytest.raises(checks.CheckFailed) as info:
         check(*args, **kwargs)
@@ -309,7 +309,6 @@ def _even_only_table(n, d):
 
 
 def test_sinusoidal_check_tries_an_odd_d_model_and_says_why_it_crashed():
-    from course_lib import checks
     from course_lib.checks import lesson07
 
     message = _check_message(lesson07.check_sinusoidal_encoding, _even_only_table)
@@ -319,7 +318,6 @@ def test_sinusoidal_check_tries_an_odd_d_model_and_says_why_it_crashed():
 
 
 def test_position_checks_require_torch_tensors_of_the_asked_dtype():
-    from course_lib import checks
     from course_lib.checks import lesson07
 
     message = _check_message(lesson07.check_sinusoidal_encoding, lambda n, d: P.sinusoidal_encoding(n, d).numpy())
@@ -331,17 +329,17 @@ def test_position_checks_require_torch_tensors_of_the_asked_dtype():
 
 
 def test_pe_entry_check_names_the_column_used_as_i_and_hides_the_answer():
-    from course_lib import checks
     from course_lib.checks import lesson07
 
-    message = _check_message(lesson07.check_pe_entry, "pe_50_3", math.cos(50 / 10000 ** (2 * 3 / 4)), pos=50, column=3, d_model=4)
+    message = _check_message(
+        lesson07.check_pe_entry, "pe_50_3", math.cos(50 / 10000 ** (2 * 3 / 4)), pos=50, column=3, d_model=4
+    )
     assert "column 3 is pair i = 3 // 2 = 1" in message, message
     message = _check_message(lesson07.check_pe_entry, "pe_50_3", 0.3, pos=50, column=3, d_model=4)
     assert "0.877" not in message and "0.878" not in message, message
 
 
 def test_rope_check_names_keys_only_and_a_missing_scale():
-    from course_lib import checks
     from course_lib.checks import lesson07
 
     def keys_only(q, k, v):

@@ -2,6 +2,7 @@
 solutions/seals/ gives; changing a value there and running the command rewrites that table, and
 nothing else of the module, so that the check then wants the new answer; values that cannot be
 told apart or sealed are refused with a one-line reason."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -63,8 +64,11 @@ def test_a_changed_value_is_sealed_into_the_table_and_nothing_else_changes(tmp_p
 
 
 def test_the_rendered_table_fits_the_line_length_and_reads_back_as_the_same_seals():
-    values = {"a_count": (None, 17, {"counted " + "a very long mistake description " * 6: 18}),
-              "a_number": (3, 0.5, {}), "a_shape": (None, (4, 7), {"transposed it": (7, 4)})}
+    values = {
+        "a_count": (None, 17, {"counted " + "a very long mistake description " * 6: 18}),
+        "a_number": (3, 0.5, {}),
+        "a_shape": (None, (4, 7), {"transposed it": (7, 4)}),
+    }
     table = sealed_table(values)
     source = render(table)
     assert all(len(line) <= 120 for line in source.splitlines()), source
@@ -75,14 +79,21 @@ def test_the_rendered_table_fits_the_line_length_and_reads_back_as_the_same_seal
     fails_with(namespace["SEALS"].check, "a_shape", (7, 4), "shape", match="transposed it")
 
 
-@pytest.mark.parametrize("values, match", [
-    ("X = 1\n", "defines no VALUES table"),
-    ("VALUES = {'n': (None, 17)}\n", "should be (decimals, answer, {mistake: value})"),
-    ("VALUES = {'n': (None, 17, {'added one': 17})}\n", "gives the same value as the answer"),
-    ("VALUES = {'p': (2, 0.5, {'a': 0.25, 'b': 0.251})}\n", "the mistake 'b' gives the same value as the mistake 'a'"),
-    ("VALUES = {'n': (None, object(), {})}\n", "n: the answer: seal() takes numbers"),
-    ("raise RuntimeError('broken')\n", "could not be run: RuntimeError: broken"),
-], ids=["no table", "no mistakes", "mistake is the answer", "two mistakes alike", "not a value", "broken file"])
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        ("X = 1\n", "defines no VALUES table"),
+        ("VALUES = {'n': (None, 17)}\n", "should be (decimals, answer, {mistake: value})"),
+        ("VALUES = {'n': (None, 17, {'added one': 17})}\n", "gives the same value as the answer"),
+        (
+            "VALUES = {'p': (2, 0.5, {'a': 0.25, 'b': 0.251})}\n",
+            "the mistake 'b' gives the same value as the mistake 'a'",
+        ),
+        ("VALUES = {'n': (None, object(), {})}\n", "n: the answer: seal() takes numbers"),
+        ("raise RuntimeError('broken')\n", "could not be run: RuntimeError: broken"),
+    ],
+    ids=["no table", "no mistakes", "mistake is the answer", "two mistakes alike", "not a value", "broken file"],
+)
 def test_values_that_cannot_be_sealed_are_refused_in_one_line(tmp_path, capsys, values, match):
     shutil.copy(CHECKS / "lesson00.py", tmp_path / "lesson00.py")
     (tmp_path / "values.py").write_text(values)

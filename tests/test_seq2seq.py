@@ -1,6 +1,7 @@
 """Lesson 10: the synthetic translation task (course_lib.translation), the encoder-decoder (course_lib.models)
 against torch.nn.Transformer with the same weights, and greedy decoding and beam search
 (course_lib.generation) against brute force."""
+
 from __future__ import annotations
 
 import itertools
@@ -78,9 +79,13 @@ def test_translation_task_default_sizes_and_lengths():
 
 def test_batch_shifts_the_target_right_and_pads():
     task = translation.translation_task(50, 5, seed=0)
-    pairs = [("the dog sees a cat".split(), translation.translate("the dog sees a cat")),
-             ("a big man finds the fish with a red bird".split(),
-              translation.translate("a big man finds the fish with a red bird"))]
+    pairs = [
+        ("the dog sees a cat".split(), translation.translate("the dog sees a cat")),
+        (
+            "a big man finds the fish with a red bird".split(),
+            translation.translate("a big man finds the fish with a red bird"),
+        ),
+    ]
     src, tgt_in, tgt_out = task.batch(pairs)
     assert src.shape == (2, 10) and tgt_in.shape == tgt_out.shape == (2, 13)
     assert src[0, 5:].tolist() == [0] * 5 and src[1].ne(0).all()
@@ -124,8 +129,17 @@ V_SRC, V_TGT = 9, 8
 
 def _model(seed=0, **overrides) -> models.Seq2SeqTransformer:
     torch.manual_seed(seed)
-    config = dict(src_vocab_size=V_SRC, tgt_vocab_size=V_TGT, d_model=16, n_heads=4, n_encoder_layers=2,
-                  n_decoder_layers=2, d_ff=24, dropout=0.0, max_len=12)
+    config = dict(
+        src_vocab_size=V_SRC,
+        tgt_vocab_size=V_TGT,
+        d_model=16,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=24,
+        dropout=0.0,
+        max_len=12,
+    )
     return models.Seq2SeqTransformer(models.Seq2SeqConfig(**{**config, **overrides}))
 
 
@@ -155,18 +169,27 @@ def _torch_reference(model: models.Seq2SeqTransformer) -> nn.Transformer:
 
 def _build_torch_transformer(c: models.Seq2SeqConfig) -> nn.Transformer:
     return nn.Transformer(
-        d_model=c.d_model, nhead=c.n_heads, num_encoder_layers=c.n_encoder_layers,
-        num_decoder_layers=c.n_decoder_layers, dim_feedforward=c.d_ff, dropout=0.0,
-        activation=c.activation, batch_first=True, norm_first=c.norm_first,
+        d_model=c.d_model,
+        nhead=c.n_heads,
+        num_encoder_layers=c.n_encoder_layers,
+        num_decoder_layers=c.n_decoder_layers,
+        dim_feedforward=c.d_ff,
+        dropout=0.0,
+        activation=c.activation,
+        batch_first=True,
+        norm_first=c.norm_first,
     )
 
 
 def _reference_logits(model, ref, src, tgt):
     T = tgt.shape[1]
     y = ref(
-        model._embed(src, model.src_emb), model._embed(tgt, model.tgt_emb),
+        model._embed(src, model.src_emb),
+        model._embed(tgt, model.tgt_emb),
         tgt_mask=torch.ones(T, T, dtype=torch.bool).triu(1),  # torch: True = blocked
-        src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0,
+        src_key_padding_mask=src == 0,
+        tgt_key_padding_mask=tgt == 0,
+        memory_key_padding_mask=src == 0,
     )
     return model.lm_head(y)  # (B, T, V_tgt)
 
@@ -181,14 +204,24 @@ def test_same_outputs_and_gradients_as_torch_transformer(norm_first, activation)
     assert ours.shape == (3, 6, V_TGT)
     assert_close(ours, theirs)
     upstream = torch.randn(ours.shape, generator=torch.Generator().manual_seed(5), dtype=ours.dtype)
-    ours_grads = torch.autograd.grad((ours * upstream).sum(), [model.encoder.layers[0].self_attn.w_q.weight,
-                                                               model.decoder.layers[1].cross_attn.w_k.weight,
-                                                               model.decoder.layers[0].ff.linear1.weight,
-                                                               model.src_emb.weight])
-    theirs_grads = torch.autograd.grad((theirs * upstream).sum(), [ref.encoder.layers[0].self_attn.in_proj_weight,
-                                                                   ref.decoder.layers[1].multihead_attn.in_proj_weight,
-                                                                   ref.decoder.layers[0].linear1.weight,
-                                                                   model.src_emb.weight])
+    ours_grads = torch.autograd.grad(
+        (ours * upstream).sum(),
+        [
+            model.encoder.layers[0].self_attn.w_q.weight,
+            model.decoder.layers[1].cross_attn.w_k.weight,
+            model.decoder.layers[0].ff.linear1.weight,
+            model.src_emb.weight,
+        ],
+    )
+    theirs_grads = torch.autograd.grad(
+        (theirs * upstream).sum(),
+        [
+            ref.encoder.layers[0].self_attn.in_proj_weight,
+            ref.decoder.layers[1].multihead_attn.in_proj_weight,
+            ref.decoder.layers[0].linear1.weight,
+            model.src_emb.weight,
+        ],
+    )
     d = model.config.d_model
     assert_close(ours_grads[0], theirs_grads[0][:d])  # w_q is the first third of in_proj
     assert_close(ours_grads[1], theirs_grads[1][d : 2 * d])  # w_k the second
@@ -259,8 +292,14 @@ def test_parameter_count_from_the_shapes():
     attn = 4 * (C * C + C)
     ffn = C * F_ + F_ + F_ * C + C
     norm = 2 * C
-    expected = (V_SRC * C + V_TGT * C) + L * (attn + ffn + 2 * norm) + norm + L * (2 * attn + ffn + 3 * norm) + norm \
+    expected = (
+        (V_SRC * C + V_TGT * C)
+        + L * (attn + ffn + 2 * norm)
+        + norm
+        + L * (2 * attn + ffn + 3 * norm)
+        + norm
         + (C * V_TGT + V_TGT)
+    )
     assert model.num_parameters() == expected
 
 
@@ -323,7 +362,7 @@ def test_greedy_decode_matches_brute_force_and_sequence_log_prob():
     tokens, log_prob = generation.greedy_decode(model, src, max_len=6)
     for b, (prefix, total) in enumerate(_brute_force_greedy(model, src, 6)):
         row = tokens[b].tolist()
-        assert row[: len(prefix)] == prefix and all(t == 0 for t in row[len(prefix):]), (row, prefix)
+        assert row[: len(prefix)] == prefix and all(t == 0 for t in row[len(prefix) :]), (row, prefix)
         assert log_prob[b].item() == pytest.approx(total, abs=1e-4)
     assert_close(generation.sequence_log_prob(model, src, tokens), log_prob, atol=1e-4, rtol=1e-5)
 
@@ -371,8 +410,10 @@ def test_beam_of_one_is_greedy_and_wider_beams_are_never_worse():
 def test_decoding_a_batch_equals_decoding_each_sentence():
     model = _model(seed=8)
     src, _ = _batch(seed=9)
-    for decode in (lambda s: generation.greedy_decode(model, s, max_len=6),
-                   lambda s: generation.beam_search(model, s, beam_size=3, max_len=6)):
+    for decode in (
+        lambda s: generation.greedy_decode(model, s, max_len=6),
+        lambda s: generation.beam_search(model, s, beam_size=3, max_len=6),
+    ):
         tokens, lp = decode(src)
         for b in range(3):
             alone = src[b : b + 1, : int((src[b] != 0).sum())]
@@ -416,7 +457,8 @@ def test_cached_decoding_gives_the_logits_of_recomputing_the_whole_prefix():
     assert_close(torch.cat(steps, dim=1), full)
     with pytest.raises(ValueError, match="1 positions after 6 cached ones, more than max_len=6"):
         models.Seq2SeqTransformer(models.Seq2SeqConfig(V_SRC, V_TGT, d_model=16, n_heads=4, max_len=6)).decode(
-            tgt[:, :1], memory.float(), src, cache=[_filled_cache(6)] * 2)
+            tgt[:, :1], memory.float(), src, cache=[_filled_cache(6)] * 2
+        )
 
 
 def _filled_cache(n):
@@ -430,9 +472,11 @@ def _filled_cache(n):
 def test_caching_changes_no_decoded_token():
     model = _model(seed=12).double().eval()
     src, _ = _batch(seed=13)
-    for decode in (lambda **kw: generation.greedy_decode(model, src, max_len=8, **kw),
-                   lambda **kw: generation.beam_search(model, src, beam_size=3, max_len=8, **kw),
-                   lambda **kw: generation.beam_search(model, src, beam_size=4, max_len=8, length_penalty=1.0, **kw)):
+    for decode in (
+        lambda **kw: generation.greedy_decode(model, src, max_len=8, **kw),
+        lambda **kw: generation.beam_search(model, src, beam_size=3, max_len=8, **kw),
+        lambda **kw: generation.beam_search(model, src, beam_size=4, max_len=8, length_penalty=1.0, **kw),
+    ):
         (t1, lp1), (t2, lp2) = decode(use_cache=True), decode(use_cache=False)
         assert torch.equal(t1, t2)
         assert_close(lp1, lp2, atol=1e-5, rtol=1e-5)
@@ -444,8 +488,10 @@ def test_beam_search_encodes_each_source_once_and_projects_its_memory_once():
     encoded, projected = [], []
     original_encode = model.encode
     model.encode = lambda s: encoded.append(tuple(s.shape)) or original_encode(s)
-    hooks = [block.cross_attn.w_k.register_forward_hook(lambda mod, inp, out: projected.append(tuple(inp[0].shape)))
-             for block in model.decoder.layers]
+    hooks = [
+        block.cross_attn.w_k.register_forward_hook(lambda mod, inp, out: projected.append(tuple(inp[0].shape)))
+        for block in model.decoder.layers
+    ]
     try:
         generation.beam_search(model, src, beam_size=4, max_len=6)
         assert encoded == [(3, 7)], f"the encoder must run once on the B = 3 sources, not on B * K copies: {encoded}"

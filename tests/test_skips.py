@@ -1,5 +1,6 @@
 """The second-order model with skips (course_lib.markov, lesson 03 section) against a brute-force
 count with collections.Counter, plus masks, mask lookup and the hand-made ReLU feature layer."""
+
 from __future__ import annotations
 
 import itertools
@@ -64,9 +65,13 @@ def test_counts_match_brute_force_on_random_corpora():
                 context = seq[: t + 1]
                 want_votes, _ = brute_force_votes(sequences, context)
                 got_votes = model.votes_by_word(context)
-                assert got_votes.keys() == {k for k, v in want_votes.items() if v}, f"{context}: {got_votes} vs {want_votes}"
+                assert got_votes.keys() == {k for k, v in want_votes.items() if v}, (
+                    f"{context}: {got_votes} vs {want_votes}"
+                )
                 for k, v in got_votes.items():
-                    assert v == pytest.approx(want_votes[k]), f"{context}: vote for {k} is {v}, expected {want_votes[k]}"
+                    assert v == pytest.approx(want_votes[k]), (
+                        f"{context}: vote for {k} is {v}, expected {want_votes[k]}"
+                    )
 
 
 def test_each_seen_pair_has_one_vote(corpus):
@@ -97,8 +102,10 @@ def test_mask_lookup_is_one_hot_times_matrix():
     rows = np.eye(4)[[3, 0]]
     np.testing.assert_array_equal(skips.mask_lookup(rows, M), M[[3, 0]])
     # the same numbers through torch, as the future attention code will compute them
-    torch.testing.assert_close(torch.nn.functional.one_hot(torch.tensor([3, 0]), 4).double() @ torch.from_numpy(M),
-                               torch.from_numpy(skips.mask_lookup(rows, M)))
+    torch.testing.assert_close(
+        torch.nn.functional.one_hot(torch.tensor([3, 0]), 4).double() @ torch.from_numpy(M),
+        torch.from_numpy(skips.mask_lookup(rows, M)),
+    )
 
 
 def test_apply_mask_and_errors():

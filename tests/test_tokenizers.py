@@ -3,6 +3,7 @@
 The reference for the counts is `collections.Counter` over a plain split; for the ids, the
 documented order (specials first, then sorted or by falling count).
 """
+
 from __future__ import annotations
 
 import random

@@ -1,5 +1,6 @@
 """course_lib.training: the learning-rate schedule, the optimizer groups, the loss, the loop itself
 (seeded, evaluation, clipping, progress bar, modes) and DistributedDataParallel on two CPU processes."""
+
 from __future__ import annotations
 
 import json
@@ -9,13 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ddp_worker
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-import ddp_worker
 from course_lib.training import (
     History,
     TrainConfig,
@@ -184,7 +185,9 @@ def test_label_smoothing_and_ignore_index_reach_the_loss():
     seen = {}
     plain = _small_config(max_iters=1, eval_interval=0, lr=1e-9, min_lr=0.0)
     for smoothing, ignore in [(0.0, -100), (0.3, -100), (0.3, 7)]:
-        cfg = _small_config(max_iters=1, eval_interval=0, lr=1e-9, min_lr=0.0, label_smoothing=smoothing, ignore_index=ignore)
+        cfg = _small_config(
+            max_iters=1, eval_interval=0, lr=1e-9, min_lr=0.0, label_smoothing=smoothing, ignore_index=ignore
+        )
         seen[(smoothing, ignore)] = train(ddp_worker.make_model(), get_batch, cfg).train_loss[0]
         x, y = get_batch("train", torch.Generator().manual_seed(plain.seed))
         with torch.no_grad():
@@ -260,8 +263,14 @@ def test_two_processes_match_one(tmp_path):
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2",
-        str(Path(ddp_worker.__file__)), str(out),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        "--nproc_per_node=2",
+        str(Path(ddp_worker.__file__)),
+        str(out),
     ]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

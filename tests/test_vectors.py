@@ -1,4 +1,5 @@
 """course_lib.vectors against torch's own one_hot, cosine_similarity, Embedding and matmul."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -246,40 +247,87 @@ def test_check_one_hot_names_mistakes():
 
 def test_check_cosine_rows_names_mistakes():
     lesson01.check_cosine_rows(lambda a, b: vectors.cosine_similarity(a, b))
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1), match="length of a only")
+    _fails_with(
+        lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1), match="length of a only"
+    )
     _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1), match="plain dot products")
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / (np.linalg.norm(a) * np.linalg.norm(b)), match="whole matrix")
+    _fails_with(
+        lesson01.check_cosine_rows,
+        lambda a, b: (a * b).sum(1) / (np.linalg.norm(a) * np.linalg.norm(b)),
+        match="whole matrix",
+    )
     _fails_with(lesson01.check_cosine_rows, lambda a, b: vectors.cosine_similarity_matrix(a, b), match=r"a @ b.T")
 
 
 def test_check_embed_by_matmul_names_mistakes():
     lesson01.check_embed_by_matmul(lambda ids, E: F.one_hot(ids, E.shape[0]).to(E.dtype) @ E)
     _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: E[ids], match="indexing E directly")
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: torch.tensor((F.one_hot(ids, E.shape[0]).to(E.dtype) @ E).tolist()),
-                match="no gradient")
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot((ids - 1) % E.shape[0], E.shape[0]).to(E.dtype) @ E,
-                match="1-based")
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]).to(E.dtype) @ E.detach(),
-                match="no gradient")
+    _fails_with(
+        lesson01.check_embed_by_matmul,
+        lambda ids, E: torch.tensor((F.one_hot(ids, E.shape[0]).to(E.dtype) @ E).tolist()),
+        match="no gradient",
+    )
+    _fails_with(
+        lesson01.check_embed_by_matmul,
+        lambda ids, E: F.one_hot((ids - 1) % E.shape[0], E.shape[0]).to(E.dtype) @ E,
+        match="1-based",
+    )
+    _fails_with(
+        lesson01.check_embed_by_matmul,
+        lambda ids, E: F.one_hot(ids, E.shape[0]).to(E.dtype) @ E.detach(),
+        match="no gradient",
+    )
     # every visible case must catch these: ids without the last id, E in float64, int64 one-hot rows
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids).to(E.dtype) @ E, match="pass num_classes|Pass num_classes")
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]) @ E, match=r"F.one_hot returns int64")
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]).float() @ E, match=r"not .float\(\)")
-    _fails_with(lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]).float() @ E.float(), match="while E is float64")
+    _fails_with(
+        lesson01.check_embed_by_matmul,
+        lambda ids, E: F.one_hot(ids).to(E.dtype) @ E,
+        match="pass num_classes|Pass num_classes",
+    )
+    _fails_with(
+        lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]) @ E, match=r"F.one_hot returns int64"
+    )
+    _fails_with(
+        lesson01.check_embed_by_matmul, lambda ids, E: F.one_hot(ids, E.shape[0]).float() @ E, match=r"not .float\(\)"
+    )
+    _fails_with(
+        lesson01.check_embed_by_matmul,
+        lambda ids, E: F.one_hot(ids, E.shape[0]).float() @ E.float(),
+        match="while E is float64",
+    )
     with pytest.raises(checks.CheckFailed) as info:  # a label such as "(more cases)" stays out of the call shown
-        lesson01.check_embed_by_matmul(lambda ids, E: F.one_hot(ids).to(E.dtype) @ E, name="embed_by_matmul (more cases)")
+        lesson01.check_embed_by_matmul(
+            lambda ids, E: F.one_hot(ids).to(E.dtype) @ E, name="embed_by_matmul (more cases)"
+        )
     assert "embed_by_matmul(ids=" in str(info.value) and "cases)(" not in str(info.value), str(info.value)
 
 
 def test_check_one_hot_and_cosine_rows_want_numpy_arrays_and_name_axis_mistakes():
-    _fails_with(lesson01.check_one_hot, lambda ids, V: vectors.one_hot(ids, V).tolist(), match="expected a float numpy array, got list")
+    _fails_with(
+        lesson01.check_one_hot,
+        lambda ids, V: vectors.one_hot(ids, V).tolist(),
+        match="expected a float numpy array, got list",
+    )
     _fails_with(lesson01.check_one_hot, lambda ids, V: torch.from_numpy(vectors.one_hot(ids, V)), match="not torch")
     norm = np.linalg.norm
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: list(vectors.cosine_similarity(a, b)), match="expected a numpy array")
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(0) / (norm(a, axis=0) * norm(b, axis=0)), match="axis 0")
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / (norm(a, axis=0) * norm(b, axis=0)), match="axis 0")
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / (norm(a, axis=1) * norm(b, axis=1) ** 2), match=r"\|a\|·\|b\|²")
-    _fails_with(lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / (norm(a, axis=1) + norm(b, axis=1)), match=r"\|a\| \+ \|b\|")
+    _fails_with(
+        lesson01.check_cosine_rows, lambda a, b: list(vectors.cosine_similarity(a, b)), match="expected a numpy array"
+    )
+    _fails_with(
+        lesson01.check_cosine_rows, lambda a, b: (a * b).sum(0) / (norm(a, axis=0) * norm(b, axis=0)), match="axis 0"
+    )
+    _fails_with(
+        lesson01.check_cosine_rows, lambda a, b: (a * b).sum(1) / (norm(a, axis=0) * norm(b, axis=0)), match="axis 0"
+    )
+    _fails_with(
+        lesson01.check_cosine_rows,
+        lambda a, b: (a * b).sum(1) / (norm(a, axis=1) * norm(b, axis=1) ** 2),
+        match=r"\|a\|·\|b\|²",
+    )
+    _fails_with(
+        lesson01.check_cosine_rows,
+        lambda a, b: (a * b).sum(1) / (norm(a, axis=1) + norm(b, axis=1)),
+        match=r"\|a\| \+ \|b\|",
+    )
 
 
 def test_check_predicted_shape():

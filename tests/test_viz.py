@@ -2,6 +2,7 @@
 that say what their middle means, colour-blind-safe colour maps, and labels that sit beside arrows.
 The printing helpers write numbers identically on every machine, and the lessons use them instead of
 helpers of their own."""
+
 from __future__ import annotations
 
 import json
@@ -65,7 +66,9 @@ def test_heatmap_annotations_read_on_light_and_dark_cells(cmap):
         want = viz.text_colour(image.cmap(image.norm(m[i, j])))
         assert colour == want, f"{cmap}: cell ({i}, {j}) = {m[i, j]} is annotated in {colour}, expected {want}"
     if cmap == "Blues":
-        assert colours[(0, 0)] == "black" and colours[(1, 0)] == "white", f"Blues: 0 -> black, 1 -> white, got {colours}"
+        assert colours[(0, 0)] == "black" and colours[(1, 0)] == "white", (
+            f"Blues: 0 -> black, 1 -> white, got {colours}"
+        )
 
 
 def test_heatmap_symmetric_scale_puts_zero_in_the_middle():
@@ -96,7 +99,9 @@ def test_transition_heatmap_and_lookup_product_annotate_by_brightness():
             image = ax.images[0]
             data = np.asarray(image.get_array())
             for (j, i), colour in _cell_texts(ax).items():
-                assert colour == viz.text_colour(image.cmap(image.norm(data[i, j]))), f"{ax.get_title()} cell ({i}, {j})"
+                assert colour == viz.text_colour(image.cmap(image.norm(data[i, j]))), (
+                    f"{ax.get_title()} cell ({i}, {j})"
+                )
             assert ax.get_xlabel() and ax.get_ylabel(), f"panel {ax.get_title()!r} needs axis labels"
 
 
@@ -125,8 +130,12 @@ def test_multi_panel_figures_fit_the_notebook_column():
     (lesson 08's head grids were 1077 px wide, their 7 pt tick labels 6.6 px high)."""
     assert _stored_width_px(viz.three_constraints(steps=3)) <= 848
     for n_heads, T in [(3, 11), (4, 16), (8, 6)]:  # lesson 08's grid, a wider one, two rows
-        fig = viz.head_grid(torch.full((n_heads, T, T), 1 / T), [f"word{i}" for i in range(T)],
-                            head_titles=[f"what head {h} looks for" for h in range(n_heads)], title="heads")
+        fig = viz.head_grid(
+            torch.full((n_heads, T, T), 1 / T),
+            [f"word{i}" for i in range(T)],
+            head_titles=[f"what head {h} looks for" for h in range(n_heads)],
+            title="heads",
+        )
         assert _stored_width_px(fig) <= 848, f"{n_heads} heads of {T} words: {_stored_width_px(fig)} px"
         plt.close(fig)
 
@@ -189,8 +198,10 @@ def test_rounded_gives_plain_floats_rounded_alike_from_any_container():
 
 
 def test_show_items_wraps_between_items_only_and_formats_pairs(capsys):
-    viz.show_items("neighbours:", [("queen", 0.98123), ("prince", np.float32(0.8)), ("count", np.int64(3)),
-                                   ("zero", -0.0001), "as is"])
+    viz.show_items(
+        "neighbours:",
+        [("queen", 0.98123), ("prince", np.float32(0.8)), ("count", np.int64(3)), ("zero", -0.0001), "as is"],
+    )
     assert capsys.readouterr().out == "neighbours: queen 0.98, prince 0.80, count 3, zero 0.00, as is\n"
     viz.show_items("x:", [("p", torch.tensor(0.5))], digits=3)
     assert capsys.readouterr().out == "x: p 0.500\n"
@@ -205,10 +216,7 @@ def test_show_items_wraps_between_items_only_and_formats_pairs(capsys):
 
 def test_show_table_labels_rows_and_columns_and_dots_the_zeros(capsys):
     viz.show_table([[0.0, 1.5], [2.25, 0.0]], ["r", "row2"], ["a", "column"], fmt="{:.1f}", title="T")
-    assert capsys.readouterr().out == ("T\n"
-                                       "        a  column\n"
-                                       "   r    .     1.5\n"
-                                       "row2  2.2       .\n")
+    assert capsys.readouterr().out == ("T\n        a  column\n   r    .     1.5\nrow2  2.2       .\n")
     viz.show_table(torch.tensor([[-0.0, 3.0]]), ["w"], ["x", "y"], fmt="{:+.0f}")
     assert capsys.readouterr().out == "   x   y\nw  .  +3\n"
 

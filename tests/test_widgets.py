@@ -1,5 +1,6 @@
 """The lessons' widgets: what a notebook stores for them (a friendly line, not a widget repr), their
 labels, and that they still work as widgets."""
+
 from __future__ import annotations
 
 import json

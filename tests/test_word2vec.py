@@ -7,6 +7,7 @@ Two reference runs train both with the same dimension, window, negatives and epo
   neighbours of frequent words and the Google analogy set with how two gensim runs agree with each
   other; a trainer with a broken gradient is shown to fall outside.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -75,8 +76,18 @@ def from_gensim(model) -> WordVectors:
 
 def gensim_word2vec(sentences, seed: int):
     s = SETTINGS
-    return gensim_models().Word2Vec(sentences, vector_size=s["dim"], window=s["window"], negative=s["negatives"],
-                                  epochs=s["epochs"], seed=seed, sg=1, hs=0, min_count=1, workers=1)
+    return gensim_models().Word2Vec(
+        sentences,
+        vector_size=s["dim"],
+        window=s["window"],
+        negative=s["negatives"],
+        epochs=s["epochs"],
+        seed=seed,
+        sg=1,
+        hs=0,
+        min_count=1,
+        workers=1,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,12 +123,14 @@ def test_analogy_accuracy_reaches_nine_tenths_of_gensims(course, gensim_pair):
     assert len(everything) == 19 * 18 + 6 * 10 * 9, f"expected 882 questions, got {len(everything)}"
     ours = word2vec.analogy_accuracy(course, everything)
     theirs = word2vec.analogy_accuracy(gensim_pair[0], everything)
-    by_relation = {name: (round(word2vec.analogy_accuracy(course, qs), 3),
-                          round(word2vec.analogy_accuracy(gensim_pair[0], qs), 3))
-                   for name, qs in questions.items()}
+    by_relation = {
+        name: (round(word2vec.analogy_accuracy(course, qs), 3), round(word2vec.analogy_accuracy(gensim_pair[0], qs), 3))
+        for name, qs in questions.items()
+    }
     assert ours >= 0.9 * theirs, (
         f"analogy accuracy over {len(everything)} questions: course {ours:.3f}, gensim {theirs:.3f} "
-        f"(needs >= 0.9 x gensim = {0.9 * theirs:.3f}); by relation (course, gensim): {by_relation}")
+        f"(needs >= 0.9 x gensim = {0.9 * theirs:.3f}); by relation (course, gensim): {by_relation}"
+    )
     assert theirs > 0.9, f"gensim itself solves only {theirs:.3f} of the analogies: is the corpus still the course's?"
 
 
@@ -141,12 +154,14 @@ def test_neighbours_overlap_with_gensims_as_much_as_gensims_own_seeds_do(course,
     baseline = overlap(gensim_pair[1], gensim_pair[0])
     assert ours >= 0.9 * baseline, (
         f"top-{k} neighbours of {len(words)} words: course vs gensim share {ours:.3f}, gensim seed 1 vs seed 0 "
-        f"share {baseline:.3f} (needs >= 0.9 x that = {0.9 * baseline:.3f})")
+        f"share {baseline:.3f} (needs >= 0.9 x that = {0.9 * baseline:.3f})"
+    )
 
 
 def test_subsampling_and_noise_distribution_match_gensims(sentences):
-    model = gensim_models().Word2Vec(sentences, vector_size=8, window=2, negative=5, epochs=1, sg=1, min_count=1,
-                                   workers=1, seed=0)
+    model = gensim_models().Word2Vec(
+        sentences, vector_size=8, window=2, negative=5, epochs=1, sg=1, min_count=1, workers=1, seed=0
+    )
     vocab, counts = word2vec.build_vocab(sentences)
     assert set(vocab) == set(model.wv.index_to_key), "the vocabulary differs from gensim's"
     assert counts == [model.wv.get_vecattr(w, "count") for w in vocab], "word counts differ from gensim's"
@@ -164,8 +179,9 @@ def test_min_count_gives_gensims_vocabulary(sentences):
     vocab, counts = word2vec.build_vocab(sentences, min_count=5)
     assert set(vocab) == set(model.wv.index_to_key), set(vocab) ^ set(model.wv.index_to_key)
     assert counts == sorted(counts, reverse=True), "most frequent first"
-    assert min(counts) >= 5 and "twenty" not in vocab, \
+    assert min(counts) >= 5 and "twenty" not in vocab, (
         f"'twenty' occurs twice and must be dropped; min count {min(counts)}"
+    )
 
 
 # --- against gensim on real English ----------------------------------------------------------------
@@ -211,8 +227,18 @@ def gensim_wiki(wiki_slice):
         shuffled = list(wiki_slice)
         random.Random(seed).shuffle(shuffled)
         s = REAL_SETTINGS
-        model = gensim_models().Word2Vec(shuffled, vector_size=s["dim"], window=s["window"], negative=s["negatives"],
-                                       epochs=s["epochs"], min_count=s["min_count"], seed=seed, sg=1, hs=0, workers=1)
+        model = gensim_models().Word2Vec(
+            shuffled,
+            vector_size=s["dim"],
+            window=s["window"],
+            negative=s["negatives"],
+            epochs=s["epochs"],
+            min_count=s["min_count"],
+            seed=seed,
+            sg=1,
+            hs=0,
+            workers=1,
+        )
         runs.append(from_gensim(model))
     return runs
 
@@ -247,9 +273,11 @@ def test_real_text_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_it
     assert ours >= 0.8 * baseline, (
         f"top-10 neighbours of the {len(probes)} most frequent words of {REAL_TOKENS:,} WikiText-2 tokens: the course "
         f"shares {ours:.3f} with gensim, two gensim seeds share {baseline:.3f} (needs >= 0.8 x that = "
-        f"{0.8 * baseline:.3f})")
-    assert 0.2 < baseline < 0.5, \
+        f"{0.8 * baseline:.3f})"
+    )
+    assert 0.2 < baseline < 0.5, (
         f"gensim's seeds share {baseline:.3f} of their neighbours: has the slice or a setting changed?"
+    )
 
 
 @pytest.mark.slow
@@ -265,8 +293,9 @@ def test_a_broken_trainer_falls_outside_the_gensim_band(wiki_slice, gensim_wiki,
     monkeypatch.setattr(word2vec, "sgns_gradients", noise_sign_flipped)
     broken = train_word2vec(wiki_slice, **REAL_SETTINGS, seed=0, progress=False)
     ours, baseline, _ = gensim_band(broken, gensim_wiki)
-    assert ours < 0.8 * baseline, \
+    assert ours < 0.8 * baseline, (
         f"a broken trainer shares {ours:.3f} of gensim's neighbours, gensim itself {baseline:.3f}"
+    )
 
 
 @pytest.mark.slow
@@ -275,8 +304,9 @@ def test_analogy_accuracy_is_gensims_on_the_same_vectors(gensim_wiki):
     evaluate_word_analogies on gensim's vectors, questions restricted to the vocabulary."""
     wv = gensim_wiki[0]
     kv = _keyed(wv)
-    score, sections = kv.evaluate_word_analogies(gensim_datapath("questions-words.txt"), restrict_vocab=len(wv),
-                                                 case_insensitive=True)
+    score, sections = kv.evaluate_word_analogies(
+        gensim_datapath("questions-words.txt"), restrict_vocab=len(wv), case_insensitive=True
+    )
     total = sections[-1]
     questions = [q for qs in google_analogies().values() for q in qs if all(w in wv for w in q)]
     assert len(questions) == len(total["correct"]) + len(total["incorrect"]), "the restricted question sets differ"
@@ -366,8 +396,9 @@ def test_sgns_loss_and_gradients_of_one_pair_by_hand():
     s, s1, s2 = 0.5, -1.0, 3.0
     hand_loss = -math.log(sig(s)) - math.log(sig(-s1)) - math.log(sig(-s2))
     # d loss / d v = (σ(s) - 1) u + σ(s_1) n_1 + σ(s_2) n_2, d loss / d u = (σ(s) - 1) v, d loss / d n_k = σ(s_k) v
-    hand_dv = [(sig(s) - 1) * u[0, i].item() + sig(s1) * n[0, 0, i].item() + sig(s2) * n[0, 1, i].item()
-               for i in range(3)]
+    hand_dv = [
+        (sig(s) - 1) * u[0, i].item() + sig(s1) * n[0, 0, i].item() + sig(s2) * n[0, 1, i].item() for i in range(3)
+    ]
     hand_du = [(sig(s) - 1) * x for x in v[0].tolist()]
     hand_dn = [[sig(sk) * x for x in v[0].tolist()] for sk in (s1, s2)]
 
@@ -460,12 +491,15 @@ def test_loss_curve_starts_at_six_ln2_and_falls(course):
     history = course.loss_history
     assert 95 <= len(history) <= 110 and len(course.loss_pairs) == len(history), f"{len(history)} points"
     start = 6 * math.log(2)  # every score starts at 0: -log σ(0) for the pair and each of 5 noise words
-    assert abs(history[0] - start) < 1e-5 and course.loss_pairs[0] == 0, \
+    assert abs(history[0] - start) < 1e-5 and course.loss_pairs[0] == 0, (
         f"first point {history[0]:.5f}, expected {start:.5f}"
+    )
     assert history[-1] < 1.1, f"final loss {history[-1]:.3f}, expected below 1.1 (about 1.03)"
     jumps = [later - earlier for earlier, later in itertools.pairwise(history)]
-    assert max(jumps) < 0.1, (f"the loss rose by {max(jumps):.3f} between two points of the curve: lr "
-                              f"{word2vec.Word2VecConfig.lr} should give a smooth curve (lr 0.1 made it jump)")
+    assert max(jumps) < 0.1, (
+        f"the loss rose by {max(jumps):.3f} between two points of the curve: lr "
+        f"{word2vec.Word2VecConfig.lr} should give a smooth curve (lr 0.1 made it jump)"
+    )
     assert history[-1] < history[len(history) // 2] < history[0], f"the loss should fall: {history[::20]}"
     assert course.loss_pairs == sorted(course.loss_pairs), "pair counts must increase"
 
@@ -521,28 +555,34 @@ def test_unknown_word_is_named_with_close_spellings(small):
         small.most_similar(3)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("the king ruled", r"got a single string 'the king ruled'"),
-    (["the king ruled", "the queen ruled"], r"item 0 is the string 'the king ruled': split each sentence"),
-    ([["the", 3]], r"every word must be a str, but sentence 0 holds int 3"),
-    ([[], []], r"holds no words"),
-    (5, r"must be a list of token lists, got int"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("the king ruled", r"got a single string 'the king ruled'"),
+        (["the king ruled", "the queen ruled"], r"item 0 is the string 'the king ruled': split each sentence"),
+        ([["the", 3]], r"every word must be a str, but sentence 0 holds int 3"),
+        ([[], []], r"holds no words"),
+        (5, r"must be a list of token lists, got int"),
+    ],
+)
 def test_bad_corpora_are_explained(bad, message):
     with pytest.raises((TypeError, ValueError), match=message):
         train_word2vec(bad, progress=False)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(dim=0), r"dim must be a positive int, got 0"),
-    (dict(window=2.5), r"window must be a positive int, got 2.5"),
-    (dict(negatives=-1), r"negatives must be a positive int, got -1"),
-    (dict(epochs=True), r"epochs must be a positive int, got True"),
-    (dict(seed=-1), r"seed must be a non-negative int, got -1"),
-    (dict(min_count=10), r"min_count=10 leaves 0 word\(s\) in the vocabulary"),
-    (dict(lr=0), r"lr must be a positive number, got 0"),
-    (dict(subsample=-1e-3), r"subsample must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(dim=0), r"dim must be a positive int, got 0"),
+        (dict(window=2.5), r"window must be a positive int, got 2.5"),
+        (dict(negatives=-1), r"negatives must be a positive int, got -1"),
+        (dict(epochs=True), r"epochs must be a positive int, got True"),
+        (dict(seed=-1), r"seed must be a non-negative int, got -1"),
+        (dict(min_count=10), r"min_count=10 leaves 0 word\(s\) in the vocabulary"),
+        (dict(lr=0), r"lr must be a positive number, got 0"),
+        (dict(subsample=-1e-3), r"subsample must be a number >= 0"),
+    ],
+)
 def test_bad_settings_are_explained(kwargs, message):
     with pytest.raises(ValueError, match=message):
         train_word2vec([["a", "b", "c"]], progress=False, **kwargs)
@@ -566,8 +606,9 @@ def test_bad_queries_are_explained(small):
 def test_divergence_is_explained_not_returned_as_nan():
     expected = r"word2vec diverged at step \d+ .*lower lr \(now 1.0\) or batch_size \(now 1024\)"
     with pytest.raises(FloatingPointError, match=expected):
-        train_word2vec([["the", "cat", "sat", "on", "the", "mat"]] * 400, dim=8, epochs=3, subsample=0, lr=1.0,
-                       progress=False)
+        train_word2vec(
+            [["the", "cat", "sat", "on", "the", "mat"]] * 400, dim=8, epochs=3, subsample=0, lr=1.0, progress=False
+        )
 
 
 def test_progress_bar_shows_unless_disabled(monkeypatch, capsys):

@@ -59,6 +59,7 @@ rounded to 3 places takes little longer). Seals keep an answer out of sight of a
 the notebook or this package; they do not keep it from one who sets out to find it. Graded work rests
 on the hidden tests, which never enter the learner's process (`course grade`).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -75,8 +76,22 @@ import torch
 from .helpers import close, fmt, short, to_array
 
 __all__ = [
-    "CheckFailed", "NotAttempted", "Seals", "answer", "call", "check_all", "check_close", "check_count",
-    "check_equal", "check_function", "check_shape", "check_tensor", "check_true", "check_type", "passed", "seal",
+    "CheckFailed",
+    "NotAttempted",
+    "Seals",
+    "answer",
+    "call",
+    "check_all",
+    "check_close",
+    "check_count",
+    "check_equal",
+    "check_function",
+    "check_shape",
+    "check_tensor",
+    "check_true",
+    "check_type",
+    "passed",
+    "seal",
     "set_answer_source",
 ]
 
@@ -119,8 +134,9 @@ class CheckFailed(AssertionError):
                 indent += " " * len("Hint: ")
             elif body.startswith((FAIL_MARK, PASS_MARK)):
                 indent += "  "
-            lines += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
-                                   break_on_hyphens=False) or [line]
+            lines += textwrap.wrap(
+                line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+            ) or [line]
         return lines
 
 
@@ -128,8 +144,7 @@ class NotAttempted(CheckFailed):
     """The exercise still holds its `raise NotImplementedError()`."""
 
     def __init__(self, name: str, near: str | None = None):
-        hint = ("replace `raise NotImplementedError()` in the answer cell with your code, run that cell, "
-                "then this one.")
+        hint = "replace `raise NotImplementedError()` in the answer cell with your code, run that cell, then this one."
         if near is not None:  # the cell ran, but under another name: the likeliest reason it looks unanswered
             hint = f"nothing called `{name}` is defined yet; `{near}` is: if you meant this name, check the spelling."
         super().__init__(name, "not attempted yet.", hint)
@@ -222,8 +237,18 @@ def _custom_equality(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _verdict(name: str, matches: Callable[[Any], bool], expected: Any, mistakes: Mapping[str, Any] | None,
-             problem: str, hint: str | None, *, quiet: bool, detail: str = "", unexplained: str | None = None) -> None:
+def _verdict(
+    name: str,
+    matches: Callable[[Any], bool],
+    expected: Any,
+    mistakes: Mapping[str, Any] | None,
+    problem: str,
+    hint: str | None,
+    *,
+    quiet: bool,
+    detail: str = "",
+    unexplained: str | None = None,
+) -> None:
     """Pass if `matches(expected)`. Else fail with `problem` and, as the hint, the first mistake whose
     value matches; or, when none does, with `unexplained` (default: `problem`) and `hint`. The one
     verdict of the checks that compare an answer with a value or a seal."""
@@ -251,10 +276,14 @@ def check_tensor(name: str, value: Any, where: str = "", hint: str | None = None
     """Fail unless `value` is a torch.Tensor: the usual slip is a numpy array from .numpy() or np.*."""
     if not isinstance(value, torch.Tensor):
         where = f" {where}" if where else ""
-        raise CheckFailed(name, f"expected a torch.Tensor, got {type(value).__name__}{where}.",
-                          hint or "stay in torch from start to end (no .numpy(), no numpy functions): the result feeds "
-                                  "the next torch layer, and gradients only flow through torch operations; "
-                                  "convert a numpy result back with torch.as_tensor(...)")
+        raise CheckFailed(
+            name,
+            f"expected a torch.Tensor, got {type(value).__name__}{where}.",
+            hint
+            or "stay in torch from start to end (no .numpy(), no numpy functions): the result feeds "
+            "the next torch layer, and gradients only flow through torch operations; "
+            "convert a numpy result back with torch.as_tensor(...)",
+        )
 
 
 def check_true(name: str, condition: bool, problem: str, hint: str | None = None) -> None:
@@ -268,13 +297,21 @@ def _written_shape(name: str, value: Any) -> tuple[int, ...]:
     if value is None:
         raise CheckFailed(name, NONE_PROBLEM)
     if not isinstance(value, (tuple, list, torch.Size)) or not all(
-            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value
+    ):
         raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {short(value)}.")
     return tuple(int(d) for d in value)
 
 
-def check_shape(name: str, value: Any, expected: Sequence[int] | str, mistakes: Mapping[str, Any] | None = None, *,
-                hint: str | None = None, quiet: bool = False) -> None:
+def check_shape(
+    name: str,
+    value: Any,
+    expected: Sequence[int] | str,
+    mistakes: Mapping[str, Any] | None = None,
+    *,
+    hint: str | None = None,
+    quiet: bool = False,
+) -> None:
     """A shape: that of an array or tensor, or one written out by hand (a tuple, list or torch.Size of ints).
 
     An array's wrong shape is shown next to the expected one. A shape written by hand is a prediction:
@@ -308,13 +345,24 @@ def _whole_number(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({short(value)}).")
     if not float(value).is_integer():
-        raise CheckFailed(name, f"expected a whole number, got {fmt(float(value))}.",
-                          "a count is a whole number: did a division leave a fraction?")
+        raise CheckFailed(
+            name,
+            f"expected a whole number, got {fmt(float(value))}.",
+            "a count is a whole number: did a division leave a fraction?",
+        )
     return int(value)
 
 
-def check_count(name: str, value: Any, expected: int | str, mistakes: Mapping[str, Any] | None = None, *,
-                hint: str | None = None, quiet: bool = False, detail: str = "") -> None:
+def check_count(
+    name: str,
+    value: Any,
+    expected: int | str,
+    mistakes: Mapping[str, Any] | None = None,
+    *,
+    hint: str | None = None,
+    quiet: bool = False,
+    detail: str = "",
+) -> None:
     """A whole-number answer (steps, layers, patches, parameters): 17 and 17.0 are the same answer,
     17.5 or "17" is not a count. A wrong count is called wrong without showing the right one, and named
     when it equals what a known mistake gives (`mistakes`: description -> count). `expected`, and the
@@ -352,8 +400,9 @@ def check_close(
     try:
         a = to_array(actual)
     except (ValueError, TypeError):  # e.g. a ragged list of lists
-        raise CheckFailed(name, f"expected {numbers}, got {short(actual)}, which is not a regular array of "
-                                "numbers.") from None
+        raise CheckFailed(
+            name, f"expected {numbers}, got {short(actual)}, which is not a regular array of numbers."
+        ) from None
     if a.dtype.kind not in "biuf":
         raise CheckFailed(name, f"expected {numbers}, got {type(actual).__name__} ({short(actual)}).")
     if a.shape != e.shape:
@@ -402,8 +451,12 @@ def check_equal(name: str, actual: Any, expected: Any, *, hint: str | None = Non
         ok = bool(np.array_equal(a, e))
     elif _custom_equality(actual):
         # An object whose own __eq__ decides the comparison could claim to equal anything.
-        raise CheckFailed(name, f"expected {short(expected, 120)}, got an object of type {type(actual).__name__} "
-                          "that defines its own comparison.", hint)
+        raise CheckFailed(
+            name,
+            f"expected {short(expected, 120)}, got an object of type {type(actual).__name__} "
+            "that defines its own comparison.",
+            hint,
+        )
     else:
         ok = actual == expected
     if not ok:
@@ -488,7 +541,7 @@ def _rounded(x: float, decimals: int | None) -> str:
 def _canonical(value: Any, decimals: int | None, nudge: float = 0.0) -> str | None:
     """One text for a value: numbers rounded (after adding `nudge` steps), shapes and ints exact,
     strings stripped; None when the value is none of these."""
-    step = 10.0 ** -decimals if decimals is not None else 0.0
+    step = 10.0**-decimals if decimals is not None else 0.0
     if isinstance(value, str):
         return "str:" + value.strip()
     if isinstance(value, torch.Size):
@@ -562,12 +615,23 @@ class Seals:
         for name, (decimals, sealed, mistakes) in table.items():
             bad = [s for s in (sealed, *mistakes.values()) if not (isinstance(s, str) and _SEAL.fullmatch(s))]
             if bad or not (decimals is None or isinstance(decimals, int)):
-                raise ValueError(f"Seals: {name!r} needs (decimals, seal, {{mistake: seal}}) with seals from "
-                                 f"seal(); got {bad or decimals!r}")
+                raise ValueError(
+                    f"Seals: {name!r} needs (decimals, seal, {{mistake: seal}}) with seals from "
+                    f"seal(); got {bad or decimals!r}"
+                )
             self.table[name] = (decimals, sealed, dict(mistakes))
 
-    def check(self, name: str, value: Any, kind: str = "number", hint: str | None = None, *,
-              shape: Sequence[int] | None = None, shape_hint: str | None = None, shown: str | None = None) -> None:
+    def check(
+        self,
+        name: str,
+        value: Any,
+        kind: str = "number",
+        hint: str | None = None,
+        *,
+        shape: Sequence[int] | None = None,
+        shape_hint: str | None = None,
+        shown: str | None = None,
+    ) -> None:
         """Check the answer `name` against its seal, never printing the expected value.
 
         `kind` says what a well-formed answer is: "number", "numbers" (a list, array or tensor of
@@ -593,13 +657,24 @@ class Seals:
                 raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({short(value)}).")
         else:  # "number" or "numbers"
             if isinstance(value, (str, bool)) or _canonical(value, decimals) is None:
-                raise CheckFailed(name, f"expected {'a number' if kind == 'number' else 'numbers'}, got "
-                                  f"{type(value).__name__} ({short(value)}).")
+                raise CheckFailed(
+                    name,
+                    f"expected {'a number' if kind == 'number' else 'numbers'}, got "
+                    f"{type(value).__name__} ({short(value)}).",
+                )
             if kind == "number" and np.size(to_array(value)) != 1:
                 raise CheckFailed(name, f"expected a single number, got {short(value)}.")
             if shape is not None:
                 check_shape(name, to_array(value), shape, hint=shape_hint, quiet=True)
         shown = short(value) if shown is None else shown
         precision = f" (compared to {decimals} decimal places)" if decimals is not None and kind != "text" else ""
-        _verdict(name, lambda s: _matches(value, s, name, decimals), sealed, mistakes, f"{shown} is not right.", hint,
-                 quiet=False, unexplained=f"{shown} is not right{precision}.")
+        _verdict(
+            name,
+            lambda s: _matches(value, s, name, decimals),
+            sealed,
+            mistakes,
+            f"{shown} is not right.",
+            hint,
+            quiet=False,
+            unexplained=f"{shown} is not right{precision}.",
+        )

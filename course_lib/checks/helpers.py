@@ -1,5 +1,6 @@
 """Small helpers that the checks share, in core and in the lesson modules: how a value is shown in a
 learner's message, and how arrays are compared."""
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,8 @@ def close(actual: np.ndarray, expected: np.ndarray, atol: float, rtol: float) ->
     """The same shape and `np.allclose` (NaN equal to NaN); False for values that cannot be compared."""
     try:
         return actual.shape == expected.shape and bool(
-            np.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True))
+            np.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
+        )
     except (TypeError, ValueError):
         return False
 

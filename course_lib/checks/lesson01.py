@@ -1,5 +1,6 @@
 """Checks for the lesson 01 exercises (one-hot vectors and dot products): reference functions, mistake tables and one
 check per exercise."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -30,23 +31,32 @@ def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str 
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
         if not isinstance(got, np.ndarray):
-            where = ("this exercise asks for numpy: start from np.zeros((len(ids), num_classes)), not torch"
-                     if isinstance(got, torch.Tensor) else
-                     "start from out = np.zeros((len(ids), num_classes)), a float array, and set one 1 per row")
-            raise CheckFailed(shown, f"expected a float numpy array, got {type(got).__name__} ({short(got)}).",
-                              where + ".")
+            where = (
+                "this exercise asks for numpy: start from np.zeros((len(ids), num_classes)), not torch"
+                if isinstance(got, torch.Tensor)
+                else "start from out = np.zeros((len(ids), num_classes)), a float array, and set one 1 per row"
+            )
+            raise CheckFailed(
+                shown, f"expected a float numpy array, got {type(got).__name__} ({short(got)}).", where + "."
+            )
         want = _one_hot(ids, num_classes)
         arr = to_array(got)
         if arr.shape == (num_classes,) and len(ids) > 1:
-            raise CheckFailed(shown, f"expected shape {want.shape} (one row per id), got {arr.shape}.",
-                              "it looks like you added all the rows together into one vector; keep one row per id.")
+            raise CheckFailed(
+                shown,
+                f"expected shape {want.shape} (one row per id), got {arr.shape}.",
+                "it looks like you added all the rows together into one vector; keep one row per id.",
+            )
         if arr.shape == want.T.shape and close(arr, want.T, 1e-6, 0) and not close(arr, want, 1e-6, 0):
-            raise CheckFailed(shown, "the values are not right.",
-                              "your result is the transpose of the expected one: one row per id, one column per "
-                              "vocabulary entry.")
+            raise CheckFailed(
+                shown,
+                "the values are not right.",
+                "your result is the transpose of the expected one: one row per id, one column per vocabulary entry.",
+            )
         mistakes = {
-            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)":
-                _one_hot((ids - 1) % num_classes, num_classes),
+            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)": _one_hot(
+                (ids - 1) % num_classes, num_classes
+            ),
             "put the 1 one column too far to the right (at id + 1)": _one_hot((ids + 1) % num_classes, num_classes),
             "made a matrix of ones with a 0 at each id (the complement)": 1.0 - want,
         }
@@ -63,6 +73,8 @@ def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str 
 
 # The answers worked out by hand (exercises 2 and 3) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson01` from solutions/seals/lesson01.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "dot_ab": (6, "c5bf66c4d0fa64e99b50", {
         "added the entries instead of multiplying them pairwise": "473dd632985e5b19aa65",
@@ -104,17 +116,25 @@ SEALS = Seals({
             "6d19551ed18e64e6ba4c",
     }),
 })
+# fmt: on
 
 
 def check_cosine_by_hand(dot_ab: Any, cos_ab: Any) -> None:
     """Exercise 2: a · b and cos(a, b) for a = [2, 1, 2], b = [2, -2, 1], each checked and reported."""
     check_all(
-        lambda: SEALS.check("dot_ab", dot_ab, "number",
-                            "multiply matching entries (first with first, second with second, third with third) and "
-                            "add the three products."),
-        lambda: SEALS.check("cos_ab", cos_ab, "number",
-                            "cos(a, b) = (a · b) / (|a| |b|), where |a| is the square root of a · a; it lies between "
-                            "-1 and 1."),
+        lambda: SEALS.check(
+            "dot_ab",
+            dot_ab,
+            "number",
+            "multiply matching entries (first with first, second with second, third with third) and "
+            "add the three products.",
+        ),
+        lambda: SEALS.check(
+            "cos_ab",
+            cos_ab,
+            "number",
+            "cos(a, b) = (a · b) / (|a| |b|), where |a| is the square root of a · a; it lies between -1 and 1.",
+        ),
     )
 
 
@@ -122,11 +142,19 @@ def check_lookup_shapes(shape_one_hot: Any, shape_lookup: Any, multiply_adds: An
     """Exercise 3: the shapes of one_hot(ids, 50) and of one_hot(ids, 50) @ E, and the multiply-adds spent."""
     shapes = "write the shapes of the two factors next to each other: (..., V) @ (V, D) keeps the outer sizes."
     check_all(
-        lambda: SEALS.check("shape_one_hot", shape_one_hot, "shape",
-                            "the one-hot array keeps the ids' shape and adds one axis of V entries."),
+        lambda: SEALS.check(
+            "shape_one_hot",
+            shape_one_hot,
+            "shape",
+            "the one-hot array keeps the ids' shape and adds one axis of V entries.",
+        ),
         lambda: SEALS.check("shape_lookup", shape_lookup, "shape", shapes),
-        lambda: SEALS.check("multiply_adds", multiply_adds, "count",
-                            "an (n, k) @ (k, m) product is n·m dot products of length k: n·k·m multiply-adds."),
+        lambda: SEALS.check(
+            "multiply_adds",
+            multiply_adds,
+            "count",
+            "an (n, k) @ (k, m) product is n·m dot products of length k: n·k·m multiply-adds.",
+        ),
     )
 
 
@@ -143,8 +171,10 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
             (np.array([[1.0, 2.0, 2.0], [2.0, 0.0, 0.0]]), np.array([[2.0, -2.0, 1.0], [4.0, 4.0, 2.0]])),
         ]
     fn_name = function_name(name)
-    axis_hint = ("it looks like you summed over axis 0 (down the columns): each row's dot product and each row's "
-                 "length are sums along that row, axis=1.")
+    axis_hint = (
+        "it looks like you summed over axis 0 (down the columns): each row's dot product and each row's "
+        "length are sums along that row, axis=1."
+    )
     for a, b in cases:
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         shown = f"{fn_name}(a of shape {a.shape}, b of shape {b.shape})"
@@ -160,10 +190,12 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
         if not isinstance(got, np.ndarray):
-            raise CheckFailed(shown, f"expected a numpy array of shape ({len(a)},), got {type(got).__name__} "
-                                     f"({short(got)}).",
-                              "work on whole arrays with numpy ((a * b).sum(axis=1), np.linalg.norm(..., axis=1)); "
-                              "if you built a list, return np.array(your_list).")
+            raise CheckFailed(
+                shown,
+                f"expected a numpy array of shape ({len(a)},), got {type(got).__name__} ({short(got)}).",
+                "work on whole arrays with numpy ((a * b).sum(axis=1), np.linalg.norm(..., axis=1)); "
+                "if you built a list, return np.array(your_list).",
+            )
         dots = (a * b).sum(axis=1)
         na, nb = np.sqrt((a * a).sum(axis=1)), np.sqrt((b * b).sum(axis=1))
         mistakes = {
@@ -178,33 +210,43 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
             "divided by |b|² (b's length squared) instead of |a|·|b|: the dot product is divided by both lengths, "
             "once each": dots / nb**2,
             "divided by the sum |a| + |b| instead of the product |a|·|b|": dots / (na + nb),
-            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's":
-                dots / (np.linalg.norm(a) * np.linalg.norm(b)),
-            "summed over axis 0 (down the columns) instead of along each row (axis=1)":
-                (a * b).sum(axis=0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
-            "took the lengths over axis 0 (down the columns); each row's length is a sum along the row (axis=1)":
-                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1]
-                else np.full(len(a), np.nan),
+            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's": dots
+            / (np.linalg.norm(a) * np.linalg.norm(b)),
+            "summed over axis 0 (down the columns) instead of along each row (axis=1)": (a * b).sum(axis=0)
+            / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
+            "took the lengths over axis 0 (down the columns); each row's length is a sum along the row (axis=1)": dots
+            / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0))
+            if a.shape[0] == a.shape[1]
+            else np.full(len(a), np.nan),
         }
         got_arr = to_array(got)
-        keepdims = ("it looks like a sum or a norm kept its axis (keepdims=True): dividing an (N,) array by an (N, 1) "
-                    "one broadcasts to (N, N). Leave keepdims out here, so that the dot products and the lengths are "
-                    "all (N,).")
+        keepdims = (
+            "it looks like a sum or a norm kept its axis (keepdims=True): dividing an (N,) array by an (N, 1) "
+            "one broadcasts to (N, N). Leave keepdims out here, so that the dot products and the lengths are "
+            "all (N,)."
+        )
         if got_arr.shape == (len(a), len(b)) and len(a) > 1:
             every_pair = (a @ b.T) / np.outer(na, nb)  # (N, N): row i of a against every row of b
             if close(got_arr.astype(float), every_pair, 1e-5, 1e-4):
-                raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
-                                  "you compared every row of a with every row of b (a @ b.T); pair row i of a with "
-                                  "row i of b.")
-            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got "
-                                     f"{got_arr.shape}.", keepdims)
+                raise CheckFailed(
+                    shown,
+                    f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
+                    "you compared every row of a with every row of b (a @ b.T); pair row i of a with row i of b.",
+                )
+            raise CheckFailed(
+                shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", keepdims
+            )
         if got_arr.shape == (len(a), 1) and close(got_arr.astype(float).ravel(), _rows_cosine(a, b), 1e-5, 1e-4):
-            raise CheckFailed(shown, f"the values are right, but the shape is {got_arr.shape}, not ({len(a)},).",
-                              "it looks like you used keepdims=True everywhere, which leaves a column of similarities: "
-                              "leave keepdims out (or flatten the result with .ravel()).")
+            raise CheckFailed(
+                shown,
+                f"the values are right, but the shape is {got_arr.shape}, not ({len(a)},).",
+                "it looks like you used keepdims=True everywhere, which leaves a column of similarities: "
+                "leave keepdims out (or flatten the result with .ravel()).",
+            )
         if got_arr.shape == (a.shape[1],) and a.shape[0] != a.shape[1]:
-            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got "
-                                     f"{got_arr.shape}.", axis_hint)
+            raise CheckFailed(
+                shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", axis_hint
+            )
         check_close(shown, got, _rows_cosine(a, b), mistakes=mistakes, quiet=True)
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
@@ -215,14 +257,18 @@ def _embed_error_hint(text: str, ids: torch.Tensor, E: torch.Tensor) -> str | No
     if "shapes cannot be multiplied" in text or "size mismatch" in text:
         columns = int(ids.max()) + 1 if ids.numel() else 0
         if columns != V and f"x{columns} and {V}x" in text:
-            return (f"it looks like you called F.one_hot(ids) without num_classes: it then makes only max(ids) + 1 = "
-                    f"{columns} columns, but E has {V} rows. Pass num_classes=V (E.shape[0]).")
+            return (
+                f"it looks like you called F.one_hot(ids) without num_classes: it then makes only max(ids) + 1 = "
+                f"{columns} columns, but E has {V} rows. Pass num_classes=V (E.shape[0])."
+            )
         return f"the one-hot rows need one column per row of E: (..., V) @ (V, D) with V = E.shape[0] = {V}."
     if "dtype" in text or "scalar type" in text:
         if "long" in text.lower():
             return "F.one_hot returns int64; convert with .to(E.dtype) before @."
-        return (f"the one-hot rows and E have different float types (E is {str(E.dtype).replace('torch.', '')} here): "
-                "convert the one-hot rows with .to(E.dtype), not .float().")
+        return (
+            f"the one-hot rows and E have different float types (E is {str(E.dtype).replace('torch.', '')} here): "
+            "convert the one-hot rows with .to(E.dtype), not .float()."
+        )
     return None
 
 
@@ -269,29 +315,44 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
         except CheckFailed:
             raise
         except Exception as err:  # name the likely cause instead of showing a traceback
-            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.",
-                              _embed_error_hint(str(err), ids, E)) from None
+            raise CheckFailed(
+                shown, f"raised {type(err).__name__}: {err}.", _embed_error_hint(str(err), ids, E)
+            ) from None
         check_type(shown, got, torch.Tensor)
         mistakes = {"treated the ids as 1-based (every word got the row before its own)": E[(ids - 1) % V]}
         check_close(shown, got, E[ids], mistakes=mistakes, quiet=True)
         grad_fn = type(got.grad_fn).__name__ if got.grad_fn is not None else ""
-        check_true(shown, got.grad_fn is not None,
-                   "no gradient can flow from the result back to E.",
-                   "keep everything in torch: no .detach(), .numpy() or torch.tensor(...) around E.")
-        check_true(shown, "Index" not in grad_fn and "Embedding" not in grad_fn and not _looked_up_by_index(fn, ids, E),
-                   "the values are right, but they came from indexing E directly.",
-                   "this exercise asks for the matrix product: build the one-hot rows, then multiply by E.")
-        check_true(shown, got.dtype == E.dtype,
-                   f"the values are right, but the result is {str(got.dtype).replace('torch.', '')} while E is "
-                   f"{str(E.dtype).replace('torch.', '')}.",
-                   "convert the one-hot rows with .to(E.dtype) (not .float()) and leave E as it is.")
+        check_true(
+            shown,
+            got.grad_fn is not None,
+            "no gradient can flow from the result back to E.",
+            "keep everything in torch: no .detach(), .numpy() or torch.tensor(...) around E.",
+        )
+        check_true(
+            shown,
+            "Index" not in grad_fn and "Embedding" not in grad_fn and not _looked_up_by_index(fn, ids, E),
+            "the values are right, but they came from indexing E directly.",
+            "this exercise asks for the matrix product: build the one-hot rows, then multiply by E.",
+        )
+        check_true(
+            shown,
+            got.dtype == E.dtype,
+            f"the values are right, but the result is {str(got.dtype).replace('torch.', '')} while E is "
+            f"{str(E.dtype).replace('torch.', '')}.",
+            "convert the one-hot rows with .to(E.dtype) (not .float()) and leave E as it is.",
+        )
         upstream = torch.linspace(-1.0, 1.0, got.numel()).reshape(got.shape)
         (got * upstream).sum().backward()
         emb = torch.nn.Embedding(V, E.shape[1])
         with torch.no_grad():
             emb.weight.copy_(E)
         (emb(ids) * upstream).sum().backward()
-        check_close(f"{shown}: gradient of E", E_learner.grad, emb.weight.grad, quiet=True,
-                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' "
-                         "gradients.")
+        check_close(
+            f"{shown}: gradient of E",
+            E_learner.grad,
+            emb.weight.grad,
+            quiet=True,
+            hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' "
+            "gradients.",
+        )
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}, values and gradients")

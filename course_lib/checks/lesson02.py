@@ -1,5 +1,6 @@
 """Checks for the lesson 02 exercises (Markov models): reference functions, mistake tables and one
 check per exercise."""
+
 from __future__ import annotations
 
 import math
@@ -16,6 +17,8 @@ _L02_END = "<end>"
 
 # The answers worked out by hand (exercises 1, 3 and 7) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson02` from solutions/seals/lesson02.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "after_green": (3, "a1c6c4ceca78616375e7", {
         "took the column of 'green' (that is T @ x, the probabilities of arriving at green), not its row (x @ T)":
@@ -72,41 +75,67 @@ SEALS = Seals({
             "80d00024ca9bee7876f4",
     }),
 })
+# fmt: on
 
 
 def check_one_hot_lookup(after_green: Any, shape_P: Any) -> None:
     """Exercise 1: one_hot("green") @ T over ["<end>", "red", "green", "blue"], and the shape of X @ T."""
     check_all(
-        lambda: SEALS.check("after_green", after_green, "numbers",
-                            "one_hot('green') has a single 1, at green's index; x @ T keeps exactly that row of T."),
-        lambda: SEALS.check("shape_P", shape_P, "shape",
-                            "X has one row per word of the sentence and one column per vocabulary token; X @ T keeps "
-                            "X's rows and T's columns."),
+        lambda: SEALS.check(
+            "after_green",
+            after_green,
+            "numbers",
+            "one_hot('green') has a single 1, at green's index; x @ T keeps exactly that row of T.",
+        ),
+        lambda: SEALS.check(
+            "shape_P",
+            shape_P,
+            "shape",
+            "X has one row per word of the sentence and one column per vocabulary token; X @ T keeps "
+            "X's rows and T's columns.",
+        ),
     )
 
 
 def check_perplexity(ppl_by_hand: Any, ppl_uniform: Any) -> None:
     """Exercise 3: the perplexity of four predictions worked out by hand, and that of a uniform model."""
     check_all(
-        lambda: SEALS.check("ppl_by_hand", ppl_by_hand, "number",
-                            "perplexity = exp(-(1/N) * sum of ln P) over all N = 4 predictions; keep at least 4 "
-                            "significant digits."),
-        lambda: SEALS.check("ppl_uniform", ppl_uniform, "number",
-                            "every prediction has ln P = ln(1/600): average the logs, negate, and undo the log with "
-                            "exp."),
+        lambda: SEALS.check(
+            "ppl_by_hand",
+            ppl_by_hand,
+            "number",
+            "perplexity = exp(-(1/N) * sum of ln P) over all N = 4 predictions; keep at least 4 significant digits.",
+        ),
+        lambda: SEALS.check(
+            "ppl_uniform",
+            ppl_uniform,
+            "number",
+            "every prediction has ln P = ln(1/600): average the logs, negate, and undo the log with exp.",
+        ),
     )
 
 
 def check_context(p_off_first: Any, p_off_second: Any, fraction_invented: Any) -> None:
     """Exercise 7: what one word of context cannot know, on the kitchen and garden light commands."""
     check_all(
-        lambda: SEALS.check("p_off_first", p_off_first, "number",
-                            "of all the times 'light' was followed by something, how often was it 'off'?"),
-        lambda: SEALS.check("p_off_second", p_off_second, "number",
-                            "look only at the commands in which 'kitchen light' occurs: what came next there?"),
-        lambda: SEALS.check("fraction_invented", fraction_invented, "number",
-                            "an invented command pairs kitchen with on, or garden with off: add the probabilities of "
-                            "those two paths."),
+        lambda: SEALS.check(
+            "p_off_first",
+            p_off_first,
+            "number",
+            "of all the times 'light' was followed by something, how often was it 'off'?",
+        ),
+        lambda: SEALS.check(
+            "p_off_second",
+            p_off_second,
+            "number",
+            "look only at the commands in which 'kitchen light' occurs: what came next there?",
+        ),
+        lambda: SEALS.check(
+            "fraction_invented",
+            fraction_invented,
+            "number",
+            "an invented command pairs kitchen with on, or garden with off: add the probabilities of those two paths.",
+        ),
     )
 
 
@@ -145,30 +174,39 @@ def check_transition_matrix(name: str, fn: Callable, cases: Sequence[tuple]) -> 
         col_sums = counts.sum(axis=0, keepdims=True)  # (1, V)
         with np.errstate(invalid="ignore", divide="ignore"):
             mistakes = {
-                "normalised the columns instead of the rows (each ROW, one current word, must sum to 1)":
-                    np.divide(counts, col_sums, out=np.zeros_like(counts), where=col_sums > 0),
-                "forgot to append the end token, so the last word of each sentence has an all-zero row":
-                    _rows(_counts(sentences, vocab, append=False)),
+                "normalised the columns instead of the rows (each ROW, one current word, must sum to 1)": np.divide(
+                    counts, col_sums, out=np.zeros_like(counts), where=col_sums > 0
+                ),
+                "forgot to append the end token, so the last word of each sentence has an all-zero row": _rows(
+                    _counts(sentences, vocab, append=False)
+                ),
                 "forgot to put the end token in front of each sentence, so the '<end>' row (how sentences start) is "
-                "empty":
-                    _rows(_counts(sentences, vocab, prepend=False)),
-                "left out the end token altogether (\"please\" then has no successor and an all-zero row)":
-                    _rows(_counts(sentences, vocab, prepend=False, append=False)),
+                "empty": _rows(_counts(sentences, vocab, prepend=False)),
+                'left out the end token altogether ("please" then has no successor and an all-zero row)': _rows(
+                    _counts(sentences, vocab, prepend=False, append=False)
+                ),
                 "divided by the total count of all pairs instead of by each row's count": counts / counts.sum(),
                 "returned the counts without normalising them": counts,
-                "divided rows with no successors by zero (0/0 = NaN): leave those rows at zero":
-                    counts / counts.sum(axis=1, keepdims=True),
+                "divided rows with no successors by zero (0/0 = NaN): leave those rows at zero": counts
+                / counts.sum(axis=1, keepdims=True),
                 # counts[index[b], index[a]]: each row then holds the words that came BEFORE it
                 "counted the pairs the wrong way round (counts[next, current]): your rows look like the NEXT word. "
-                "Row = current word, column = next word: counts[index[a], index[b]] for a followed by b":
-                    _rows(counts.T),
+                "Row = current word, column = next word: counts[index[a], index[b]] for a followed by b": _rows(
+                    counts.T
+                ),
                 "counted the pairs the wrong way round (counts[next, current]), and left 0/0 = NaN in unused rows. "
-                "Row = current word, column = next word: counts[index[a], index[b]] for a followed by b":
-                    counts.T / counts.T.sum(axis=1, keepdims=True),
+                "Row = current word, column = next word: counts[index[a], index[b]] for a followed by b": counts.T
+                / counts.T.sum(axis=1, keepdims=True),
             }
         shown = f"{name}({len(sentences)} sentences, vocab of {len(vocab)})"
-        check_close(shown, got, reference_transition_matrix(sentences, vocab), mistakes=mistakes, quiet=True,
-                    hint="row i should hold count(i followed by j) / count(i followed by anything).")
+        check_close(
+            shown,
+            got,
+            reference_transition_matrix(sentences, vocab),
+            mistakes=mistakes,
+            quiet=True,
+            hint="row i should hold count(i followed by j) / count(i followed by anything).",
+        )
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
 
@@ -180,6 +218,7 @@ def reference_add_k(counts, context, word, k, vocab_size) -> float:
 
 def check_add_k(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
     """Check a learner's add-k probability function on (counts, context, word, k, vocab_size) cases."""
+
     def right_on(case) -> bool:
         try:
             return abs(float(call(name, fn, *case)) - reference_add_k(*case)) < 1e-9
@@ -199,32 +238,47 @@ def check_add_k(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
         except CheckFailed as err:
             if "KeyError" not in err.problem:
                 raise
-            raise CheckFailed(err.name, err.problem, "a context never seen in training is not a key of `counts`: "
-                              "use counts.get(context, {}), an empty row, and the same formula.") from None
+            raise CheckFailed(
+                err.name,
+                err.problem,
+                "a context never seen in training is not a key of `counts`: "
+                "use counts.get(context, {}), an empty row, and the same formula.",
+            ) from None
         shown = f"{name}(..., {context!r}, {word!r}, k={k:g}, V={V})"
         try:
             value = float(got)
         except (TypeError, ValueError):
             continue  # check_function below says what is wrong with the type
         if value == 0.0:
-            raise CheckFailed(shown, f"for the context {context!r}, never seen in training, you returned 0.",
-                              "for a context never seen, every word should get k / (k·V) = 1/V; don't special-case "
-                              "empty rows: the same formula (count + k) / (total + k·V) covers them, with count = "
-                              "total = 0.")
+            raise CheckFailed(
+                shown,
+                f"for the context {context!r}, never seen in training, you returned 0.",
+                "for a context never seen, every word should get k / (k·V) = 1/V; don't special-case "
+                "empty rows: the same formula (count + k) / (total + k·V) covers them, with count = "
+                "total = 0.",
+            )
     check_function(
-        name, fn, cases, reference=reference_add_k,
+        name,
+        fn,
+        cases,
+        reference=reference_add_k,
         mistakes={
-            "added k to the denominator instead of k * V (the row then sums to more than 1)":
-                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k) / (sum(c.get(ctx, {}).values()) + k),
+            "added k to the denominator instead of k * V (the row then sums to more than 1)": lambda c, ctx, w, k, V: (
+                (c.get(ctx, {}).get(w, 0) + k) / (sum(c.get(ctx, {}).values()) + k)
+            ),
             "added k * (V - 1) to the denominator: each of the V possible next words gets k extra counts, the word "
-            "itself included, so the total grows by k * V":
-                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k) / (sum(c.get(ctx, {}).values()) + k * (V - 1)),
-            "added k to the numerator only; the denominator needs k * V too":
-                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k) / max(sum(c.get(ctx, {}).values()), 1e-300),
-            "added k * V to the numerator as well":
-                lambda c, ctx, w, k, V: (c.get(ctx, {}).get(w, 0) + k * V) / (sum(c.get(ctx, {}).values()) + k * V),
-            "forgot the smoothing (plain count / total)":
-                lambda c, ctx, w, k, V: c.get(ctx, {}).get(w, 0) / max(sum(c.get(ctx, {}).values()), 1e-300),
+            "itself included, so the total grows by k * V": lambda c, ctx, w, k, V: (
+                (c.get(ctx, {}).get(w, 0) + k) / (sum(c.get(ctx, {}).values()) + k * (V - 1))
+            ),
+            "added k to the numerator only; the denominator needs k * V too": lambda c, ctx, w, k, V: (
+                (c.get(ctx, {}).get(w, 0) + k) / max(sum(c.get(ctx, {}).values()), 1e-300)
+            ),
+            "added k * V to the numerator as well": lambda c, ctx, w, k, V: (
+                (c.get(ctx, {}).get(w, 0) + k * V) / (sum(c.get(ctx, {}).values()) + k * V)
+            ),
+            "forgot the smoothing (plain count / total)": lambda c, ctx, w, k, V: (
+                c.get(ctx, {}).get(w, 0) / max(sum(c.get(ctx, {}).values()), 1e-300)
+            ),
         },
         hint="every one of the V possible next words gets k extra counts, so the row total grows by k * V.",
     )
@@ -247,14 +301,19 @@ def check_table_entries(name: str, fn: Callable, cases: Sequence[tuple[int, int]
                 "used one power too many (V ** (order + 2))": V ** (order + 2),
                 "counted the rows as V ** (order - 1)": V ** (order - 1) * V,
             }
-            hint = next((f"it looks like you {d}." for d, w in wrong.items() if same(got, w)),
-                        "a table of order n has V ** n rows of V columns.")
+            hint = next(
+                (f"it looks like you {d}." for d, w in wrong.items() if same(got, w)),
+                "a table of order n has V ** n rows of V columns.",
+            )
             raise CheckFailed(shown, f"expected {want}, got {got}.", hint)
         if is_float:
             # even when this float happens to be exact, a bigger table would not be: ask for an int every time
-            raise CheckFailed(shown, f"the size is right, but it is the float {got!r}, not an exact int.",
-                              "floats hold only about 16 digits, so 50,000⁸ · 50,000 would come out rounded: "
-                              "compute with ints (V ** order * V, without float(), math.pow or /).")
+            raise CheckFailed(
+                shown,
+                f"the size is right, but it is the float {got!r}, not an exact int.",
+                "floats hold only about 16 digits, so 50,000⁸ · 50,000 would come out rounded: "
+                "compute with ints (V ** order * V, without float(), math.pow or /).",
+            )
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
 
@@ -264,27 +323,36 @@ def check_sampler(name: str, fn: Callable, dist: Mapping[Any, float] | None = No
     dist = dict(dist or {"directories": 0.2, "files": 0.3, "photos": 0.5})
     first = call(name, fn, dict(dist), np.random.default_rng(0))
     if first not in dist:
-        raise CheckFailed(name, f"returned {short(first)}, expected one of the tokens {list(dist)}.",
-                          "return the token itself (a key of the dict), not its index or probability.")
+        raise CheckFailed(
+            name,
+            f"returned {short(first)}, expected one of the tokens {list(dist)}.",
+            "return the token itself (a key of the dict), not its index or probability.",
+        )
     draws = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
     again = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
     if draws != again:
-        raise CheckFailed(name, "two generators with the same seed gave different draws.",
-                          "draw with the `rng` argument (rng.choice or rng.random), not np.random.* or the random "
-                          "module.")
+        raise CheckFailed(
+            name,
+            "two generators with the same seed gave different draws.",
+            "draw with the `rng` argument (rng.choice or rng.random), not np.random.* or the random module.",
+        )
     rng = np.random.default_rng(2024)
     counts = Counter(call(name, fn, dict(dist), rng) for _ in range(n))
     freq = {tok: counts.get(tok, 0) / n for tok in dist}
     best = max(dist, key=dist.get)
     if freq[best] == 1.0 and dist[best] < 0.999:
-        raise CheckFailed(name, f"it always returned {best!r}.",
-                          "it looks like you took the most likely token (argmax); sample in proportion to the "
-                          "probabilities.")
+        raise CheckFailed(
+            name,
+            f"it always returned {best!r}.",
+            "it looks like you took the most likely token (argmax); sample in proportion to the probabilities.",
+        )
     uniform = 1 / len(dist)
     if all(abs(f - uniform) < 0.03 for f in freq.values()) and any(abs(p - uniform) > 0.06 for p in dist.values()):
-        raise CheckFailed(name, "every token came up about equally often "
-                                f"({ {t: round(f, 2) for t, f in freq.items()} }).",
-                          "it looks like you ignored the probabilities: pass them to rng.choice with p=.")
+        raise CheckFailed(
+            name,
+            f"every token came up about equally often ({ {t: round(f, 2) for t, f in freq.items()} }).",
+            "it looks like you ignored the probabilities: pass them to rng.choice with p=.",
+        )
     for tok, p in dist.items():
         if abs(freq[tok] - p) > 0.03:
             raise CheckFailed(name, f"{tok!r} came up {freq[tok]:.3f} of the time in {n} draws, expected about {p}.")

@@ -1,5 +1,6 @@
 """Checks for the lesson 03 exercises (from skips to attention): reference functions, mistake tables and one
 check per exercise."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
@@ -10,8 +11,14 @@ from .core import CheckFailed, NotAttempted, Seals, call, check_all, check_funct
 from .helpers import close, short, to_array
 
 
-def reference_votes(pair_counts: Mapping, context: Sequence[str], *, distinct: bool = True, normalise: bool = True,
-              include_latest: bool = False) -> dict[str, float]:
+def reference_votes(
+    pair_counts: Mapping,
+    context: Sequence[str],
+    *,
+    distinct: bool = True,
+    normalise: bool = True,
+    include_latest: bool = False,
+) -> dict[str, float]:
     """Reference vote count of lesson 03 (and its usual slips, switched by the flags).
 
     Each distinct word before the latest one forms the pair (earlier, latest); each pair seen in
@@ -38,8 +45,9 @@ def _as_vote_dict(name: str, value: Any) -> dict[str, float]:
     if value is None:
         raise CheckFailed(name, "got None: did you forget to `return` the totals?")
     if not isinstance(value, Mapping):
-        raise CheckFailed(name, f"expected a dict {{next word: total votes}}, got {type(value).__name__} "
-                                f"({short(value)}).")
+        raise CheckFailed(
+            name, f"expected a dict {{next word: total votes}}, got {type(value).__name__} ({short(value)})."
+        )
     out = {}
     for k, v in value.items():
         if not isinstance(k, str):
@@ -51,8 +59,9 @@ def _as_vote_dict(name: str, value: Any) -> dict[str, float]:
     return out
 
 
-def _compare_votes(name: str, got: dict, want: dict, mistakes: Mapping[str, dict], hint: str | None,
-                       reveal: bool = True) -> None:
+def _compare_votes(
+    name: str, got: dict, want: dict, mistakes: Mapping[str, dict], hint: str | None, reveal: bool = True
+) -> None:
     keys = sorted(set(got) | set(want) | {k for m in mistakes.values() for k in m})
     vec = lambda d: np.array([d.get(k, 0.0) for k in keys])  # noqa: E731  (missing word = 0 votes)
     a = vec(got)
@@ -71,16 +80,24 @@ def _round_dict(d: Mapping) -> dict:
 
 
 _L03_VOTE_MISTAKES = {
-    "let a word that occurs twice before the latest word vote twice (each distinct earlier word is ONE feature)":
-        dict(distinct=False),
+    "let a word that occurs twice before the latest word vote twice (each distinct earlier word is ONE feature)": dict(
+        distinct=False
+    ),
     "added the raw counts without normalising each pair's counts to one vote": dict(normalise=False),
     "paired the latest word with itself (loop over the words BEFORE the latest one only)": dict(include_latest=True),
     "let repeated words vote twice and forgot to normalise each pair's counts": dict(distinct=False, normalise=False),
 }
 
 
-def check_votes(name: str, value: Any, pair_counts: Mapping, context: Sequence[str],
-                mistakes: Mapping[str, dict] | None = None, quiet: bool = False, reveal: bool = True) -> None:
+def check_votes(
+    name: str,
+    value: Any,
+    pair_counts: Mapping,
+    context: Sequence[str],
+    mistakes: Mapping[str, dict] | None = None,
+    quiet: bool = False,
+    reveal: bool = True,
+) -> None:
     """Check a total-votes dict {next word: votes} for `context` against `reference_votes`, naming the usual
     slips (repeated words voting twice, raw counts, the latest word paired with itself) and any
     extra `mistakes` {description: wrong dict}. `reveal=False` is for votes counted by hand: a wrong
@@ -89,9 +106,15 @@ def check_votes(name: str, value: Any, pair_counts: Mapping, context: Sequence[s
     want = reference_votes(pair_counts, context)
     wrong = {d: reference_votes(pair_counts, context, **flags) for d, flags in _L03_VOTE_MISTAKES.items()}
     wrong.update(mistakes or {})
-    _compare_votes(name, got, want, wrong,
-                       "each distinct earlier word forms one pair with the latest word; each pair seen in training "
-                       "has one vote, split over the next words in proportion to its counts.", reveal=reveal)
+    _compare_votes(
+        name,
+        got,
+        want,
+        wrong,
+        "each distinct earlier word forms one pair with the latest word; each pair seen in training "
+        "has one vote, split over the next words in proportion to its counts.",
+        reveal=reveal,
+    )
     if not quiet:
         passed(name)
 
@@ -99,6 +122,8 @@ def check_votes(name: str, value: Any, pair_counts: Mapping, context: Sequence[s
 # The answers worked out by hand (exercises 1, 2 and 4, on the lamp commands of the exercise set) and the
 # values of the mistakes their hints name, kept as seals (see core.Seals), written by `course seal lesson03`
 # from solutions/seals/lesson03.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "votes_blue": (3, "6cacf8257cda50ae96d4", {
         "let a word that occurs twice before the latest word vote twice ('the'): each distinct earlier word is ONE "
@@ -164,6 +189,7 @@ SEALS = Seals({
         "gave W one column per word of the pairs: one column per pair feature": "e7611b0149a30fe50352",
     }),
 })
+# fmt: on
 
 
 def _vote_vector(name: str, value: Any, words: Sequence[str]) -> list[float]:
@@ -171,18 +197,26 @@ def _vote_vector(name: str, value: Any, words: Sequence[str]) -> list[float]:
     votes = _as_vote_dict(name, value)
     others = {k: v for k, v in votes.items() if k not in words and v != 0}
     if others:
-        raise CheckFailed(name, f"got votes for {', '.join(map(repr, others))}.",
-                          f"after this prefix the pairs only ever saw {' and '.join(map(repr, words))} next.")
+        raise CheckFailed(
+            name,
+            f"got votes for {', '.join(map(repr, others))}.",
+            f"after this prefix the pairs only ever saw {' and '.join(map(repr, words))} next.",
+        )
     return [votes.get(w, 0.0) for w in words]
 
 
 def check_votes_by_hand(votes_blue: Any, winner_blue: Any, share_blue: Any) -> None:
     """Exercise 1: the votes after "ask whether the blue lamp in the hall is", the winner and its share."""
+
     def votes() -> None:
         try:
-            SEALS.check("votes_blue", _vote_vector("votes_blue", votes_blue, ("on", "off")), "numbers",
-                        "each of the 7 distinct earlier words forms one pair with 'is'; each pair has one vote, split "
-                        "over 'on' and 'off' in proportion to its counts.")
+            SEALS.check(
+                "votes_blue",
+                _vote_vector("votes_blue", votes_blue, ("on", "off")),
+                "numbers",
+                "each of the 7 distinct earlier words forms one pair with 'is'; each pair has one vote, split "
+                "over 'on' and 'off' in proportion to its counts.",
+            )
         except CheckFailed as err:
             if "is not right" not in err.problem:
                 raise
@@ -192,9 +226,16 @@ def check_votes_by_hand(votes_blue: Any, winner_blue: Any, share_blue: Any) -> N
         text = winner_blue.strip().strip("'\"").lower() if isinstance(winner_blue, str) else winner_blue
         SEALS.check("winner_blue", text, "text", "the winner is the word with the larger total in your votes_blue.")
 
-    check_all(votes, winner, lambda: SEALS.check("share_blue", share_blue, "number",
-                                                 "share = the winner's total / (on total + off total), from your "
-                                                 "votes_blue."))
+    check_all(
+        votes,
+        winner,
+        lambda: SEALS.check(
+            "share_blue",
+            share_blue,
+            "number",
+            "share = the winner's total / (on total + off total), from your votes_blue.",
+        ),
+    )
 
 
 def check_mask_is(value: Any, tokens: Sequence[str]) -> None:
@@ -203,30 +244,47 @@ def check_mask_is(value: Any, tokens: Sequence[str]) -> None:
     if value is None:
         raise CheckFailed(name, "got None.")
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        raise CheckFailed(name, f"got a list of words {short(value)}.",
-                          "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = "
-                          "drop.")
+        raise CheckFailed(
+            name,
+            f"got a list of words {short(value)}.",
+            "the mask is a vector of numbers, one per vocabulary token (model.tokens): 1 = keep, 0 = drop.",
+        )
     a = to_array(value)
     if a.dtype == object or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
         raise CheckFailed(name, f"expected a numeric vector, got {short(value)}.")
     a = a.astype(float)
     if a.shape != (len(tokens),):
-        hint = (f"one entry per vocabulary token (len(model.tokens) = {len(tokens)}), in the order of model.tokens, "
-                "not one per position of the sentence.") if a.ndim == 1 else "a 1-D vector over model.tokens."
+        hint = (
+            (
+                f"one entry per vocabulary token (len(model.tokens) = {len(tokens)}), in the order of model.tokens, "
+                "not one per position of the sentence."
+            )
+            if a.ndim == 1
+            else "a 1-D vector over model.tokens."
+        )
         raise CheckFailed(name, f"expected shape ({len(tokens)},), got {a.shape}.", hint)
-    SEALS.check(name, a, "numbers", "1 for each earlier word whose pair with 'is' always predicts the same next "
-                                    "word, 0 for every other token.")
+    SEALS.check(
+        name,
+        a,
+        "numbers",
+        "1 for each earlier word whose pair with 'is' always predicts the same next word, 0 for every other token.",
+    )
 
 
 def check_shapes(shape_X: Any, shape_XM: Any, shape_S: Any, shape_W1: Any) -> None:
     """Exercise 4: the shapes of X, X @ M, (X @ M) @ X.T and the pair-feature weights W1 for the blue command."""
     check_all(
-        lambda: SEALS.check("shape_X", shape_X, "shape",
-                            "one row per word of the command, one column per vocabulary token."),
+        lambda: SEALS.check(
+            "shape_X", shape_X, "shape", "one row per word of the command, one column per vocabulary token."
+        ),
         lambda: SEALS.check("shape_XM", shape_XM, "shape", "(T, V) @ (V, V) keeps the outer sizes."),
         lambda: SEALS.check("shape_S", shape_S, "shape", "(T, V) @ (V, T) keeps the outer sizes."),
-        lambda: SEALS.check("shape_W1", shape_W1, "shape",
-                            "one row per input (the tokens, then the bias input), one column per feature."),
+        lambda: SEALS.check(
+            "shape_W1",
+            shape_W1,
+            "shape",
+            "one row per input (the tokens, then the bias input), one column per feature.",
+        ),
     )
 
 
@@ -248,9 +306,12 @@ def check_vote_counter(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
     except Exception:  # crashing on an empty table is not what this probe is about
         empty = None
     if isinstance(empty, Mapping) and any(_is_nonzero(v) for v in empty.values()):
-        raise CheckFailed(name, f"with an empty pair_counts it still returned {short(dict(empty))}.",
-                          "it looks like you ignored the pair_counts argument (calling the model's methods?): "
-                          "count the votes from pair_counts only.")
+        raise CheckFailed(
+            name,
+            f"with an empty pair_counts it still returned {short(dict(empty))}.",
+            "it looks like you ignored the pair_counts argument (calling the model's methods?): "
+            "count the votes from pair_counts only.",
+        )
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
 
@@ -276,12 +337,22 @@ def check_select_mask(name: str, fn: Callable, cases: Sequence[tuple]) -> None:
         i = list(tokens).index(word)
         return np.asarray(M, dtype=float)[i - 1]
 
-    check_function(name, fn, cases, reference=reference_select_mask, atol=1e-9, mistakes={
-        "picked a column of M (M @ one_hot, the transposed lookup) instead of the row of the latest word (one_hot @ M)":
-            column,
-        "used the wrong index: the row one below the word's index (counted from 1?)": from_one,
-        "used the wrong index: the row one above the word's index": from_one_back,
-    }, hint="row i of M belongs to tokens[i]; one_hot(i) @ M picks exactly that row.")
+    check_function(
+        name,
+        fn,
+        cases,
+        reference=reference_select_mask,
+        atol=1e-9,
+        mistakes={
+            (
+                "picked a column of M (M @ one_hot, the transposed lookup) "
+                "instead of the row of the latest word (one_hot @ M)"
+            ): column,
+            "used the wrong index: the row one below the word's index (counted from 1?)": from_one,
+            "used the wrong index: the row one above the word's index": from_one_back,
+        },
+        hint="row i of M belongs to tokens[i]; one_hot(i) @ M picks exactly that row.",
+    )
 
 
 def reference_feature_layer(x: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -319,28 +390,45 @@ def check_feature_layer(name: str, fn: Callable, cases: Sequence[tuple]) -> None
             raise CheckFailed(
                 f"{name}(x of shape {x.shape}, W of shape {np.shape(W)})",
                 f"it works for one vector (V,) but not for a stack (N, V): {err.problem}",
-                ("it looks like you used np.append(x, 1.0): np.append flattens a stack into one long vector. "
-                 if flattened else "")
+                (
+                    "it looks like you used np.append(x, 1.0): np.append flattens a stack into one long vector. "
+                    if flattened
+                    else ""
+                )
                 + "Add a column of ones along the last axis instead: np.concatenate with np.ones(x.shape[:-1] + "
-                  "(1,)), axis=-1.",
+                "(1,)), axis=-1.",
             ) from None
 
-    check_function(name, fn, cases, reference=reference_feature_layer, mistakes={
-        "forgot the ReLU: negative sums must become 0": lambda x, W: np.concatenate(
-            [np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W,
-        "forgot the bias: the last row of W is the weight of an extra input that is always 1":
-            lambda x, W: np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1], 0.0),
-        "put the bias input first: it is the LAST input ([x, 1]), matching the last row of W": bias_first,
-        "subtracted the bias row instead of adding it (its weight already carries the sign)":
-            lambda x, W: np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1] - np.asarray(W)[-1], 0.0),
-        "used abs instead of the ReLU: relu(z) = max(z, 0) turns a negative sum into 0, abs would make it positive":
-            lambda x, W: np.abs(
-                np.concatenate([np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W),
-    }, hint="append a 1 to x, multiply by W, then take max(., 0) element by element.")
+    check_function(
+        name,
+        fn,
+        cases,
+        reference=reference_feature_layer,
+        mistakes={
+            "forgot the ReLU: negative sums must become 0": lambda x, W: (
+                np.concatenate([np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W
+            ),
+            "forgot the bias: the last row of W is the weight of an extra input that is always 1": lambda x, W: (
+                np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1], 0.0)
+            ),
+            "put the bias input first: it is the LAST input ([x, 1]), matching the last row of W": bias_first,
+            "subtracted the bias row instead of adding it (its weight already carries the sign)": lambda x, W: (
+                np.maximum(np.asarray(x, dtype=float) @ np.asarray(W)[:-1] - np.asarray(W)[-1], 0.0)
+            ),
+            (
+                "used abs instead of the ReLU: relu(z) = max(z, 0) "
+                "turns a negative sum into 0, abs would make it positive"
+            ): lambda x, W: np.abs(
+                np.concatenate([np.asarray(x, dtype=float), np.ones(np.shape(x)[:-1] + (1,))], axis=-1) @ W
+            ),
+        },
+        hint="append a 1 to x, multiply by W, then take max(., 0) element by element.",
+    )
 
 
-def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str],
-                   word_weight: float | None = 1.0) -> None:
+def check_and_gate(
+    name: str, W: Any, tokens: Sequence[str], group: Sequence[str], word_weight: float | None = 1.0
+) -> None:
     """Check hand-made weights W (V + 1, 1) whose feature relu([x, 1] @ W) is 1 exactly when every word of
     `group` is present in the multi-hot x (other words may be present too) and 0 otherwise. With
     `word_weight` (the exercise asks for +2, the lesson's margin), each group word must have that weight;
@@ -358,18 +446,23 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
     if a.ndim == 1 and a.shape[0] == V + 1:
         a = a[:, None]
     if a.shape[0] == V and a.shape[-1:] == (1,) or a.shape == (V,):
-        raise CheckFailed(name, f"expected shape ({V + 1}, 1), got {a.shape}.",
-                          "it looks like you left out the bias row: W needs one row per token AND a last row for the "
-                          "input 1.")
+        raise CheckFailed(
+            name,
+            f"expected shape ({V + 1}, 1), got {a.shape}.",
+            "it looks like you left out the bias row: W needs one row per token AND a last row for the input 1.",
+        )
     check_shape(name, a, (V + 1, 1), quiet=True)
     if word_weight is not None:
         weights = [float(a[tokens.index(w), 0]) for w in group]
         if any(abs(w - word_weight) > 1e-9 for w in weights):
-            raise CheckFailed(name, f"the weights of {', '.join(group)} are {', '.join(f'{w:g}' for w in weights)}.",
-                              f"the exercise asks for a weight of {word_weight:+g} for each word of the group; with "
-                              "those "
-                              "weights, work out the bias that makes the feature exactly 1 when all of them are "
-                              "present.")
+            raise CheckFailed(
+                name,
+                f"the weights of {', '.join(group)} are {', '.join(f'{w:g}' for w in weights)}.",
+                f"the exercise asks for a weight of {word_weight:+g} for each word of the group; with "
+                "those "
+                "weights, work out the bias that makes the feature exactly 1 when all of them are "
+                "present.",
+            )
     others = [t for t in tokens if t not in group]
     rng = np.random.default_rng(3)
     wrong_counts: dict[int, int] = {}
@@ -388,21 +481,29 @@ def check_and_gate(name: str, W: Any, tokens: Sequence[str], group: Sequence[str
                     word_weights = [float(a[tokens.index(w), 0]) for w in group]
                     total = sum(word_weights)  # what the whole group adds before the bias
                     if r == len(group):
-                        hint = (f"with these weights all {k} words sum to {total:g}; the bias must bring that down to "
-                                "exactly 1 (the lesson's rule for k words of weight w each: bias -(w·k - 1)).")
+                        hint = (
+                            f"with these weights all {k} words sum to {total:g}; the bias must bring that down to "
+                            "exactly 1 (the lesson's rule for k words of weight w each: bias -(w·k - 1))."
+                        )
                         if bias < 1 - total and out == 0:
-                            hint = (f"it looks like the bias is too negative ({bias:g}): the feature never fires. "
-                                    "W" + hint[1:])
+                            hint = (
+                                f"it looks like the bias is too negative ({bias:g}): the feature never fires. "
+                                "W" + hint[1:]
+                            )
                     elif bias > 1 - total:
                         most = total - min(word_weights)
-                        hint = (f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when "
-                                "only "
-                                f"{r} of the {k} words are present. Any {k - 1} of them sum to at most {most:g}, and "
-                                "that "
-                                f"must not be enough to fire; all {k} must give exactly 1.")
+                        hint = (
+                            f"it looks like the bias ({bias:g}) is not negative enough: the feature fires when "
+                            "only "
+                            f"{r} of the {k} words are present. Any {k - 1} of them sum to at most {most:g}, and "
+                            "that "
+                            f"must not be enough to fire; all {k} must give exactly 1."
+                        )
                     else:
-                        hint = ("the weights of words outside the group must be 0"
-                                + (f", each group word {word_weight:+g}." if word_weight is not None else "."))
-                    raise CheckFailed(name, f"for the input words {shown} the feature gives {out:g}, expected "
-                                            f"{want:g}.", hint)
+                        hint = "the weights of words outside the group must be 0" + (
+                            f", each group word {word_weight:+g}." if word_weight is not None else "."
+                        )
+                    raise CheckFailed(
+                        name, f"for the input words {shown} the feature gives {out:g}, expected {want:g}.", hint
+                    )
     passed(name)

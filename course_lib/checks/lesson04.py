@@ -1,5 +1,6 @@
 """Checks for the lesson 04 exercises (word vectors and word2vec): reference functions, mistake tables and one
 check per exercise."""
+
 from __future__ import annotations
 
 import copy
@@ -14,6 +15,8 @@ from .helpers import short
 
 # The answers worked out by hand (exercises 1 to 4) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson04` from solutions/seals/lesson04.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "scores_cat": (3, "33f796031c36cee03ee2", {
         "dropped the minus sign of dog's vector [-1, 0]": "bf3e54121301abb0d782",
@@ -88,6 +91,7 @@ SEALS = Seals({
             "04c99642f556fa378fb0",
     }),
 })
+# fmt: on
 
 
 # --- exercise 1: P(sat | cat) by hand -------------------------------------------------------------------
@@ -96,12 +100,17 @@ SEALS = Seals({
 def check_softmax_by_hand(scores_cat: Any, p_sat: Any) -> None:
     """v_cat = [1, 2]; context vectors sat [1, 1], the [0, 1], mat [1, 0], dog [-1, 0]."""
     check_all(
-        lambda: SEALS.check("scores_cat", scores_cat, "numbers",
-                            "one dot product per context word, in the order sat, the, mat, dog: u_w · v_cat = "
-                            "u_w[0] * 1 + u_w[1] * 2", shape=(4,),
-                            shape_hint="one score per context word: four numbers, in the order sat, the, mat, dog"),
-        lambda: SEALS.check("p_sat", p_sat, "number",
-                            "P(sat | cat) = exp(score of sat) / (sum of exp(score) over all four words)"),
+        lambda: SEALS.check(
+            "scores_cat",
+            scores_cat,
+            "numbers",
+            "one dot product per context word, in the order sat, the, mat, dog: u_w · v_cat = u_w[0] * 1 + u_w[1] * 2",
+            shape=(4,),
+            shape_hint="one score per context word: four numbers, in the order sat, the, mat, dog",
+        ),
+        lambda: SEALS.check(
+            "p_sat", p_sat, "number", "P(sat | cat) = exp(score of sat) / (sum of exp(score) over all four words)"
+        ),
     )
 
 
@@ -113,8 +122,11 @@ def _as_words(name: str, value: Any) -> str:
     if value is None:
         raise CheckFailed(name, "got None: did you forget to assign the variable?")
     if isinstance(value, str):
-        raise CheckFailed(name, f"expected a list of words such as ['the', 'fox'], got the string {value!r}.",
-                          "split it into words, or write the list out: ['...', '...']")
+        raise CheckFailed(
+            name,
+            f"expected a list of words such as ['the', 'fox'], got the string {value!r}.",
+            "split it into words, or write the list out: ['...', '...']",
+        )
     if not isinstance(value, (list, tuple, set)) or not all(isinstance(w, str) for w in value):
         raise CheckFailed(name, f"expected a list of words (strings), got {short(value)}.")
     words = [w.strip().lower() for w in value]
@@ -131,12 +143,17 @@ def _check_words(name: str, value: Any, hint: str) -> None:
 def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
     """ "a fox jumps over the lazy dog" with a window of 2: skip-gram pairs, the contexts of "over", CBOW examples."""
     check_all(
-        lambda: SEALS.check("n_pairs", n_pairs, "count",
-                            "count, for each word in turn, the neighbours at most 2 positions to its left and to its "
-                            "right"),
-        lambda: _check_words("contexts_over", contexts_over,
-                             "the context of a centre word is every word at most 2 positions away from it, on "
-                             "both sides"),
+        lambda: SEALS.check(
+            "n_pairs",
+            n_pairs,
+            "count",
+            "count, for each word in turn, the neighbours at most 2 positions to its left and to its right",
+        ),
+        lambda: _check_words(
+            "contexts_over",
+            contexts_over,
+            "the context of a centre word is every word at most 2 positions away from it, on both sides",
+        ),
         lambda: SEALS.check("n_cbow", n_cbow, "count", "CBOW predicts each centre word once, from its whole window"),
     )
 
@@ -146,9 +163,14 @@ def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
 
 def check_noise_by_hand(p_noise: Any) -> None:
     """Counts the: 81, cat: 16, sat: 1; noise words are drawn with probability proportional to count ** 0.75."""
-    SEALS.check("p_noise", p_noise, "numbers",
-                "raise each count to the power 0.75 (81 ** 0.75 = 27), then divide by the sum of the three",
-                shape=(3,), shape_hint="one probability per word of the corpus: [P(the), P(cat), P(sat)]")
+    SEALS.check(
+        "p_noise",
+        p_noise,
+        "numbers",
+        "raise each count to the power 0.75 (81 ** 0.75 = 27), then divide by the sum of the three",
+        shape=(3,),
+        shape_hint="one probability per word of the corpus: [P(the), P(cat), P(sat)]",
+    )
 
 
 # --- exercise 4: the negative-sampling loss of one pair, and its gradient --------------------------------
@@ -160,19 +182,31 @@ def check_sgns_by_hand(loss_pair: Any, dloss_ds: Any, grad_centre: Any, noise_sc
     def direction() -> None:
         if not isinstance(noise_score_moves, str) or noise_score_moves.strip().lower() not in ("up", "down"):
             raise CheckFailed("noise_score_moves", f"expected 'up' or 'down', got {short(noise_score_moves)}.")
-        SEALS.check("noise_score_moves", noise_score_moves.strip().lower(), "text",
-                    "look at the sign of d loss / d s_1 and remember that gradient descent steps against the gradient")
+        SEALS.check(
+            "noise_score_moves",
+            noise_score_moves.strip().lower(),
+            "text",
+            "look at the sign of d loss / d s_1 and remember that gradient descent steps against the gradient",
+        )
 
     check_all(
-        lambda: SEALS.check("loss_pair", loss_pair, "number",
-                            "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and "
-                            "natural logs"),
-        lambda: SEALS.check("dloss_ds", dloss_ds, "number",
-                            "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"),
-        lambda: SEALS.check("grad_centre", grad_centre, "numbers",
-                            "d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2", shape=(2,),
-                            shape_hint="the gradient with respect to v_c has one entry per entry of v_c = [1, 2]: "
-                                       "two numbers"),
+        lambda: SEALS.check(
+            "loss_pair",
+            loss_pair,
+            "number",
+            "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and natural logs",
+        ),
+        lambda: SEALS.check(
+            "dloss_ds", dloss_ds, "number", "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"
+        ),
+        lambda: SEALS.check(
+            "grad_centre",
+            grad_centre,
+            "numbers",
+            "d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2",
+            shape=(2,),
+            shape_hint="the gradient with respect to v_c has one entry per entry of v_c = [1, 2]: two numbers",
+        ),
         direction,
     )
 
@@ -202,15 +236,27 @@ def _softmax_loss_mistakes(v: torch.Tensor, U: torch.Tensor, o: torch.Tensor) ->
 def _softmax_loss_cases(hidden: bool) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(4)
     cases = [
-        ("4 centre words, d = 3, V = 6", torch.randn(4, 3, generator=g), torch.randn(6, 3, generator=g),
-         torch.tensor([0, 5, 2, 2])),
-        ("large scores (up to about 1,000): exp overflows unless the maximum is subtracted",
-         50 * torch.randn(3, 3, generator=g), 10 * torch.randn(6, 3, generator=g), torch.tensor([1, 4, 0])),
+        (
+            "4 centre words, d = 3, V = 6",
+            torch.randn(4, 3, generator=g),
+            torch.randn(6, 3, generator=g),
+            torch.tensor([0, 5, 2, 2]),
+        ),
+        (
+            "large scores (up to about 1,000): exp overflows unless the maximum is subtracted",
+            50 * torch.randn(3, 3, generator=g),
+            10 * torch.randn(6, 3, generator=g),
+            torch.tensor([1, 4, 0]),
+        ),
     ]
     if hidden:
         cases += [
-            ("8 centre words, d = 16, V = 50", torch.randn(8, 16, generator=g), torch.randn(50, 16, generator=g),
-             torch.randint(0, 50, (8,), generator=g)),
+            (
+                "8 centre words, d = 16, V = 50",
+                torch.randn(8, 16, generator=g),
+                torch.randn(50, 16, generator=g),
+                torch.randint(0, 50, (8,), generator=g),
+            ),
             ("one centre word", torch.randn(1, 5, generator=g), torch.randn(7, 5, generator=g), torch.tensor([6])),
         ]
     return cases
@@ -232,39 +278,62 @@ def check_softmax_loss(fn: Callable, name: str = "softmax_loss", *, hidden: bool
             raise CheckFailed(name, f"{err.problem} (case: {description})", hint) from None
         if out is None:
             raise CheckFailed(label, "got None: did you forget to `return` the losses?")
-        check_tensor(label, out, "", "compute with torch operations (@, torch.logsumexp, ...); if you used numpy, "
-                                     "convert back with torch.as_tensor")
+        check_tensor(
+            label,
+            out,
+            "",
+            "compute with torch operations (@, torch.logsumexp, ...); if you used numpy, "
+            "convert back with torch.as_tensor",
+        )
         want = reference_softmax_loss(v, U, o)
         if out.dim() == 0:
-            raise CheckFailed(label, f"expected one loss per centre word, shape {tuple(want.shape)}, got a single "
-                                     "number.",
-                              "it looks like you averaged (or summed) over the batch: return the (B,) losses, one "
-                              "per pair")
+            raise CheckFailed(
+                label,
+                f"expected one loss per centre word, shape {tuple(want.shape)}, got a single number.",
+                "it looks like you averaged (or summed) over the batch: return the (B,) losses, one per pair",
+            )
         if tuple(out.shape) == (len(o), len(o)):
-            raise CheckFailed(label, f"expected shape {tuple(want.shape)}, got {tuple(out.shape)}.",
-                              "scores[:, o] takes the columns o for EVERY row; each row needs only its own column: "
-                              "scores[torch.arange(B), o] (or scores.gather(1, o[:, None]))")
+            raise CheckFailed(
+                label,
+                f"expected shape {tuple(want.shape)}, got {tuple(out.shape)}.",
+                "scores[:, o] takes the columns o for EVERY row; each row needs only its own column: "
+                "scores[torch.arange(B), o] (or scores.gather(1, o[:, None]))",
+            )
         if not torch.isfinite(out).all() and torch.isfinite(want).all():
-            raise CheckFailed(label, "the result contains inf or NaN.",
-                              "exp of a large score overflows: subtract each row's maximum before exp (log Σ exp(s) = "
-                              "m + log Σ exp(s - m)), or use torch.logsumexp(scores, dim=-1)")
-        check_close(label, out, want, atol=1e-4, rtol=1e-4, mistakes=_softmax_loss_mistakes(v, U, o), quiet=True,
-                    hint="loss = -scores[b, o_b] + log Σ_w exp(scores[b, w]), with scores = v @ U.T")
+            raise CheckFailed(
+                label,
+                "the result contains inf or NaN.",
+                "exp of a large score overflows: subtract each row's maximum before exp (log Σ exp(s) = "
+                "m + log Σ exp(s - m)), or use torch.logsumexp(scores, dim=-1)",
+            )
+        check_close(
+            label,
+            out,
+            want,
+            atol=1e-4,
+            rtol=1e-4,
+            mistakes=_softmax_loss_mistakes(v, U, o),
+            quiet=True,
+            hint="loss = -scores[b, o_b] + log Σ_w exp(scores[b, w]), with scores = v @ U.T",
+        )
         # Gradients: backpropagate through the learner's own output.
         v_, U_ = v.clone().requires_grad_(), U.clone().requires_grad_()
         out = call(name, fn, v_, U_, o.clone())
         if not (isinstance(out, torch.Tensor) and out.requires_grad):
-            raise CheckFailed(label, "the output does not depend on v and U through torch operations, so it has no "
-                                     "gradient.",
-                              "stay in torch from start to end: no .item(), .numpy(), .detach() or Python floats")
+            raise CheckFailed(
+                label,
+                "the output does not depend on v and U through torch operations, so it has no gradient.",
+                "stay in torch from start to end: no .item(), .numpy(), .detach() or Python floats",
+            )
         weights = torch.linspace(0.5, 1.5, len(o))  # a weighted sum checks every row's gradient
         (out * weights).sum().backward()
         v_r, U_r = v.clone().requires_grad_(), U.clone().requires_grad_()
         (reference_softmax_loss(v_r, U_r, o) * weights).sum().backward()
         for part, got, ref in (("d loss / d v", v_.grad, v_r.grad), ("d loss / d U", U_.grad, U_r.grad)):
             if got is None:
-                raise CheckFailed(label, f"{part}: no gradient reached it.",
-                                  "use v and U themselves, not copies made with .detach()")
+                raise CheckFailed(
+                    label, f"{part}: no gradient reached it.", "use v and U themselves, not copies made with .detach()"
+                )
             check_close(f"{label}, {part}", got, ref, atol=1e-4, rtol=1e-4, quiet=True)
         n += 1
     passed(name, f"{n} cases, values and gradients")
@@ -276,17 +345,35 @@ def check_softmax_loss(fn: Callable, name: str = "softmax_loss", *, hidden: bool
 # vector: it wins every ranking by plain dot product, none by cosine. "princess" has a long vector too, so
 # ranking by Euclidean distance to b - a + c (a point, not a direction) misses it in girl - boy + prince.
 ANALOGY_TABLE = {
-    "king": [0.7, 0.3, 1.1, 0.3], "queen": [0.9, 0.8, 1.0, 0.1], "man": [0.4, 0.2, 1.0, 0.3],
-    "woman": [0.1, 1.0, 0.9, 0.1], "prince": [1.0, 0.2, 0.2, 0.3], "princess": [2.4, 1.2, 0.4, 0.8],
-    "boy": [0.2, 0.0, 0.4, 0.5], "girl": [0.3, 1.1, 0.1, 0.2], "castle": [2.9, 1.8, 1.5, 1.0],
+    "king": [0.7, 0.3, 1.1, 0.3],
+    "queen": [0.9, 0.8, 1.0, 0.1],
+    "man": [0.4, 0.2, 1.0, 0.3],
+    "woman": [0.1, 1.0, 0.9, 0.1],
+    "prince": [1.0, 0.2, 0.2, 0.3],
+    "princess": [2.4, 1.2, 0.4, 0.8],
+    "boy": [0.2, 0.0, 0.4, 0.5],
+    "girl": [0.3, 1.1, 0.1, 0.2],
+    "castle": [2.9, 1.8, 1.5, 1.0],
 }
 ANALOGY_CASES = [("man", "king", "woman"), ("boy", "girl", "prince")]
-HIDDEN_ANALOGY_CASES = [("king", "prince", "queen"), ("man", "boy", "woman"), ("girl", "princess", "boy"),
-                        ("woman", "man", "queen")]
+HIDDEN_ANALOGY_CASES = [
+    ("king", "prince", "queen"),
+    ("man", "boy", "woman"),
+    ("girl", "princess", "boy"),
+    ("woman", "man", "queen"),
+]
 
 
-def reference_analogy(table: Mapping[str, Sequence[float]], a: str, b: str, c: str, *, exclude_inputs: bool = True,
-                      score: str = "cosine", swapped: bool = False) -> str:
+def reference_analogy(
+    table: Mapping[str, Sequence[float]],
+    a: str,
+    b: str,
+    c: str,
+    *,
+    exclude_inputs: bool = True,
+    score: str = "cosine",
+    swapped: bool = False,
+) -> str:
     """The word nearest to b - a + c by cosine similarity, a, b and c left out (and the usual slips, by flag:
     score="dot" ranks by the plain dot product, score="euclidean" by the distance to the point b - a + c)."""
     vec = {w: torch.tensor(v, dtype=torch.float64) for w, v in table.items()}
@@ -308,8 +395,9 @@ def reference_analogy(table: Mapping[str, Sequence[float]], a: str, b: str, c: s
 
 _ANALOGY_MISTAKES = {
     "did not leave out the three input words: b - a + c is often nearest to b or c itself": dict(exclude_inputs=False),
-    "ranked by the plain dot product, which favours long vectors (castle); rank by cosine similarity":
-        dict(score="dot"),
+    "ranked by the plain dot product, which favours long vectors (castle); rank by cosine similarity": dict(
+        score="dot"
+    ),
     "took the word nearest to the point b - a + c (Euclidean distance), which penalises a long vector such as "
     "princess's; rank by cosine similarity, the angle between the directions": dict(score="euclidean"),
     "computed a - b + c; the analogy 'a is to b as c is to ?' is b - a + c": dict(swapped=True),
@@ -335,16 +423,21 @@ def check_analogy(fn: Callable, name: str = "solve_analogy", *, hidden: bool = F
             shown = f"{name}(table, {a!r}, {b!r}, {c!r}) with {table_name}"
             got = call(name, fn, copy.deepcopy(table), a, b, c)
             if isinstance(got, (tuple, list)) and got and isinstance(got[0], str):
-                raise CheckFailed(shown, f"expected one word (a str), got {short(got)}.",
-                                  "return only the best word, e.g. return best")
+                raise CheckFailed(
+                    shown,
+                    f"expected one word (a str), got {short(got)}.",
+                    "return only the best word, e.g. return best",
+                )
             if not isinstance(got, str):
                 raise CheckFailed(shown, f"expected a word (a str), got {short(got)}.")
             want = reference_analogy(table, a, b, c)
             if got == want:
                 n += 1
                 continue
-            hint = ("form b - a + c, compute its cosine similarity with every other word's vector, and return the "
-                    "word with the largest")
+            hint = (
+                "form b - a + c, compute its cosine similarity with every other word's vector, and return the "
+                "word with the largest"
+            )
             for description, flags in _ANALOGY_MISTAKES.items():
                 if got == reference_analogy(table, a, b, c, **flags) != want:
                     hint = f"it looks like you {description}."
@@ -379,30 +472,46 @@ def _sgd_update_mistakes(E: torch.Tensor, ids: torch.Tensor, grads: torch.Tensor
         }
         if lr != 1.0:  # with lr = 1 leaving it out changes nothing
             mistakes["forgot the learning rate: each row moves by -lr * grads[i]"] = reference_sgd_update(
-                E, ids, grads, 1.0)
+                E, ids, grads, 1.0
+            )
     return mistakes
 
 
 def _sgd_cases(hidden: bool) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor, float]]:
     # Learning rates other than 0.5: there, twice the step (2 lr) and no learning rate (1) would look alike.
     g = torch.Generator().manual_seed(7)
-    cases = [("5 words, a batch of 4 that uses row 1 twice", torch.randn(5, 3, generator=g), torch.tensor([1, 3, 1, 4]),
-              torch.randn(4, 3, generator=g), 0.3)]
+    cases = [
+        (
+            "5 words, a batch of 4 that uses row 1 twice",
+            torch.randn(5, 3, generator=g),
+            torch.tensor([1, 3, 1, 4]),
+            torch.randn(4, 3, generator=g),
+            0.3,
+        )
+    ]
     if hidden:
         cases += [
-            ("row 2 three times", torch.randn(6, 2, generator=g), torch.tensor([2, 2, 0, 2]),
-             torch.randn(4, 2, generator=g), 0.1),
+            (
+                "row 2 three times",
+                torch.randn(6, 2, generator=g),
+                torch.tensor([2, 2, 0, 2]),
+                torch.randn(4, 2, generator=g),
+                0.1,
+            ),
             ("no repeats", torch.randn(4, 5, generator=g), torch.tensor([3, 0]), torch.randn(2, 5, generator=g), 0.7),
         ]
     return cases
 
 
-_IN_PLACE_HINT = ("return a new matrix and leave the caller's E as it was: start from a copy, E = E.clone() (as "
-                  "buggy_sgd_update does), or use the out-of-place torch.index_add(E, 0, ids, grads, alpha=-lr)")
+_IN_PLACE_HINT = (
+    "return a new matrix and leave the caller's E as it was: start from a copy, E = E.clone() (as "
+    "buggy_sgd_update does), or use the out-of-place torch.index_add(E, 0, ids, grads, alpha=-lr)"
+)
 
 
-def _changes_its_input(name: str, fn: Callable, E: torch.Tensor, ids: torch.Tensor, grads: torch.Tensor,
-                       lr: float) -> bool:
+def _changes_its_input(
+    name: str, fn: Callable, E: torch.Tensor, ids: torch.Tensor, grads: torch.Tensor, lr: float
+) -> bool:
     """Whether fn updates the E it is given instead of a copy. Two probes: E compared before and after the
     call (which sees every in-place change when fn runs in this process), and a call with an E that
     requires grad, on which torch refuses an in-place change (which works also when `course grade` runs
@@ -428,10 +537,18 @@ def check_sgd_update(fn: Callable, name: str = "sgd_update", *, hidden: bool = F
         if got is None:
             raise CheckFailed(label, "got None: did you forget to `return` the updated matrix?")
         check_tensor(label, got)
-        check_close(label, got.detach(), reference_sgd_update(E, ids, grads, lr),
-                    mistakes=_sgd_update_mistakes(E, ids, grads, lr), quiet=True,
-                    hint="start from a copy of E and add -lr * grads[i] to row ids[i] for every i")
+        check_close(
+            label,
+            got.detach(),
+            reference_sgd_update(E, ids, grads, lr),
+            mistakes=_sgd_update_mistakes(E, ids, grads, lr),
+            quiet=True,
+            hint="start from a copy of E and add -lr * grads[i] to row ids[i] for every i",
+        )
         if _changes_its_input(name, fn, E, ids, grads, lr):
-            raise CheckFailed(label, "the values are right, but it changed the E it was given: the caller's matrix "
-                                     "must stay as it was.", _IN_PLACE_HINT)
+            raise CheckFailed(
+                label,
+                "the values are right, but it changed the E it was given: the caller's matrix must stay as it was.",
+                _IN_PLACE_HINT,
+            )
     passed(name)

@@ -4,6 +4,7 @@ tables and one check per exercise.
 The references are written here from scratch (a full recount of the pairs for every merge), and the
 tests check them against `course_lib.tokenizers.BPETokenizer`.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -69,8 +70,17 @@ def _count_pairs_without_overlaps(ids: Sequence[int]) -> Counter:
     return counts
 
 
-def reference_train(text: str, n_merges: int, *, ties: str = "smallest", units: str = "bytes", min_count: int = 2,
-                    recount: bool = True, overlaps: bool = True, first_id: int = N_BYTES) -> list[tuple[int, int]]:
+def reference_train(
+    text: str,
+    n_merges: int,
+    *,
+    ties: str = "smallest",
+    units: str = "bytes",
+    min_count: int = 2,
+    recount: bool = True,
+    overlaps: bool = True,
+    first_id: int = N_BYTES,
+) -> list[tuple[int, int]]:
     """BPE training with a full recount per merge; the keyword arguments switch on the usual slips.
 
     ties: "smallest" (right: the smallest (left, right) pair of ids), "first" (the pair seen first in
@@ -105,6 +115,8 @@ def reference_train(text: str, n_merges: int, *, ties: str = "smallest", units: 
 # (see core.Seals), written by `course seal lesson05` from solutions/seals/lesson05.py. Token lists are
 # sealed as their tokens joined with "|", GPT-2's chunks as the repr of their list.
 
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "count_wo": (None, "7940447e22718a741861", {}),
     "count_ow": (None, "1ed83308ad7ce58547de", {}),
@@ -200,6 +212,7 @@ SEALS = Seals({
             "093323011bc226cd85f7",
     }),
 })
+# fmt: on
 
 
 def _tokens_text(name: str, value: Any) -> str:
@@ -209,8 +222,9 @@ def _tokens_text(name: str, value: Any) -> str:
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise CheckFailed(name, f"expected a list of token strings such as ['lo', 'w'], got {short(value)}.")
     if any(t == "" for t in value):
-        raise CheckFailed(name, f"{short(list(value))} holds an empty string: every token stands for at least one "
-                                "character.")
+        raise CheckFailed(
+            name, f"{short(list(value))} holds an empty string: every token stands for at least one character."
+        )
     return "|".join(value)
 
 
@@ -230,8 +244,9 @@ def _pair_text(name: str, value: Any) -> str:
             return value[0] + value[1]
         if all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < N_BYTES for i in value):
             return bytes(value).decode("utf-8", errors="replace")
-    raise CheckFailed(name, "expected the pair as a string such as 'ab' or a tuple such as ('a', 'b'), got "
-                            f"{short(value)}.")
+    raise CheckFailed(
+        name, f"expected the pair as a string such as 'ab' or a tuple such as ('a', 'b'), got {short(value)}."
+    )
 
 
 # --- exercises 1-3: counting, one merge, compression by hand ------------------------------------------
@@ -250,20 +265,30 @@ def check_pair_counts(count_wo: Any, count_ow: Any, count_aa: Any) -> None:
 def check_one_merge(first_merge: Any, after_merge: Any) -> None:
     """Exercise 2: the first merge on "wowowow" (with the tie rule) and the tokens after it."""
     check_all(
-        lambda: SEALS.check("first_merge", _pair_text("first_merge", first_merge), "text",
-                            "the most frequent pair; among equally frequent pairs, the one with the smaller byte "
-                            "values"),
-        lambda: _check_tokens("after_merge", after_merge,
-                              "replace the merged pair everywhere, left to right; every other letter stays a token"),
+        lambda: SEALS.check(
+            "first_merge",
+            _pair_text("first_merge", first_merge),
+            "text",
+            "the most frequent pair; among equally frequent pairs, the one with the smaller byte values",
+        ),
+        lambda: _check_tokens(
+            "after_merge",
+            after_merge,
+            "replace the merged pair everywhere, left to right; every other letter stays a token",
+        ),
     )
 
 
 def check_compression(compressed: Any, n_rules: Any, decoded: Any) -> None:
     """Exercise 3: aabaabaac compressed by hand until no pair occurs twice, and XYa decoded."""
     check_all(
-        lambda: SEALS.check("compressed", compressed, "text",
-                            "count the pairs, replace the most frequent by Z; count again, replace by Y; ... until no "
-                            "pair occurs twice"),
+        lambda: SEALS.check(
+            "compressed",
+            compressed,
+            "text",
+            "count the pairs, replace the most frequent by Z; count again, replace by Y; ... until no "
+            "pair occurs twice",
+        ),
         lambda: SEALS.check("n_rules", n_rules, "count", "one rule per replacement you made"),
         lambda: SEALS.check("decoded", decoded, "text", "undo the rules newest first: X, then Y, then Z"),
     )
@@ -286,7 +311,7 @@ def _merge_no_skip(ids, pair, new_id):
 def _merge_first_only(ids, pair, new_id):
     for i in range(len(ids) - 1):
         if (ids[i], ids[i + 1]) == tuple(pair):
-            return list(ids[:i]) + [new_id] + list(ids[i + 2:])
+            return list(ids[:i]) + [new_id] + list(ids[i + 2 :])
     return list(ids)
 
 
@@ -315,11 +340,13 @@ def _merge_right_to_left(ids, pair, new_id):
 
 
 _MERGE_MISTAKES = {
-    "forgot to skip the second symbol of a merged pair: after a match, move on by two positions, not one":
-        _merge_no_skip,
+    (
+        "forgot to skip the second symbol of a merged pair: after a match, move on by two positions, not one"
+    ): _merge_no_skip,
     "replaced only the first occurrence: replace every occurrence of the pair": _merge_first_only,
-    "dropped the last symbol when it is not part of a pair: the loop must also copy the last element":
-        _merge_drops_last,
+    (
+        "dropped the last symbol when it is not part of a pair: the loop must also copy the last element"
+    ): _merge_drops_last,
     "merged from right to left: in 'a a a' the first two a's form the pair, left to right": _merge_right_to_left,
 }
 
@@ -343,20 +370,25 @@ def _as_ids(name: str, value: Any, shown: str) -> list[int]:
         raise CheckFailed(name, f"got None when called as {shown}: did you forget to `return` the list?")
     if hasattr(value, "tolist"):
         value = value.tolist()
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in value):
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, (list, tuple))
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+    ):
         raise CheckFailed(name, f"expected a list of ints when called as {shown}, got {short(value)}.")
     return list(value)
 
 
-def _compare_ids(name: str, got: list[int], want: list[int], wrong: Mapping[str, list[int]], shown: str,
-                 hint: str) -> None:
+def _compare_ids(
+    name: str, got: list[int], want: list[int], wrong: Mapping[str, list[int]], shown: str, hint: str
+) -> None:
     if got == want:
         return
     for description, ids in wrong.items():
         if ids != want and got == ids:
-            raise CheckFailed(name, f"{shown} returned {short(got, 80)}, which is not right.",
-                              f"it looks like you {description}.")
+            raise CheckFailed(
+                name, f"{shown} returned {short(got, 80)}, which is not right.", f"it looks like you {description}."
+            )
     raise CheckFailed(name, f"{shown} returned {short(got, 80)}, expected {short(want, 80)}.", hint)
 
 
@@ -368,12 +400,20 @@ def check_merge_pair(fn: Callable, name: str = "merge_pair", *, hidden: bool = F
         shown = f"{name}({ids}, {pair}, {new_id})"
         got = _as_ids(name, call(name, fn, given, pair, new_id), shown)
         wrong = {d: m(list(ids), pair, new_id) for d, m in _MERGE_MISTAKES.items()}
-        _compare_ids(name, got, reference_merge_pair(ids, pair, new_id), wrong, shown,
-                     "walk along the list: where the pair starts, append new_id and jump two places; otherwise copy "
-                     "one element")
+        _compare_ids(
+            name,
+            got,
+            reference_merge_pair(ids, pair, new_id),
+            wrong,
+            shown,
+            "walk along the list: where the pair starts, append new_id and jump two places; otherwise copy one element",
+        )
         if given != list(ids):
-            raise CheckFailed(name, f"{shown} changed the list it was given (to {short(given)}).",
-                              "build a new list (out = [] ... out.append(...)) and leave the input as it was")
+            raise CheckFailed(
+                name,
+                f"{shown} changed the list it was given (to {short(given)}).",
+                "build a new list (out = [] ... out.append(...)) and leave the input as it was",
+            )
     passed(name, f"{len(cases)} cases")
 
 
@@ -394,8 +434,12 @@ def check_vocab_arithmetic(gpt2_merges: Any, id_of_merge_10: Any, naive_bytes: A
     check_all(
         lambda: SEALS.check("gpt2_merges", gpt2_merges, "count", "vocabulary = 256 bytes + merges + special tokens"),
         lambda: SEALS.check("id_of_merge_10", id_of_merge_10, "count", "merge k, counting from 0, makes id 256 + k"),
-        lambda: SEALS.check("naive_bytes", naive_bytes, "count",
-                            "write out the UTF-8 bytes of each character: list('naïve'.encode('utf-8'))"),
+        lambda: SEALS.check(
+            "naive_bytes",
+            naive_bytes,
+            "count",
+            "write out the UTF-8 bytes of each character: list('naïve'.encode('utf-8'))",
+        ),
     )
 
 
@@ -428,7 +472,7 @@ def _encode_text_order(text, merges):
         changed = False
         for i in range(len(ids) - 1):  # the first known pair from the left, whatever its rank
             if (ids[i], ids[i + 1]) in merges:
-                ids = ids[:i] + [merges[(ids[i], ids[i + 1])]] + ids[i + 2:]
+                ids = ids[:i] + [merges[(ids[i], ids[i + 1])]] + ids[i + 2 :]
                 changed = True
                 break
     return ids
@@ -486,10 +530,12 @@ _ENCODE_MISTAKES = {
     "applies the learned merges in the order they were learned (the smallest new id first)": _encode_most_frequent,
     "merged the pair learned last (the largest new id) first: apply the merges in the order they were learned, "
     "the smallest new id first": _encode_latest_first,
-    "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169":
-        _encode_chars,
-    "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs":
-        _encode_first_occurrence,
+    (
+        "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169"
+    ): _encode_chars,
+    (
+        "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs"
+    ): _encode_first_occurrence,
     "stopped after one merge: keep going while any learned pair is present": _encode_one_merge,
 }
 
@@ -506,13 +552,24 @@ def _encode_cases(hidden: bool) -> list[tuple[str, dict]]:
     if hidden:
         lower = _lower_merges()
         cafe = _trained_merges("café, café, crème brûlée, café", 10)
-        cases += [("", rain), ("a", rain), ("mainly plain rain 🙂", rain), ("café crème", cafe),
-                  ("lowerlowestlower", lower), ("bananas and tokens", banana), ("tokens, token", tokens)]
+        cases += [
+            ("", rain),
+            ("a", rain),
+            ("mainly plain rain 🙂", rain),
+            ("café crème", cafe),
+            ("lowerlowestlower", lower),
+            ("bananas and tokens", banana),
+            ("tokens, token", tokens),
+        ]
     return cases
 
 
-def _diagnose(name: str, results: Sequence[tuple[str, Any, Any, Mapping[str, Any]]], hint: str,
-              detail: Callable[[Any, Any], str] | None = None) -> None:
+def _diagnose(
+    name: str,
+    results: Sequence[tuple[str, Any, Any, Mapping[str, Any]]],
+    hint: str,
+    detail: Callable[[Any, Any], str] | None = None,
+) -> None:
     """Name the mistake behind a learner's wrong results, never printing an expected value.
 
     `results` holds, for every case, (how the call looked, the learner's result, the right result,
@@ -524,8 +581,9 @@ def _diagnose(name: str, results: Sequence[tuple[str, Any, Any, Mapping[str, Any
     shown, got, want = wrong[0]
     for description in results[0][3]:
         if all(outs[description] == got_i for _, got_i, _, outs in results):
-            raise CheckFailed(name, f"{shown} returned {short(got, 80)}, which is not right.",
-                              f"it looks like you {description}.")
+            raise CheckFailed(
+                name, f"{shown} returned {short(got, 80)}, which is not right.", f"it looks like you {description}."
+            )
     extra = f" {detail(got, want)}" if detail else ""
     raise CheckFailed(name, f"{shown} returned {short(got, 80)}, which is not right{extra}.", hint)
 
@@ -539,16 +597,22 @@ def check_encode(fn: Callable, name: str = "encode", *, hidden: bool = False) ->
         got = _as_ids(name, call(name, fn, text, dict(merges)), shown)
         mistakes = {d: m(text, merges) for d, m in _ENCODE_MISTAKES.items()}
         results.append((shown, got, reference_encode(text, merges), mistakes))
-    _diagnose(name, results, "start from list(text.encode('utf-8')); then, while a learned pair is present, merge the "
-                             "one with the smallest new id everywhere")
+    _diagnose(
+        name,
+        results,
+        "start from list(text.encode('utf-8')); then, while a learned pair is present, merge the "
+        "one with the smallest new id everywhere",
+    )
     passed(name, f"{len(cases)} cases")
 
 
 # --- exercise 8: the decode bug -----------------------------------------------------------------------
 
 # The small tokenizer of exercises 7 and 8: the 30 merges BPE learns from this text.
-CAFE = ("the café near the station serves crêpes and coffee. the café opens early. "
-        "we met at the café, ordered two crêpes, and stayed at the café until noon.")
+CAFE = (
+    "the café near the station serves crêpes and coffee. the café opens early. "
+    "we met at the café, ordered two crêpes, and stayed at the café until noon."
+)
 CAFE_MERGES = 30
 
 
@@ -583,14 +647,18 @@ def check_broken_example(value: Any, merges: Mapping[tuple[int, int], int], voca
         if multibyte:
             named = " and ".join(repr(ch) for ch in multibyte[:3])
             one = len(multibyte) == 1
-            hint = (f"{named} take{'s' if one else ''} more than one byte, but this tokenizer keeps "
-                    f"{'it' if one else 'each'} whole inside one token (it learned those bytes together from CAFE), "
-                    "so decoding token by token still works. Pick a character whose bytes end up in different "
-                    "tokens: print([vocab[i] for i in cafe_encode(s)]) shows the pieces")
+            hint = (
+                f"{named} take{'s' if one else ''} more than one byte, but this tokenizer keeps "
+                f"{'it' if one else 'each'} whole inside one token (it learned those bytes together from CAFE), "
+                "so decoding token by token still works. Pick a character whose bytes end up in different "
+                "tokens: print([vocab[i] for i in cafe_encode(s)]) shows the pieces"
+            )
         else:
-            hint = ("buggy_decode only goes wrong when the bytes of one character are split over two or more "
-                    "tokens, so the string needs a character that takes more than one byte in UTF-8 (an ASCII "
-                    "letter takes one)")
+            hint = (
+                "buggy_decode only goes wrong when the bytes of one character are split over two or more "
+                "tokens, so the string needs a character that takes more than one byte in UTF-8 (an ASCII "
+                "letter takes one)"
+            )
         raise CheckFailed(name, f"buggy_decode gives {short(value)} back correctly.", hint)
     passed(name, "buggy_decode garbles it")
 
@@ -612,8 +680,9 @@ def _decode_one_replacement(ids, vocab):
 
 _DECODE_MISTAKES = {
     "still decoded token by token (the bug): join the bytes of all tokens first, then decode once": buggy_decode,
-    "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'":
-        _decode_ignore,
+    (
+        "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'"
+    ): _decode_ignore,
     "decoded as latin-1: the bytes are UTF-8": _decode_latin1,
     "returned a single '\ufffd' for the whole text when its bytes are not valid UTF-8: errors='replace' puts "
     "'\ufffd' only where the bad bytes are and keeps the valid text around them": _decode_one_replacement,
@@ -623,24 +692,45 @@ _DECODE_MISTAKES = {
 def _decode_cases(merges, vocab, hidden: bool) -> list[tuple[str, list[int]]]:
     """(what the ids are, ids): the ids of some texts, and ids whose bytes are not valid UTF-8. The labels
     never spell a text out, so that a failure message does not hand over a string for broken_example."""
-    texts = [("a short sentence", "the café"), ("a word with an accent and an emoji", "crêpes 🙂"),
-             ("two Chinese characters", "東京")]
+    texts = [
+        ("a short sentence", "the café"),
+        ("a word with an accent and an emoji", "crêpes 🙂"),
+        ("two Chinese characters", "東京"),
+    ]
     if hidden:
-        texts += [("no ids at all", ""), ("two words", "café café"), ("a word with a diaeresis", "naïve"),
-                  ("a rare emoji and a word", "\U0001F9EC DNA")]
+        texts += [
+            ("no ids at all", ""),
+            ("two words", "café café"),
+            ("a word with a diaeresis", "naïve"),
+            ("a rare emoji and a word", "\U0001f9ec DNA"),
+        ]
     cases = [(f"the ids of {label}", reference_encode(t, merges)) for label, t in texts]
     cases.append(("a lone first byte of a two-byte character: not valid UTF-8", [0xC3]))
-    cases.append(("a sentence with one stray byte in the middle", reference_encode("the ", merges) + [0xE6]
-                  + reference_encode(" station", merges)))
+    cases.append(
+        (
+            "a sentence with one stray byte in the middle",
+            reference_encode("the ", merges) + [0xE6] + reference_encode(" station", merges),
+        )
+    )
     if hidden:
         cases.append(("half an emoji, then 'a'", [0xF0, 0x9F, ord("a")]))
-        cases.append(("two stray bytes between words", reference_encode("we met", merges) + [0xA9, 0xFF]
-                      + reference_encode(" at noon", merges)))
+        cases.append(
+            (
+                "two stray bytes between words",
+                reference_encode("we met", merges) + [0xA9, 0xFF] + reference_encode(" at noon", merges),
+            )
+        )
     return cases
 
 
-def check_fixed_decode(fn: Callable, merges: Mapping[tuple[int, int], int], vocab: Mapping[int, bytes],
-                       name: str = "fixed_decode", *, hidden: bool = False) -> None:
+def check_fixed_decode(
+    fn: Callable,
+    merges: Mapping[tuple[int, int], int],
+    vocab: Mapping[int, bytes],
+    name: str = "fixed_decode",
+    *,
+    hidden: bool = False,
+) -> None:
     """Exercise 8b: the learner's fixed decode(ids, vocab) against the reference."""
     vocab = {int(i): bytes(b) for i, b in vocab.items()}
     cases = _decode_cases(merges, vocab, hidden)
@@ -652,22 +742,33 @@ def check_fixed_decode(fn: Callable, merges: Mapping[tuple[int, int], int], voca
         except NotAttempted:
             raise
         except CheckFailed as err:
-            hint = ("decode with errors='replace': ids from a model need not be valid UTF-8, and a decoder must not "
-                    "crash on them"
-                    if "UnicodeDecodeError" in err.problem else None)
+            hint = (
+                "decode with errors='replace': ids from a model need not be valid UTF-8, and a decoder must not "
+                "crash on them"
+                if "UnicodeDecodeError" in err.problem
+                else None
+            )
             raise CheckFailed(name, err.problem, hint) from None
         if not isinstance(got, str):
-            raise CheckFailed(name, f"expected a string from {shown}, got {short(got)}.",
-                              "end with bytes.decode('utf-8', errors='replace'), which makes a str")
+            raise CheckFailed(
+                name,
+                f"expected a string from {shown}, got {short(got)}.",
+                "end with bytes.decode('utf-8', errors='replace'), which makes a str",
+            )
         mistakes = {d: m(ids, vocab) for d, m in _DECODE_MISTAKES.items()}
         results.append((shown, got, reference_decode(ids, vocab), mistakes))
-    _diagnose(name, results, "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')",
-              detail=lambda got, want: "(not the text these ids spell)")
+    _diagnose(
+        name,
+        results,
+        "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')",
+        detail=lambda got, want: "(not the text these ids spell)",
+    )
     passed(name, f"{len(cases)} cases")
 
 
-def check_decode_bug(broken_example: Any, fixed_decode: Callable, merges: Mapping[tuple[int, int], int],
-                     vocab: Mapping[int, bytes]) -> None:
+def check_decode_bug(
+    broken_example: Any, fixed_decode: Callable, merges: Mapping[tuple[int, int], int], vocab: Mapping[int, bytes]
+) -> None:
     """Exercise 8, both parts: each earns its share, and the decoder is checked even when the example is wrong."""
     check_all(
         lambda: check_broken_example(broken_example, merges, vocab),
@@ -681,24 +782,33 @@ def check_decode_bug(broken_example: Any, fixed_decode: Callable, merges: Mappin
 _TRAIN_MISTAKES = {
     "broke ties by taking the pair seen first in the text (Counter.most_common does that): among equally frequent "
     "pairs take the smallest (left id, right id)": dict(ties="first"),
-    "broke ties by taking the largest pair: among equally frequent pairs take the smallest (left id, right id)":
-        dict(ties="largest"),
+    "broke ties by taking the largest pair: among equally frequent pairs take the smallest (left id, right id)": dict(
+        ties="largest"
+    ),
     "started from ord() of each character: start from the UTF-8 bytes, text.encode('utf-8')": dict(units="chars"),
-    "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times":
-        dict(min_count=1),
+    "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times": dict(
+        min_count=1
+    ),
     "counted the pairs only once, before the first merge: count again after every merge, because each merge "
     "changes the pairs (and makes new ones with the new id)": dict(recount=False),
     "counted a pair of equal neighbours without overlaps (as str.count does, 'aaa' as one (97, 97)): BPE counts "
     "every pair of neighbours, so 'aaa' has (97, 97) twice, at 0-1 and at 1-2": dict(overlaps=False),
     "numbered the new tokens from 257: the first merge makes id 256": dict(first_id=N_BYTES + 1),
-    "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256":
-        dict(first_id=N_BYTES - 1),
+    "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256": dict(
+        first_id=N_BYTES - 1
+    ),
 }
 
 _TRAIN_CASES = [("bcab bcab", 3), ("a rose is a rose is a rose", 8), ("aaaaaa", 3), ("crème brûlée crème brûlée", 6)]
-_TRAIN_HIDDEN_CASES = [("xyz", 4), ("", 3), ("hug pug hugs pun bun hugs", 10), ("zzzz yyyy zzzz", 5),
-                       ("東京 東京 京都", 4), ("the rain in spain stays mainly in the plain", 15),
-                       ("hmmm mmm hm hm", 3)]  # the last: counting without overlaps learns other merges
+_TRAIN_HIDDEN_CASES = [
+    ("xyz", 4),
+    ("", 3),
+    ("hug pug hugs pun bun hugs", 10),
+    ("zzzz yyyy zzzz", 5),
+    ("東京 東京 京都", 4),
+    ("the rain in spain stays mainly in the plain", 15),
+    ("hmmm mmm hm hm", 3),
+]  # the last: counting without overlaps learns other merges
 
 
 def _as_merges(name: str, value: Any, shown: str) -> list[tuple[int, int]]:
@@ -708,11 +818,15 @@ def _as_merges(name: str, value: Any, shown: str) -> list[tuple[int, int]]:
         value = list(value)
     ok = isinstance(value, (list, tuple)) and all(
         isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in p)
-        for p in value)
+        for p in value
+    )
     if not ok:
-        raise CheckFailed(name, "expected a list of pairs of ints such as [(101, 32), (256, 116)] when called as "
-                                f"{shown}, "
-                          f"got {short(value)}.")
+        raise CheckFailed(
+            name,
+            "expected a list of pairs of ints such as [(101, 32), (256, 116)] when called as "
+            f"{shown}, "
+            f"got {short(value)}.",
+        )
     return [(int(a), int(b)) for a, b in value]
 
 
@@ -728,11 +842,21 @@ def check_train(fn: Callable, name: str = "train_bpe", *, hidden: bool = False) 
     for text, n in cases:
         shown = f"{name}({text!r}, {n})"
         got = _as_merges(name, call(name, fn, text, n), shown)
-        results.append((shown, got, reference_train(text, n),
-                        {d: reference_train(text, n, **flags) for d, flags in _TRAIN_MISTAKES.items()}))
-    _diagnose(name, results, "count all pairs, take the most frequent (ties: the smallest pair of ids), stop if it "
-                             "occurs fewer than 2 times, merge it everywhere with the next id (256, 257, ...), repeat",
-              detail=_merges_agree)
+        results.append(
+            (
+                shown,
+                got,
+                reference_train(text, n),
+                {d: reference_train(text, n, **flags) for d, flags in _TRAIN_MISTAKES.items()},
+            )
+        )
+    _diagnose(
+        name,
+        results,
+        "count all pairs, take the most frequent (ties: the smallest pair of ids), stop if it "
+        "occurs fewer than 2 times, merge it everywhere with the next id (256, 257, ...), repeat",
+        detail=_merges_agree,
+    )
     passed(name, f"{len(cases)} cases")
 
 
@@ -749,18 +873,31 @@ def check_gpt2_additions(chunks: Any, stored: Any, eot_count: Any) -> None:
         if not listed:
             raise CheckFailed("chunks", f"expected a list of strings such as ['She', ' pay'], got {short(chunks)}.")
         if "".join(chunks) != "She'll pay $12.50!":
-            raise CheckFailed("chunks", f"{short(list(chunks), 80)} does not spell the text: the chunks, joined, "
-                              "must give back \"She'll pay $12.50!\" exactly, spaces included.")
-        SEALS.check("chunks", repr(list(chunks)), "text",
-                    "go left to right: a contraction, or a run of letters, of numbers or of other symbols, each "
-                    "taking at most one space in front of it", shown=short(list(chunks), 80))
+            raise CheckFailed(
+                "chunks",
+                f"{short(list(chunks), 80)} does not spell the text: the chunks, joined, "
+                'must give back "She\'ll pay $12.50!" exactly, spaces included.',
+            )
+        SEALS.check(
+            "chunks",
+            repr(list(chunks)),
+            "text",
+            "go left to right: a contraction, or a run of letters, of numbers or of other symbols, each "
+            "taking at most one space in front of it",
+            shown=short(list(chunks), 80),
+        )
 
     def check_stored() -> None:
-        SEALS.check("stored", stored, "text",
-                    "write out the UTF-8 bytes of ' crème' and map each byte with bytes_to_unicode's rule")
+        SEALS.check(
+            "stored",
+            stored,
+            "text",
+            "write out the UTF-8 bytes of ' crème' and map each byte with bytes_to_unicode's rule",
+        )
 
     def check_eot() -> None:
-        SEALS.check("eot_count", eot_count, "count",
-                    "look for '<|endoftext|>' in the whole prompt, the user's text included")
+        SEALS.check(
+            "eot_count", eot_count, "count", "look for '<|endoftext|>' in the whole prompt, the user's text included"
+        )
 
     check_all(check_chunks, check_stored, check_eot)

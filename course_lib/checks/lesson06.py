@@ -1,5 +1,6 @@
 """Checks for the lesson 06 exercises (attention): reference functions, mistake tables and one
 check per exercise."""
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,9 @@ def _softmax_mistakes() -> dict[str, Callable]:
         "underflows to 0 / 0 = NaN); use x.max(dim=-1, keepdim=True)": global_max,
         "took the softmax over the wrong axis: each row (the last axis, dim=-1) must sum to 1": wrong_axis,
         "forgot to divide by the sum, so the result is exp(x - max), not a probability distribution": no_division,
-        "fixed the axis at dim=1: for a 3-D input that is not the last axis; use dim=-1 so that any shape works":
-            dim_one,
+        (
+            "fixed the axis at dim=1: for a 3-D input that is not the last axis; use dim=-1 so that any shape works"
+        ): dim_one,
     }
 
 
@@ -77,9 +79,14 @@ def check_softmax(fn: Callable, name: str = "stable_softmax", *, hidden: bool = 
     if not callable(fn):
         raise CheckFailed(name, f"expected a function, got {type(fn).__name__}.")
     try:
-        check_function(name, _returns_tensor(name, fn), cases, reference=lambda x: torch.softmax(x, dim=-1),
-                       mistakes=_softmax_mistakes(),
-                       hint="subtract each row's maximum, exponentiate, divide by the row's sum (all along dim=-1)")
+        check_function(
+            name,
+            _returns_tensor(name, fn),
+            cases,
+            reference=lambda x: torch.softmax(x, dim=-1),
+            mistakes=_softmax_mistakes(),
+            hint="subtract each row's maximum, exponentiate, divide by the row's sum (all along dim=-1)",
+        )
     except NotAttempted:
         raise
     except CheckFailed as err:
@@ -91,12 +98,17 @@ def check_softmax(fn: Callable, name: str = "stable_softmax", *, hidden: bool = 
 
 def _returns_tensor(name: str, fn: Callable) -> Callable:
     """`fn`, failing clearly when it returns something other than a torch.Tensor (e.g. a numpy array)."""
+
     def wrapped(*args):
         out = fn(*args)
         if out is not None:  # None is reported by check_close
-            check_tensor(name, out, f"(for input {short(args[0])})",
-                         "build the result with torch operations (torch.exp, .sum, ...); "
-                         "if you used numpy, convert back with torch.as_tensor")
+            check_tensor(
+                name,
+                out,
+                f"(for input {short(args[0])})",
+                "build the result with torch operations (torch.exp, .sum, ...); "
+                "if you used numpy, convert back with torch.as_tensor",
+            )
         return out
 
     return wrapped
@@ -105,17 +117,23 @@ def _returns_tensor(name: str, fn: Callable) -> Callable:
 def _softmax_crash_hint(problem: str) -> str | None:
     """Name the usual crashes of a hand-written softmax, from the error text that `call` reports."""
     if "Dimension out of range" in problem:
-        return ("it looks like you wrote a fixed axis (such as dim=1), which a 1-D input does not have: take the max "
-                "and "
-                "the sum over the last axis, dim=-1, so that every shape works")
+        return (
+            "it looks like you wrote a fixed axis (such as dim=1), which a 1-D input does not have: take the max "
+            "and "
+            "the sum over the last axis, dim=-1, so that every shape works"
+        )
     if "return_types" in problem:
-        return ("it looks like you subtracted the result of x.max(dim=...) itself: with a dim it returns a pair "
-                "(values, indices); use x.max(dim=-1, keepdim=True).values, or x.amax(dim=-1, keepdim=True)")
+        return (
+            "it looks like you subtracted the result of x.max(dim=...) itself: with a dim it returns a pair "
+            "(values, indices); use x.max(dim=-1, keepdim=True).values, or x.amax(dim=-1, keepdim=True)"
+        )
     if "must match the size of tensor" in problem:
-        return ("it looks like a max or sum over dim=-1 dropped that axis, so it no longer lines up with x: keep it "
-                "with "
-                "keepdim=True, i.e. x.max(dim=-1, keepdim=True).values (or x.amax(dim=-1, keepdim=True)) and "
-                "e.sum(dim=-1, keepdim=True)")
+        return (
+            "it looks like a max or sum over dim=-1 dropped that axis, so it no longer lines up with x: keep it "
+            "with "
+            "keepdim=True, i.e. x.max(dim=-1, keepdim=True).values (or x.amax(dim=-1, keepdim=True)) and "
+            "e.sum(dim=-1, keepdim=True)"
+        )
     return None
 
 
@@ -130,16 +148,20 @@ def check_causal_mask(fn: Callable, name: str = "causal_mask", sizes: Sequence[i
         check_shape(f"{name}({T})", got, (T, T), quiet=True)
         ones = torch.ones(T, T)
         mistakes = {
-            "used the upper triangle (triu): True must be on and BELOW the diagonal, so word i sees words 0..i":
-                ones.triu(),
+            (
+                "used the upper triangle (triu): True must be on and BELOW the diagonal, so word i sees words 0..i"
+            ): ones.triu(),
             "left out the diagonal: a word may attend to itself, so the diagonal must be True": ones.tril(-1),
             "inverted the mask (True on the future positions, the ones to block): in this course True means "
             "'may attend', so the past and the word itself are True": ones.triu(1),
         }
         check_close(f"{name}({T})", got.detach().cpu().to(torch.float64), ones.tril(), mistakes=mistakes, quiet=True)
-        check_true(f"{name}({T})", got.dtype == torch.bool,
-                   f"the pattern is right but the dtype is {got.dtype}; the mask must be boolean (torch.bool).",
-                   "e.g. torch.ones(T, T, dtype=torch.bool).tril(), or add .bool()")
+        check_true(
+            f"{name}({T})",
+            got.dtype == torch.bool,
+            f"the pattern is right but the dtype is {got.dtype}; the mask must be boolean (torch.bool).",
+            "e.g. torch.ones(T, T, dtype=torch.bool).tril(), or add .bool()",
+        )
     passed(name, f"T in {list(sizes)}")
 
 
@@ -151,12 +173,20 @@ def _attention_cases(hidden: bool) -> list[tuple[str, torch.Tensor, torch.Tensor
     cases.append(("a batch of 2, T_q = 3, T_k = 5, d_v = 2, no mask", 2 * qb, 2 * kb, vb, None))
     cases.append(("4 words with a causal mask", 2 * q, 2 * k, v, torch.ones(4, 4, dtype=torch.bool).tril()))
     pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]  # (2, 1, 5)
-    cases.append(("a batch of 2 with a padding mask of shape (2, 1, 5), broadcast over the 3 queries",
-                  2 * qb, 2 * kb, vb, pad))
+    cases.append(
+        ("a batch of 2 with a padding mask of shape (2, 1, 5), broadcast over the 3 queries", 2 * qb, 2 * kb, vb, pad)
+    )
     if hidden:
         qh, kh, vh = (torch.randn(2, 3, 5, 8, generator=g) for _ in range(3))
-        cases.append(("batch 2 x 3 heads, 5 words, d_k = 8, causal mask", 3 * qh, 3 * kh, vh,
-                      torch.ones(5, 5, dtype=torch.bool).tril()))
+        cases.append(
+            (
+                "batch 2 x 3 heads, 5 words, d_k = 8, causal mask",
+                3 * qh,
+                3 * kh,
+                vh,
+                torch.ones(5, 5, dtype=torch.bool).tril(),
+            )
+        )
         q64, k64, v64 = torch.randn(6, 64, generator=g), torch.randn(6, 64, generator=g), torch.randn(6, 3, generator=g)
         cases.append(("6 words with d_k = 64", q64, k64, v64, None))
     return cases
@@ -179,25 +209,34 @@ def _attention_mistakes(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torch.Te
 
     variants["forgot to divide the scores by sqrt(d_k)"] = lambda: finish(q @ kt)
     variants["divided the scores by d_k instead of sqrt(d_k)"] = lambda: finish(q @ kt / d_k)
-    variants["multiplied q by k instead of by k transposed (q @ k rather than q @ k.transpose(-2, -1))"] = (
-        lambda: finish(q @ k / math.sqrt(d_k)))
-    variants["took the softmax over the wrong axis (over the queries, dim=-2): each row, over the keys (dim=-1), "
-             "must sum to 1"] = (
-        lambda: finish(q @ kt / math.sqrt(d_k), dim=-2))
+    variants["multiplied q by k instead of by k transposed (q @ k rather than q @ k.transpose(-2, -1))"] = lambda: (
+        finish(q @ k / math.sqrt(d_k))
+    )
+    variants[
+        "took the softmax over the wrong axis (over the queries, dim=-2): each row, over the keys (dim=-1), "
+        "must sum to 1"
+    ] = lambda: finish(q @ kt / math.sqrt(d_k), dim=-2)
     _, right_w = finish(q @ kt / math.sqrt(d_k))
     variants["used the values v itself as the output: output row i must be Σ_j α_ij v_j (weights @ v), not v_i"] = (
-        lambda: (v.clone(), right_w))
-    variants["multiplied the values by the transposed weights: use weights @ v"] = (
-        lambda: (right_w.transpose(-2, -1) @ v, right_w))
+        lambda: (v.clone(), right_w)
+    )
+    variants["multiplied the values by the transposed weights: use weights @ v"] = lambda: (
+        right_w.transpose(-2, -1) @ v,
+        right_w,
+    )
     if mask is not None:
         s = q @ kt / math.sqrt(d_k)
-        variants["applied the mask after the softmax: the masked weights are zero but the rows no longer sum to 1; "
-                 "fill the scores with -inf before the softmax"] = (
-            lambda: finish(s, after=lambda w: w.masked_fill(blocked, 0.0)))
-        variants["applied the mask by multiplying the scores by 0: a score of 0 still gets weight exp(0) in the "
-                 "softmax; fill the scores with -inf instead"] = lambda: finish(s * mask, after=lambda w: w)
+        variants[
+            "applied the mask after the softmax: the masked weights are zero but the rows no longer sum to 1; "
+            "fill the scores with -inf before the softmax"
+        ] = lambda: finish(s, after=lambda w: w.masked_fill(blocked, 0.0))
+        variants[
+            "applied the mask by multiplying the scores by 0: a score of 0 still gets weight exp(0) in the "
+            "softmax; fill the scores with -inf instead"
+        ] = lambda: finish(s * mask, after=lambda w: w)
         variants["inverted the mask: True means 'may attend', so fill with -inf where the mask is False (~mask)"] = (
-            lambda: finish(s.masked_fill(mask, float("-inf")), after=lambda w: w))
+            lambda: finish(s.masked_fill(mask, float("-inf")), after=lambda w: w)
+        )
     results = {}
     for description, make in variants.items():
         try:
@@ -210,13 +249,17 @@ def _attention_mistakes(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torch.Te
 def _attention_crash_hint(problem: str, q: torch.Tensor, mask: torch.Tensor | None) -> str | None:
     """Name the usual reason an attention function crashes, from the error text that `call` reports."""
     if mask is not None and ("shape of the mask" in problem or "IndexError" in problem):
-        return ("it looks like you masked by boolean indexing (scores[~mask] = ...), which needs a mask of exactly the "
-                "scores' shape; the mask must broadcast: use masked_fill (or torch.where), not boolean indexing")
+        return (
+            "it looks like you masked by boolean indexing (scores[~mask] = ...), which needs a mask of exactly the "
+            "scores' shape; the mask must broadcast: use masked_fill (or torch.where), not boolean indexing"
+        )
     if mask is not None and "bool tensor is not supported" in problem:
         return "invert a boolean mask with ~mask (or mask == False); 1 - mask and -mask do not work on booleans"
     if q.dim() > 2 and ("t() expects" in problem or "must match the size of tensor" in problem):
-        return ("it looks like you transposed k with k.T or k.t(), which reverses every axis of a batched tensor (or "
-                "refuses one); swap only the last two axes: k.transpose(-2, -1)")
+        return (
+            "it looks like you transposed k with k.T or k.t(), which reverses every axis of a batched tensor (or "
+            "refuses one); swap only the last two axes: k.transpose(-2, -1)"
+        )
     return None
 
 
@@ -233,31 +276,52 @@ def check_attention(fn: Callable, name: str = "attention", *, hidden: bool = Fal
         except NotAttempted:
             raise
         except CheckFailed as err:
-            raise CheckFailed(name, f"{err.problem} (case: {description})",
-                              _attention_crash_hint(err.problem, q, mask)) from None
+            raise CheckFailed(
+                name, f"{err.problem} (case: {description})", _attention_crash_hint(err.problem, q, mask)
+            ) from None
         if not (isinstance(got, tuple) and len(got) == 2):
-            raise CheckFailed(name, f"expected a tuple (output, weights), got {short(got)}.",
-                              "end the function with `return weights @ v, weights`")
+            raise CheckFailed(
+                name,
+                f"expected a tuple (output, weights), got {short(got)}.",
+                "end the function with `return weights @ v, weights`",
+            )
         out, weights = got
         for part, value in (("output", out), ("weights", weights)):
             if value is not None:  # None is reported by check_close
-                check_tensor(name, value, f"for the {part} (case: {description})",
-                             "compute with torch operations (@, torch.softmax, masked_fill, ...); "
-                             "if you used numpy, convert back with torch.as_tensor")
+                check_tensor(
+                    name,
+                    value,
+                    f"for the {part} (case: {description})",
+                    "compute with torch operations (@, torch.softmax, masked_fill, ...); "
+                    "if you used numpy, convert back with torch.as_tensor",
+                )
         want_out, want_w = reference(q, k, v, mask)
         wrong = _attention_mistakes(q, k, v, mask)
         label = f"{name} ({description})"
-        check_close(f"{label}, weights", weights, want_w, mistakes={d: w for d, (o, w) in wrong.items()}, quiet=True,
-                    hint="weights = softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the last axis, masked before "
-                         "the softmax")
-        check_close(f"{label}, output", out, want_out, mistakes={d: o for d, (o, w) in wrong.items()}, quiet=True,
-                    hint="the output is weights @ v")
+        check_close(
+            f"{label}, weights",
+            weights,
+            want_w,
+            mistakes={d: w for d, (o, w) in wrong.items()},
+            quiet=True,
+            hint="weights = softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the last axis, masked before the softmax",
+        )
+        check_close(
+            f"{label}, output",
+            out,
+            want_out,
+            mistakes={d: o for d, (o, w) in wrong.items()},
+            quiet=True,
+            hint="the output is weights @ v",
+        )
         n += 1
     passed(name, f"{n} case{'s' if n != 1 else ''}")
 
 
 # The answers worked out by hand (exercises 1, 2, 7 and 8) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson06` from solutions/seals/lesson06.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "weights_shape": (None, "7ebcd4d384c803672248", {
         "swapped the last two axes: the weights are (..., T_q, T_k), one row per query, one column per key":
@@ -334,17 +398,27 @@ SEALS = Seals({
         "gave the variance of the unscaled score": "8ce808ed12f91828e33a",
     }),
 })
+# fmt: on
 
 
 def check_attention_shapes(weights_shape: Any, output_shape: Any, n_scores: Any) -> None:
     """Exercise 1: the shapes of cross-attention's weights and output, and the number of scores computed."""
     check_all(
-        lambda: SEALS.check("weights_shape", weights_shape, "shape",
-                            "the weights are (..., T_q, T_k): one row per query, one column per key."),
-        lambda: SEALS.check("output_shape", output_shape, "shape",
-                            "the output is weights @ v: (..., T_q, T_k) @ (..., T_k, d_v)."),
-        lambda: SEALS.check("n_scores", n_scores, "count",
-                            "one dot product per (sequence, head, query, key): multiply those four counts."),
+        lambda: SEALS.check(
+            "weights_shape",
+            weights_shape,
+            "shape",
+            "the weights are (..., T_q, T_k): one row per query, one column per key.",
+        ),
+        lambda: SEALS.check(
+            "output_shape", output_shape, "shape", "the output is weights @ v: (..., T_q, T_k) @ (..., T_k, d_v)."
+        ),
+        lambda: SEALS.check(
+            "n_scores",
+            n_scores,
+            "count",
+            "one dot product per (sequence, head, query, key): multiply those four counts.",
+        ),
     )
 
 
@@ -354,41 +428,69 @@ def check_flying_arrows(scores: Any, weights: Any, output: Any, output_arrows: A
     Worked out by hand, so the answers are sealed and a wrong one is never shown the expected numbers.
     """
     parts = [
-        lambda: SEALS.check("scores_flying", scores, "numbers",
-                            "q_flying = dims 1-2 of flying; dot it with each word's key (dims 3-4), then divide by "
-                            "sqrt(d_k)"),
-        lambda: SEALS.check("weights_flying", weights, "numbers",
-                            "weights = exp(score_j) / (exp(score_0) + exp(score_1)); they are positive and add up "
-                            "to 1"),
-        lambda: SEALS.check("output_flying", output, "numbers",
-                            "output = weight_flying * v_flying + weight_arrows * v_arrows, with the values from dims "
-                            "5-6"),
+        lambda: SEALS.check(
+            "scores_flying",
+            scores,
+            "numbers",
+            "q_flying = dims 1-2 of flying; dot it with each word's key (dims 3-4), then divide by sqrt(d_k)",
+        ),
+        lambda: SEALS.check(
+            "weights_flying",
+            weights,
+            "numbers",
+            "weights = exp(score_j) / (exp(score_0) + exp(score_1)); they are positive and add up to 1",
+        ),
+        lambda: SEALS.check(
+            "output_flying",
+            output,
+            "numbers",
+            "output = weight_flying * v_flying + weight_arrows * v_arrows, with the values from dims 5-6",
+        ),
     ]
     if output_arrows is not None:
-        parts.append(lambda: SEALS.check("output_arrows", output_arrows, "numbers",
-                                         "arrows asks with q = [1, 1] (its dims 1-2): score it against both keys, "
-                                         "scale, softmax, then average the values"))
+        parts.append(
+            lambda: SEALS.check(
+                "output_arrows",
+                output_arrows,
+                "numbers",
+                "arrows asks with q = [1, 1] (its dims 1-2): score it against both keys, "
+                "scale, softmax, then average the values",
+            )
+        )
     check_all(*parts)
 
 
 def check_late_mask(late_row_sums: Any, correct_weights: Any) -> None:
     """Exercise 7: the row sums of weights masked after the softmax, and the weights of correct masking."""
     check_all(
-        lambda: SEALS.check("late_row_sums", late_row_sums, "numbers",
-                            "equal scores give every weight 1/3 before masking; count how many of them the mask keeps "
-                            "in each row", shape=(3,)),
-        lambda: SEALS.check("correct_weights", correct_weights, "numbers",
-                            "with -inf before the softmax, row i shares its weight equally among the keys 0..i it may "
-                            "see", shape=(3, 3)),
+        lambda: SEALS.check(
+            "late_row_sums",
+            late_row_sums,
+            "numbers",
+            "equal scores give every weight 1/3 before masking; count how many of them the mask keeps in each row",
+            shape=(3,),
+        ),
+        lambda: SEALS.check(
+            "correct_weights",
+            correct_weights,
+            "numbers",
+            "with -inf before the softmax, row i shares its weight equally among the keys 0..i it may see",
+            shape=(3, 3),
+        ),
     )
 
 
 def check_score_spread(std_unscaled: Any, std_scaled: Any) -> None:
     """Exercise 8: the standard deviation of q · k for d_k = 64 unit-variance components, before and after scaling."""
     check_all(
-        lambda: SEALS.check("std_unscaled", std_unscaled, "number",
-                            "each product q_i k_i has variance 1 and the variances of the 64 independent terms add "
-                            "up; the standard deviation is the square root of the variance"),
-        lambda: SEALS.check("std_scaled", std_scaled, "number",
-                            "dividing a quantity by a number c divides its standard deviation by c"),
+        lambda: SEALS.check(
+            "std_unscaled",
+            std_unscaled,
+            "number",
+            "each product q_i k_i has variance 1 and the variances of the 64 independent terms add "
+            "up; the standard deviation is the square root of the variance",
+        ),
+        lambda: SEALS.check(
+            "std_scaled", std_scaled, "number", "dividing a quantity by a number c divides its standard deviation by c"
+        ),
     )

@@ -1,5 +1,6 @@
 """Checks for the lesson 07 exercises (position): reference functions, mistake tables and one
 check per exercise."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,9 @@ from .core import (
 from .helpers import close, fmt, short, to_array
 
 
-def _table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False,
-               halves: bool = False) -> np.ndarray:
+def _table(
+    n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False, halves: bool = False
+) -> np.ndarray:
     """The sinusoidal table (float64), optionally with one classic mistake switched on.
 
     exponent: "2i/d" (right, i = column // 2), "i/d" (pair index without the 2), "2c/d" (the column
@@ -40,13 +42,14 @@ def _table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swa
         else:
             i, use_sin = c // 2, c % 2 == 0
         e = {"2i/d": 2 * i / d, "i/d": i / d, "2c/d": 2 * c / d, "c/d": c / d}[exponent]
-        angle = pos / base ** e
+        angle = pos / base**e
         pe[:, c] = np.sin(angle) if use_sin != swap else np.cos(angle)
     return pe
 
 
-def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, base: float = 10000.0,
-                   atol: float = 1e-3) -> None:
+def check_pe_entry(
+    name: str, value: Any, pos: int, column: int, d_model: int, base: float = 10000.0, atol: float = 1e-3
+) -> None:
     """A sinusoidal-table entry PE(pos, column) computed by hand, naming the usual slips."""
     i = column // 2
     right, other = (math.sin, math.cos) if column % 2 == 0 else (math.cos, math.sin)
@@ -58,12 +61,15 @@ def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, b
         f"i = {column} // 2 = {i} and the exponent is 2·{i}/{d_model}": right(pos / base ** (2 * column / d_model)),
         f"used the exponent i/d instead of 2i/d (i counts pairs, so column {column} has i = {i} and the "
         f"exponent is 2·{i}/{d_model})": right(pos / base ** (i / d_model)),
-        f"used the exponent column/d = {column}/{d_model}: the exponent is 2i/d with i = column // 2 = {i}":
-            right(pos / base ** (column / d_model)),
-        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
-            right(math.radians(angle)),
-        "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine":
-            other(angle),
+        f"used the exponent column/d = {column}/{d_model}: the exponent is 2i/d with i = column // 2 = {i}": right(
+            pos / base ** (column / d_model)
+        ),
+        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians": right(
+            math.radians(angle)
+        ),
+        "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine": other(
+            angle
+        ),
     }
     right_value = right(angle)
     try:
@@ -74,14 +80,27 @@ def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, b
         # Several slips can give (almost) the same number, e.g. cos of a tiny angle is 1 either way: name them all.
         matching = [d for d, wrong in mistakes.items() if abs(got - wrong) <= atol]
         if len(matching) > 1:
-            raise CheckFailed(name, f"{fmt(got)} is not right.",
-                              f"it looks like you {matching[0]}. (Or else you {'; or you '.join(matching[1:])}.)")
-    check_close(name, value, right_value, atol=atol, rtol=0, mistakes=mistakes, reveal=False,
-                hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))")
+            raise CheckFailed(
+                name,
+                f"{fmt(got)} is not right.",
+                f"it looks like you {matching[0]}. (Or else you {'; or you '.join(matching[1:])}.)",
+            )
+    check_close(
+        name,
+        value,
+        right_value,
+        atol=atol,
+        rtol=0,
+        mistakes=mistakes,
+        reveal=False,
+        hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))",
+    )
 
 
 # The answers worked out by hand (exercises 1 and 3) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson07` from solutions/seals/lesson07.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "pe_2_0": (3, "3b35c383e38d9bf09ce9", {
         "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
@@ -125,24 +144,38 @@ SEALS = Seals({
         "counted a position table: RoPE adds no table, it rotates the queries and keys": "0c2718a2b326f26d5738",
     }),
 })
+# fmt: on
 
 
 def check_pe_by_hand(pe_2_0: Any, pe_50_3: Any, pe_row_0: Any) -> None:
     """Exercise 1: three entries of the d = 4 sinusoidal table worked out by hand (three decimals)."""
     check_all(
         lambda: SEALS.check("pe_2_0", pe_2_0, "number", "PE(2, 0) = sin(2 / 10000^(2·0/4))"),
-        lambda: SEALS.check("pe_50_3", pe_50_3, "number",
-                            "PE(50, 3) = cos(50 / 10000^(2·1/4)): column 3 is the cosine of pair i = 1"),
-        lambda: SEALS.check("pe_row_0", pe_row_0, "numbers",
-                            "at position 0 every angle is 0 / 10000^(2i/d) = 0, whatever the column: so each entry is "
-                            "sin 0 or cos 0"),
+        lambda: SEALS.check(
+            "pe_50_3", pe_50_3, "number", "PE(50, 3) = cos(50 / 10000^(2·1/4)): column 3 is the cosine of pair i = 1"
+        ),
+        lambda: SEALS.check(
+            "pe_row_0",
+            pe_row_0,
+            "numbers",
+            "at position 0 every angle is 0 / 10000^(2i/d) = 0, whatever the column: so each entry is sin 0 or cos 0",
+        ),
     )
 
 
-def _function(name: str, fn: Callable, cases: Sequence[tuple], reference: Callable, *, label: str = "",
-                  mistakes: Mapping[str, Callable] | None = None, hint: str | Callable[..., str] | None = None,
-                  crash_hint: Callable[..., str | None] | None = None, dtype: torch.dtype | None = None,
-                  atol: float = 1e-5) -> None:
+def _function(
+    name: str,
+    fn: Callable,
+    cases: Sequence[tuple],
+    reference: Callable,
+    *,
+    label: str = "",
+    mistakes: Mapping[str, Callable] | None = None,
+    hint: str | Callable[..., str] | None = None,
+    crash_hint: Callable[..., str | None] | None = None,
+    dtype: torch.dtype | None = None,
+    atol: float = 1e-5,
+) -> None:
     """Call the learner's `fn` on each args tuple in `cases` and compare with `reference`.
 
     The result must be a float torch tensor (of `dtype`, if given: checked after the values, so a
@@ -160,25 +193,45 @@ def _function(name: str, fn: Callable, cases: Sequence[tuple], reference: Callab
             if extra is None:
                 raise
             raise CheckFailed(name, err.problem, extra) from None
-        check_tensor(name, got, f"when called as {name}({shown})",
-                     "build the result with torch functions (torch.sin, torch.zeros, torch.tensor(..., "
-                     "dtype=torch.float64)), or convert it at the end with torch.as_tensor(...)")
+        check_tensor(
+            name,
+            got,
+            f"when called as {name}({shown})",
+            "build the result with torch functions (torch.sin, torch.zeros, torch.tensor(..., "
+            "dtype=torch.float64)), or convert it at the end with torch.as_tensor(...)",
+        )
         if not got.is_floating_point():
-            raise CheckFailed(name, f"expected a float tensor, got dtype {got.dtype} when called as {name}({shown}).",
-                              "integer tensors cannot hold sines and cosines: create it with a float dtype")
+            raise CheckFailed(
+                name,
+                f"expected a float tensor, got dtype {got.dtype} when called as {name}({shown}).",
+                "integer tensors cannot hold sines and cosines: create it with a float dtype",
+            )
         wrong = {d: w for d, m in (mistakes or {}).items() if (w := m(*args)) is not None}  # None: not for these args
-        check_close(f"{name}({shown})", got, reference(*args), atol=atol, mistakes=wrong, quiet=True,
-                    hint=hint(*args) if callable(hint) else hint)
+        check_close(
+            f"{name}({shown})",
+            got,
+            reference(*args),
+            atol=atol,
+            mistakes=wrong,
+            quiet=True,
+            hint=hint(*args) if callable(hint) else hint,
+        )
         if dtype is not None and got.dtype != dtype:
-            raise CheckFailed(name, f"the values are right, but the dtype is {got.dtype}, not {dtype} "
-                              f"(when called as {name}({shown})).",
-                              f"create the tensor with dtype={dtype}: torch.tensor and torch.zeros give float32 "
-                              "unless told otherwise")
+            raise CheckFailed(
+                name,
+                f"the values are right, but the dtype is {got.dtype}, not {dtype} (when called as {name}({shown})).",
+                f"create the tensor with dtype={dtype}: torch.tensor and torch.zeros give float32 "
+                "unless told otherwise",
+            )
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}" + (f", {label}" if label else ""))
 
 
-def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = ((4, 6), (50, 16), (7, 5)),
-                              name: str = "sinusoidal_encoding", label: str = "") -> None:
+def check_sinusoidal_encoding(
+    fn: Callable,
+    cases: Sequence[tuple[int, int]] = ((4, 6), (50, 16), (7, 5)),
+    name: str = "sinusoidal_encoding",
+    label: str = "",
+) -> None:
     """The learner's `sinusoidal_encoding(n_positions, d_model)` against course_lib.positional.
 
     Put even sizes first: the usual mistakes are named there, before an odd d_model can crash.
@@ -191,42 +244,53 @@ def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = (
         return pe
 
     mistakes = {
-        "used the exponent i/d instead of 2i/d (i counts the pairs: columns 2i and 2i+1 share one frequency)":
-            lambda n, d: _table(n, d, exponent="i/d"),
+        (
+            "used the exponent i/d instead of 2i/d (i counts the pairs: columns 2i and 2i+1 share one frequency)"
+        ): lambda n, d: _table(n, d, exponent="i/d"),
         "let i run over all d columns (0 ... d-1) instead of over the d/2 pairs: columns 2i and 2i+1 share "
         "the exponent 2i/d": lambda n, d: _table(n, d, exponent="2c/d"),
         "used the column number c in the exponent c/d, so each cosine column (2i+1) gets its own "
         "frequency; it must share 2i/d with the sine before it": lambda n, d: _table(n, d, exponent="c/d"),
-        "put the cosine in the even columns and the sine in the odd ones (even columns hold sin)":
-            lambda n, d: _table(n, d, swap=True),
+        "put the cosine in the even columns and the sine in the odd ones (even columns hold sin)": lambda n, d: _table(
+            n, d, swap=True
+        ),
         "put all sines in the first half and all cosines in the second: the sines and cosines must "
         "alternate (column 2i sin, column 2i+1 cos)": lambda n, d: _table(n, d, halves=True),
     }
-    odd = ("for odd d the last column is a sine with no cosine partner: an odd d_model has (d + 1) // 2 sine "
-           "columns and d // 2 cosine columns, so the cosines take only the first d // 2 angles "
-           "(e.g. pe[:, 1::2] = torch.cos(angle[:, : d_model // 2]))")
+    odd = (
+        "for odd d the last column is a sine with no cosine partner: an odd d_model has (d + 1) // 2 sine "
+        "columns and d // 2 cosine columns, so the cosines take only the first d // 2 angles "
+        "(e.g. pe[:, 1::2] = torch.cos(angle[:, : d_model // 2]))"
+    )
     odd_mistakes = {
         "left the last column at 0: " + odd: lambda n, d: last_column_zero(n, d) if d % 2 else None,
     }
-    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same angle), "
-               "for i = 0 ... d/2 - 1")
-    _function(name, fn, list(cases), lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
-                  label=label, mistakes={**mistakes, **odd_mistakes},
-                  hint=lambda n, d: formula + ("; " + odd if d % 2 else ""),
-                  crash_hint=lambda problem, n, d: (
-                      ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None))
+    formula = "PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same angle), for i = 0 ... d/2 - 1"
+    _function(
+        name,
+        fn,
+        list(cases),
+        lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
+        label=label,
+        mistakes={**mistakes, **odd_mistakes},
+        hint=lambda n, d: formula + ("; " + odd if d % 2 else ""),
+        crash_hint=lambda problem, n, d: ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None,
+    )
 
 
 def check_position_params(learned: Any, sinusoidal: Any, rope: Any) -> None:
     """Exercise 3: the trainable parameters of a learned 1024 × 768 position table, of sinusoids and of RoPE."""
     hint = "count the numbers that training adjusts, and only those."
-    check_all(lambda: SEALS.check("learned_table_params", learned, "count", hint),
-              lambda: SEALS.check("sinusoidal_params", sinusoidal, "count", hint),
-              lambda: SEALS.check("rope_params", rope, "count", hint))
+    check_all(
+        lambda: SEALS.check("learned_table_params", learned, "count", hint),
+        lambda: SEALS.check("sinusoidal_params", sinusoidal, "count", hint),
+        lambda: SEALS.check("rope_params", rope, "count", hint),
+    )
 
 
-def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation",
-                   label: str = "") -> None:
+def check_rotation(
+    fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation", label: str = ""
+) -> None:
     """The learner's 2×2 rotation matrix for an angle in radians (turning column vectors anticlockwise)."""
     from course_lib import positional
 
@@ -238,15 +302,25 @@ def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: st
         "R(angle) = [[cos, -sin], [sin, cos]]": wrong(lambda c, s: [[c, s], [-s, c]]),
         "swapped sin and cos": wrong(lambda c, s: [[s, -c], [c, s]]),
         "forgot the minus sign: [[cos, sin], [sin, cos]] is not a rotation": wrong(lambda c, s: [[c, s], [s, c]]),
-        "treated the angle as degrees: torch.cos and math.cos take radians":
-            lambda a: positional.rotation_2d(math.radians(a)),
+        "treated the angle as degrees: torch.cos and math.cos take radians": lambda a: positional.rotation_2d(
+            math.radians(a)
+        ),
     }
-    _function(name, fn, [(float(a),) for a in angles], lambda a: positional.rotation_2d(a), label=label,
-                  mistakes=mistakes, dtype=torch.float64, hint="rotation(a) = [[cos a, -sin a], [sin a, cos a]]")
+    _function(
+        name,
+        fn,
+        [(float(a),) for a in angles],
+        lambda a: positional.rotation_2d(a),
+        label=label,
+        mistakes=mistakes,
+        dtype=torch.float64,
+        hint="rotation(a) = [[cos a, -sin a], [sin a, cos a]]",
+    )
 
 
-def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (5, 16)), name: str = "offset_map",
-                     label: str = "") -> None:
+def check_offset_map(
+    fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (5, 16)), name: str = "offset_map", label: str = ""
+) -> None:
     """The learner's M_k with PE[pos + k] = PE[pos] @ M_k, against positional.rotation_for_offset."""
     from course_lib import positional
 
@@ -256,29 +330,45 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
 
     mistakes = {
         "built M_(-k), the map k places back: with rows as vectors (PE[pos] @ M) each block must be "
-        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i":
-            lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
-        "turned every pair by the same angle k: pair i turns by k·ω_i with ω_i = 10000^(-2i/d)":
-            lambda k, d: blocks(k, d, lambda i, d: 1.0),
+        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i": lambda k, d: blocks(
+            k, d, lambda i, d: 10000.0 ** (-2 * i / d), True
+        ),
+        "turned every pair by the same angle k: pair i turns by k·ω_i with ω_i = 10000^(-2i/d)": lambda k, d: blocks(
+            k, d, lambda i, d: 1.0
+        ),
         "used ω_i = 10000^(-i/d): the exponent is 2i/d": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-i / d)),
     }
+
     def crash_hint(problem, k, d):
         if "numpy" in problem or "ndarray" in problem:
-            return ("torch.block_diag takes torch tensors, not numpy arrays: make rotation return a torch tensor "
-                    "(exercise 4 checks that), or build each block with torch.tensor(..., dtype=torch.float64)")
+            return (
+                "torch.block_diag takes torch tensors, not numpy arrays: make rotation return a torch tensor "
+                "(exercise 4 checks that), or build each block with torch.tensor(..., dtype=torch.float64)"
+            )
         return None
 
-    _function(name, fn, list(cases), lambda k, d: positional.rotation_for_offset(k, d, dtype=torch.float64),
-                  label=label, mistakes=mistakes, dtype=torch.float64, crash_hint=crash_hint,
-                  hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere")
+    _function(
+        name,
+        fn,
+        list(cases),
+        lambda k, d: positional.rotation_for_offset(k, d, dtype=torch.float64),
+        label=label,
+        mistakes=mistakes,
+        dtype=torch.float64,
+        crash_hint=crash_hint,
+        hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere",
+    )
     # The property itself, on the learner's matrix: one map moves every position by k.
     for k, d in cases:
         M = torch.as_tensor(to_array(call(name, fn, k, d)), dtype=torch.float64)
         start = abs(int(k))
         pe = positional.sinusoidal_encoding(200 + 2 * start + 1, d, dtype=torch.float64)  # room for pos and pos + k
         moved = pe[start : start + 200] @ M
-        check_true(name, torch.allclose(moved, pe[start + int(k) : start + int(k) + 200], atol=1e-6),
-                   f"PE[pos] @ M is not PE[pos + {k}] for d = {d}.")
+        check_true(
+            name,
+            torch.allclose(moved, pe[start + int(k) : start + int(k) + 200], atol=1e-6),
+            f"PE[pos] @ M is not PE[pos + {k}] for d = {d}.",
+        )
 
 
 def _rotary_half(x: torch.Tensor) -> torch.Tensor:
@@ -293,8 +383,14 @@ def _rotary_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (..., T, d)
 
 
-def _rope_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotate: str = "qk",
-                        scale: str = "sqrt", pairing: str = "adjacent") -> torch.Tensor:
+def _rope_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    rotate: str = "qk",
+    scale: str = "sqrt",
+    pairing: str = "adjacent",
+) -> torch.Tensor:
     from course_lib.positional import apply_rotary
 
     turn = apply_rotary if pairing == "adjacent" else _rotary_half
@@ -329,24 +425,34 @@ def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rop
         "as in the given code": dict(scale="none"),
         "divided the scores by d instead of sqrt(d)": dict(scale="d"),
     }
-    hint = ("rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention "
-            "(divide by sqrt(d)) with the untouched v")
+    hint = (
+        "rotate q and k with positional.apply_rotary, then ordinary scaled dot-product attention "
+        "(divide by sqrt(d)) with the untouched v"
+    )
     pairings = {"": "adjacent", " (with the rotate-half pairing)": "half"}
     for T, d in sizes:
         q, k, v = (torch.randn(T, d, generator=g, dtype=torch.float64) * 2 for _ in range(3))
         shown = f"{name}({short(q, 30)}, {short(k, 30)}, {short(v, 30)})"
         got = call(name, fn, q.clone(), k.clone(), v.clone())
-        check_tensor(name, got, f"when called as {shown}",
-                     "compute with torch operations (positional.apply_rotary, @, torch.softmax), or convert the result "
-                     "with torch.as_tensor(...)")
+        check_tensor(
+            name,
+            got,
+            f"when called as {shown}",
+            "compute with torch operations (positional.apply_rotary, @, torch.softmax), or convert the result "
+            "with torch.as_tensor(...)",
+        )
         if not got.is_floating_point():
             raise CheckFailed(name, f"expected a float tensor, got dtype {got.dtype} when called as {shown}.")
         got_array = to_array(got)
-        if got_array.shape == (T, d) and close(got_array, to_array(_rope_attention(q, k, v, pairing="half")),
-                                               1e-5, 1e-4):
+        if got_array.shape == (T, d) and close(
+            got_array, to_array(_rope_attention(q, k, v, pairing="half")), 1e-5, 1e-4
+        ):
             continue  # the rotate-half pairing: just as right
-        wrong = {description + suffix: _rope_attention(q, k, v, **{"rotate": "qk", **kw}, pairing=pairing)
-                 for suffix, pairing in pairings.items() for description, kw in mistakes.items()}
+        wrong = {
+            description + suffix: _rope_attention(q, k, v, **{"rotate": "qk", **kw}, pairing=pairing)
+            for suffix, pairing in pairings.items()
+            for description, kw in mistakes.items()
+        }
         check_close(shown, got, _rope_attention(q, k, v), atol=1e-5, mistakes=wrong, quiet=True, hint=hint)
     passed(name, f"{len(sizes)} case{'s' if len(sizes) != 1 else ''}" + (f", {label}" if label else ""))
 
@@ -370,10 +476,18 @@ def check_shuffled_output(value: Any, name: str = "Y_shuffled") -> None:
     """The predicted output of unmasked self-attention on shuffled words: the outputs shuffled the same way."""
     Y, expected, perm = _shuffle_example()
     inverse = [perm.index(j) for j in range(len(perm))]
-    check_close(name, value, expected, atol=1e-4, mistakes={
-        "kept the original order: self-attention without a mask is permutation-EQUIVARIANT, not invariant; "
-        "every output row moves with its word": Y,
-        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]":
-            Y[inverse],
-        "reversed the rows": Y.flip(0),
-    }, hint="the new input is X[perm]; each word keeps its own output vector")
+    check_close(
+        name,
+        value,
+        expected,
+        atol=1e-4,
+        mistakes={
+            "kept the original order: self-attention without a mask is permutation-EQUIVARIANT, not invariant; "
+            "every output row moves with its word": Y,
+            "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]": Y[
+                inverse
+            ],
+            "reversed the rows": Y.flip(0),
+        },
+        hint="the new input is X[perm]; each word keeps its own output vector",
+    )

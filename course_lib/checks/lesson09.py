@@ -5,6 +5,7 @@ Hand-worked answers (shapes, the LayerNorm by hand, gradients through a stack, p
 stored as seals (see `core.Seals`), never as values. Learner functions and classes are treated as
 black boxes: called on plain tensors, their modules given weights with `load_state_dict`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -17,6 +18,8 @@ from .helpers import short
 
 # The answers worked out by hand (exercises 1, 2, 4 and 6) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson09` from solutions/seals/lesson09.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "shape_y": (None, "1070bd1438a21d56139f", {
         "gave the context's length: a block returns one vector per position of x (its queries), whatever the length "
@@ -139,6 +142,7 @@ SEALS = Seals({
             "f601a097e9a7ca1285b2",
     }),
 })
+# fmt: on
 
 
 # --- exercise 1: predict the shapes -------------------------------------------------------------------
@@ -149,8 +153,10 @@ _SHAPES = ("shape_y", "shape_self_weights", "shape_cross_weights", "shape_ffn_hi
 
 def check_shapes(answers: dict[str, Any]) -> None:
     """Exercise 1: four predicted shapes, every wrong one reported."""
-    hint = ("follow the shapes: (B, T, d_model) in and out; attention weights (B, n_heads, T_q, T_k); the FFN's "
-            "hidden layer (B, T, d_ff)")
+    hint = (
+        "follow the shapes: (B, T, d_model) in and out; attention weights (B, n_heads, T_q, T_k); the FFN's "
+        "hidden layer (B, T, d_ff)"
+    )
     check_all(*(lambda name=name: SEALS.check(name, answers.get(name), "shape", hint) for name in _SHAPES))
 
 
@@ -164,14 +170,20 @@ def check_layer_norm_by_hand(ln_mean: Any, ln_var: Any, ln_out: Any) -> None:
     """Exercise 2: the mean, the variance and the output of one LayerNorm, worked by hand."""
     check_all(
         lambda: SEALS.check("ln_mean", ln_mean, "number", "the mean of the four entries of x"),
-        lambda: SEALS.check("ln_var", ln_var, "number",
-                            "subtract the mean from each entry, square, and average the four squares"),
-        lambda: SEALS.check("ln_out", ln_out, "numbers",
-                            "(x - mean) / sqrt(var + eps), then times the gain, plus the bias, entry by entry"),
+        lambda: SEALS.check(
+            "ln_var", ln_var, "number", "subtract the mean from each entry, square, and average the four squares"
+        ),
+        lambda: SEALS.check(
+            "ln_out",
+            ln_out,
+            "numbers",
+            "(x - mean) / sqrt(var + eps), then times the gain, plus the bias, entry by entry",
+        ),
     )
 
 
 # --- exercise 3: layer_norm as a function -------------------------------------------------------------
+
 
 def reference_layer_norm(x, weight, bias, eps=1e-5):
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
@@ -189,34 +201,42 @@ def _ln_mistakes() -> dict[str, Callable]:
         return ((x - x.mean(dim, keepdim=True)) ** 2).mean(dim, keepdim=True)
 
     return {
-        "put eps outside the square root: divide by sqrt(var + eps), not sqrt(var) + eps":
-            lambda x, w, b, eps: finish(centred(x) / (biased_var(x).sqrt() + eps), w, b),
+        "put eps outside the square root: divide by sqrt(var + eps), not sqrt(var) + eps": lambda x, w, b, eps: finish(
+            centred(x) / (biased_var(x).sqrt() + eps), w, b
+        ),
         "left out eps: divide by sqrt(var + eps), where eps keeps a vector with (almost) no spread "
-        "from dividing by (almost) zero":
-            lambda x, w, b, eps: finish(centred(x) / biased_var(x).sqrt(), w, b),
-        "used eps = 1e-5 whatever the caller passed: use the function's eps argument":
-            lambda x, w, b, eps: finish(centred(x) / torch.sqrt(biased_var(x) + 1e-5), w, b),
+        "from dividing by (almost) zero": lambda x, w, b, eps: finish(centred(x) / biased_var(x).sqrt(), w, b),
+        "used eps = 1e-5 whatever the caller passed: use the function's eps argument": lambda x, w, b, eps: finish(
+            centred(x) / torch.sqrt(biased_var(x) + 1e-5), w, b
+        ),
         "used the unbiased variance (torch.var divides by d - 1 by default): LayerNorm divides by d; "
-        "use ((x - mean) ** 2).mean(-1) or x.var(-1, unbiased=False)":
-            lambda x, w, b, eps: finish(centred(x) / torch.sqrt(x.var(-1, keepdim=True) + eps), w, b),
+        "use ((x - mean) ** 2).mean(-1) or x.var(-1, unbiased=False)": lambda x, w, b, eps: finish(
+            centred(x) / torch.sqrt(x.var(-1, keepdim=True) + eps), w, b
+        ),
         "normalised over the wrong axis: LayerNorm takes the mean and variance of each position's features, "
-        "the LAST axis (dim=-1), not across positions or the batch":
-            lambda x, w, b, eps: finish((x - x.mean(0, keepdim=True)) / torch.sqrt(biased_var(x, 0) + eps), w, b),
+        "the LAST axis (dim=-1), not across positions or the batch": lambda x, w, b, eps: finish(
+            (x - x.mean(0, keepdim=True)) / torch.sqrt(biased_var(x, 0) + eps), w, b
+        ),
         "took the mean and variance of the whole tensor: each position (each vector along the last axis) "
-        "gets its own mean and variance, dim=-1 with keepdim=True":
-            lambda x, w, b, eps: finish((x - x.mean()) / torch.sqrt(((x - x.mean()) ** 2).mean() + eps), w, b),
-        "left out the gain (weight): multiply the normalised x by weight":
-            lambda x, w, b, eps: finish(centred(x) / torch.sqrt(biased_var(x) + eps), 1.0, b),
-        "left out the bias: add it after multiplying by the gain":
-            lambda x, w, b, eps: finish(centred(x) / torch.sqrt(biased_var(x) + eps), w, None),
-        "left out both the gain and the bias":
-            lambda x, w, b, eps: centred(x) / torch.sqrt(biased_var(x) + eps),
-        "added the bias before multiplying by the gain: it is weight * x_hat + bias":
-            lambda x, w, b, eps: (centred(x) / torch.sqrt(biased_var(x) + eps) + (0.0 if b is None else b)) * w,
-        "divided by the variance instead of by its square root":
-            lambda x, w, b, eps: finish(centred(x) / (biased_var(x) + eps), w, b),
-        "did not subtract the mean (that is RMSNorm): LayerNorm centres x first":
-            lambda x, w, b, eps: finish(x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps), w, b),
+        "gets its own mean and variance, dim=-1 with keepdim=True": lambda x, w, b, eps: finish(
+            (x - x.mean()) / torch.sqrt(((x - x.mean()) ** 2).mean() + eps), w, b
+        ),
+        "left out the gain (weight): multiply the normalised x by weight": lambda x, w, b, eps: finish(
+            centred(x) / torch.sqrt(biased_var(x) + eps), 1.0, b
+        ),
+        "left out the bias: add it after multiplying by the gain": lambda x, w, b, eps: finish(
+            centred(x) / torch.sqrt(biased_var(x) + eps), w, None
+        ),
+        "left out both the gain and the bias": lambda x, w, b, eps: centred(x) / torch.sqrt(biased_var(x) + eps),
+        "added the bias before multiplying by the gain: it is weight * x_hat + bias": lambda x, w, b, eps: (
+            (centred(x) / torch.sqrt(biased_var(x) + eps) + (0.0 if b is None else b)) * w
+        ),
+        "divided by the variance instead of by its square root": lambda x, w, b, eps: finish(
+            centred(x) / (biased_var(x) + eps), w, b
+        ),
+        "did not subtract the mean (that is RMSNorm): LayerNorm centres x first": lambda x, w, b, eps: finish(
+            x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps), w, b
+        ),
     }
 
 
@@ -228,27 +248,37 @@ def _randn(*shape: int, seed: int, scale: float = 1.0, shift: float = 0.0) -> to
 def _ln_cases(hidden: bool) -> list[tuple[str, tuple]]:
     """(description, (x, weight, bias, eps)); small d and a tiny spread make each slip visible."""
     cases = [
-        ("5 positions of 4 features", (_randn(5, 4, seed=1, scale=2.0, shift=1.0), _randn(4, seed=2, shift=1.0),
-                                       _randn(4, seed=3), 1e-5)),
-        ("a batch (2, 3, 6) with a small spread and eps = 0.01",
-         (_randn(2, 3, 6, seed=4, scale=0.1, shift=-2.0), _randn(6, seed=5, shift=1.0), _randn(6, seed=6), 1e-2)),
+        (
+            "5 positions of 4 features",
+            (_randn(5, 4, seed=1, scale=2.0, shift=1.0), _randn(4, seed=2, shift=1.0), _randn(4, seed=3), 1e-5),
+        ),
+        (
+            "a batch (2, 3, 6) with a small spread and eps = 0.01",
+            (_randn(2, 3, 6, seed=4, scale=0.1, shift=-2.0), _randn(6, seed=5, shift=1.0), _randn(6, seed=6), 1e-2),
+        ),
         ("bias None (no bias)", (_randn(3, 5, seed=7, scale=3.0), _randn(5, seed=8, shift=1.0), None, 1e-5)),
     ]
     if hidden:
         cases += [
-            ("one vector of 8 features",
-             (_randn(8, seed=9, scale=5.0, shift=3.0), _randn(8, seed=10), _randn(8, seed=11), 1e-5)),
+            (
+                "one vector of 8 features",
+                (_randn(8, seed=9, scale=5.0, shift=3.0), _randn(8, seed=10), _randn(8, seed=11), 1e-5),
+            ),
             ("a constant vector (variance 0)", (torch.full((2, 4), 7.0), torch.ones(4), torch.zeros(4), 1e-5)),
-            ("(4, 2, 16), large eps",
-             (_randn(4, 2, 16, seed=12, scale=0.5), _randn(16, seed=13), _randn(16, seed=14), 0.5)),
+            (
+                "(4, 2, 16), large eps",
+                (_randn(4, 2, 16, seed=12, scale=0.5), _randn(16, seed=13), _randn(16, seed=14), 0.5),
+            ),
         ]
     return cases
 
 
 def _ln_crash_hint(problem: str) -> str | None:
     if "must match the size of tensor" in problem:
-        return ("it looks like a mean or variance dropped the last axis, so it no longer lines up with x: "
-                "keep it with keepdim=True, e.g. x.mean(dim=-1, keepdim=True)")
+        return (
+            "it looks like a mean or variance dropped the last axis, so it no longer lines up with x: "
+            "keep it with keepdim=True, e.g. x.mean(dim=-1, keepdim=True)"
+        )
     if "NoneType" in problem:
         return "bias may be None (no bias): add it only when it is not None"
     return None
@@ -261,6 +291,7 @@ def check_layer_norm(fn: Callable, name: str = "layer_norm", *, hidden: bool = F
     mistakes = _ln_mistakes()
     n = 0
     for description, (x, w, b, eps) in _ln_cases(hidden):
+
         def fresh(x=x, w=w, b=b):  # this case's tensors, as fresh leaves that collect gradients
             return [None if t is None else t.clone().requires_grad_(True) for t in (x, w, b)]
 
@@ -272,8 +303,12 @@ def check_layer_norm(fn: Callable, name: str = "layer_norm", *, hidden: bool = F
         except CheckFailed as err:
             raise CheckFailed(name, f"{err.problem} (case: {description})", _ln_crash_hint(err.problem)) from None
         if got is not None:
-            check_tensor(name, got, f"(case: {description})",
-                         "compute with torch operations (mean, sqrt, ...); gradients only flow through torch")
+            check_tensor(
+                name,
+                got,
+                f"(case: {description})",
+                "compute with torch operations (mean, sqrt, ...); gradients only flow through torch",
+            )
         with torch.no_grad():
             want = reference_layer_norm(x, w, b, eps)
             wrong = {}
@@ -282,43 +317,63 @@ def check_layer_norm(fn: Callable, name: str = "layer_norm", *, hidden: bool = F
                     wrong[d] = m(x, w, b, eps)
                 except RuntimeError:  # this slip cannot run on these shapes, so it is not the learner's
                     continue
-        check_close(f"{name} ({description})", got, want, mistakes=wrong, quiet=True,
-                    hint="mean and biased variance over the last axis, (x - mean) / sqrt(var + eps), "
-                         "then * weight + bias")
+        check_close(
+            f"{name} ({description})",
+            got,
+            want,
+            mistakes=wrong,
+            quiet=True,
+            hint="mean and biased variance over the last axis, (x - mean) / sqrt(var + eps), then * weight + bias",
+        )
         # backward: the same loss through the learner's function and through the reference
         if not got.requires_grad:
-            raise CheckFailed(name, f"the output carries no gradient (case: {description}).",
-                              "stay in torch from start to end (no .numpy(), no .detach(), no torch.no_grad()), "
-                              "so that gradients flow back to x, weight and bias")
+            raise CheckFailed(
+                name,
+                f"the output carries no gradient (case: {description}).",
+                "stay in torch from start to end (no .numpy(), no .detach(), no torch.no_grad()), "
+                "so that gradients flow back to x, weight and bias",
+            )
         g = _randn(*want.shape, seed=99)
         try:
             (got * g).sum().backward()
         except RuntimeError as err:  # the forward values were right: the graph itself is broken
             in_place = "modified by an inplace operation" in str(err)
             raise CheckFailed(
-                name, f"the values are right, but the backward pass fails (case: {description}): "
-                      f"{str(err).splitlines()[0][:160]}",
+                name,
+                f"the values are right, but the backward pass fails (case: {description}): "
+                f"{str(err).splitlines()[0][:160]}",
                 "an in-place update (y /= ..., y -= ...) overwrote a tensor that autograd still needs for the "
-                "gradient: write y = y / ... instead" if in_place else None) from None
+                "gradient: write y = y / ... instead"
+                if in_place
+                else None,
+            ) from None
         xr, wr, br = fresh()
         (reference_layer_norm(xr, wr, br, eps) * g).sum().backward()
         for label, mine, ref in [("x", xs, xr), ("weight", ws, wr), ("bias", bs, br)]:
             if ref is None:
                 continue
             if mine.grad is None:  # the values were right, so it was used, but its gradient was cut off
-                raise CheckFailed(name, f"no gradient reached {label} (case: {description}).",
-                                  f"the values are right, so {label} is used, but the path from it to the output is "
-                                  f"cut: something it goes through is detached (.detach(), .data, .item(), "
-                                  f".numpy(), torch.tensor(...) of it, or torch.no_grad()); stay in torch operations")
-            check_close(f"{name} ({description}), gradient of {label}", mine.grad, ref.grad, quiet=True,
-                        hint="the forward values are right but the gradient is not: is part of the "
-                             "computation detached?")
+                raise CheckFailed(
+                    name,
+                    f"no gradient reached {label} (case: {description}).",
+                    f"the values are right, so {label} is used, but the path from it to the output is "
+                    f"cut: something it goes through is detached (.detach(), .data, .item(), "
+                    f".numpy(), torch.tensor(...) of it, or torch.no_grad()); stay in torch operations",
+                )
+            check_close(
+                f"{name} ({description}), gradient of {label}",
+                mine.grad,
+                ref.grad,
+                quiet=True,
+                hint="the forward values are right but the gradient is not: is part of the computation detached?",
+            )
         n += 1
     passed(name, f"{n} cases, values and gradients")
 
 
 # --- exercise 4: the gradient through a stack, by hand --------------------------------------------------
 # 8 scalar layers, each sub-layer f(x) = 0.5 x; plain y = f(f(...)), residual y = x + f(x); dead: f = constant
+
 
 def check_stack_gradients(grad_plain: Any, grad_residual: Any, grad_dead: Any) -> None:
     """Exercise 4: dy/dx through 8 layers, plain and residual, and with dead sub-layers."""
@@ -332,6 +387,7 @@ def check_stack_gradients(grad_plain: Any, grad_residual: Any, grad_dead: Any) -
 
 
 # --- exercise 5 and 7: wiring a block ------------------------------------------------------------------
+
 
 def _reference_block(d_model: int, n_heads: int, norm_first: bool, seed: int):
     """A course_lib EncoderBlock with random weights (LayerNorm gains and biases too), in eval mode."""
@@ -433,17 +489,29 @@ def _wirings(ref) -> dict[str, Callable]:
         h = n2(n1(x + attn(x, m)))
         return h + ff(h)
 
-    return {"pre": pre, "post": post, "no_residual_pre": no_residual_pre,
-            "residual_from_normalised": residual_from_normalised, "norm_after_sublayer": norm_after_sublayer,
-            "swapped_norms_pre": swapped_norms_pre, "ffn_first_pre": ffn_first_pre,
-            "missing_attn_residual_pre": missing_attn_residual_pre,
-            "missing_ffn_residual_pre": missing_ffn_residual_pre,
-            "buggy_post": buggy_post, "missing_ffn_residual_post": missing_ffn_residual_post,
-            "missing_attn_residual_post": missing_attn_residual_post, "post_norm_once": post_norm_once,
-            "mask_ignored_pre": mask_ignored_pre, "mask_ignored_post": mask_ignored_post,
-            "norm1_twice_pre": norm1_twice_pre, "final_norm1_pre": final_norm1_pre, "final_norm2_pre": final_norm2_pre,
-            "attn_norm_after_post": attn_norm_after_post, "added_x_twice_post": added_x_twice_post,
-            "ffn_residual_from_normalised_post": ffn_residual_from_normalised_post}
+    return {
+        "pre": pre,
+        "post": post,
+        "no_residual_pre": no_residual_pre,
+        "residual_from_normalised": residual_from_normalised,
+        "norm_after_sublayer": norm_after_sublayer,
+        "swapped_norms_pre": swapped_norms_pre,
+        "ffn_first_pre": ffn_first_pre,
+        "missing_attn_residual_pre": missing_attn_residual_pre,
+        "missing_ffn_residual_pre": missing_ffn_residual_pre,
+        "buggy_post": buggy_post,
+        "missing_ffn_residual_post": missing_ffn_residual_post,
+        "missing_attn_residual_post": missing_attn_residual_post,
+        "post_norm_once": post_norm_once,
+        "mask_ignored_pre": mask_ignored_pre,
+        "mask_ignored_post": mask_ignored_post,
+        "norm1_twice_pre": norm1_twice_pre,
+        "final_norm1_pre": final_norm1_pre,
+        "final_norm2_pre": final_norm2_pre,
+        "attn_norm_after_post": attn_norm_after_post,
+        "added_x_twice_post": added_x_twice_post,
+        "ffn_residual_from_normalised_post": ffn_residual_from_normalised_post,
+    }
 
 
 _PRE_MISTAKES = {
@@ -452,8 +520,9 @@ _PRE_MISTAKES = {
     "left out the residual connections: each sub-layer's output is ADDED to its input, x + ...": "no_residual_pre",
     "added the sub-layer's output to the normalised x: the residual must carry the un-normalised x, "
     "h = norm1(x); x = x + self_attn(h)": "residual_from_normalised",
-    "normalised the sub-layer's output, x + norm(sublayer(x)): the norm goes on the sub-layer's input":
-        "norm_after_sublayer",
+    (
+        "normalised the sub-layer's output, x + norm(sublayer(x)): the norm goes on the sub-layer's input"
+    ): "norm_after_sublayer",
     "swapped the norms: norm1 belongs to the attention sub-layer, norm2 to the FFN": "swapped_norms_pre",
     "ran the FFN before the attention: attention first, then the feed-forward network": "ffn_first_pre",
     "left out the residual around the attention sub-layer": "missing_attn_residual_pre",
@@ -491,8 +560,10 @@ def _block_cases(hidden: bool) -> list[tuple[int, int, int, bool]]:
     return cases
 
 
-_POSITIONAL_MASK_HINT = ("self_attn's second positional argument is `context` (the sequence to attend to, for "
-                         "cross-attention), not the mask: pass the mask by name, self_attn(h, mask=mask)")
+_POSITIONAL_MASK_HINT = (
+    "self_attn's second positional argument is `context` (the sequence to attend to, for "
+    "cross-attention), not the mask: pass the mask by name, self_attn(h, mask=mask)"
+)
 
 
 def _guard_positional_mask(block: torch.nn.Module, name: str) -> None:
@@ -505,19 +576,31 @@ def _guard_positional_mask(block: torch.nn.Module, name: str) -> None:
 
     def guarded(x, context=None, *args, **kwargs):
         if isinstance(context, torch.Tensor) and context.dtype == torch.bool:
-            raise CheckFailed(name, "self_attn was given the mask as its `context` (its second positional "
-                                    "argument).", _POSITIONAL_MASK_HINT)
+            raise CheckFailed(
+                name,
+                "self_attn was given the mask as its `context` (its second positional argument).",
+                _POSITIONAL_MASK_HINT,
+            )
         return forward(x, context, *args, **kwargs)
 
     attn.forward = guarded  # an instance attribute: only this block, built for the check, is changed
 
 
-def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str, str | tuple[str, ...]], hint: str,
-                       hidden: bool, seed: int) -> None:
+def _check_block_class(
+    cls: Any,
+    name: str,
+    norm_first: bool,
+    mistakes: dict[str, str | tuple[str, ...]],
+    hint: str,
+    hidden: bool,
+    seed: int,
+) -> None:
     if not callable(cls) or isinstance(cls, torch.nn.Module):
-        raise CheckFailed(name, f"expected a class, got {short(cls)}.",
-                          f"define `class {name}(...)` and pass the class itself ({name}), not an instance "
-                          f"({name}(16, 2))")
+        raise CheckFailed(
+            name,
+            f"expected a class, got {short(cls)}.",
+            f"define `class {name}(...)` and pass the class itself ({name}), not an instance ({name}(16, 2))",
+        )
     n = 0
     for i, (d, h, T, causal) in enumerate(_block_cases(hidden)):
         ref = _reference_block(d, h, norm_first, seed=seed + 17 * i)
@@ -526,15 +609,19 @@ def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str
         except NotAttempted:
             raise
         except CheckFailed as err:
-            raise CheckFailed(name, f"{name}({d}, {h}) did not build a block: {err.problem}",
-                              "keep the __init__ as given, and pass the class itself, not an instance") from None
+            raise CheckFailed(
+                name,
+                f"{name}({d}, {h}) did not build a block: {err.problem}",
+                "keep the __init__ as given, and pass the class itself, not an instance",
+            ) from None
         try:
             block.load_state_dict({k: v.clone() for k, v in ref.state_dict().items()})
         except Exception as err:
-            raise CheckFailed(name, f"could not load a block's weights into {name}({d}, {h}): "
-                                    f"{str(err).splitlines()[0]}",
-                              "keep the __init__ as given: the parts must be called self_attn, ff, norm1 and norm2"
-                              ) from None
+            raise CheckFailed(
+                name,
+                f"could not load a block's weights into {name}({d}, {h}): {str(err).splitlines()[0]}",
+                "keep the __init__ as given: the parts must be called self_attn, ff, norm1 and norm2",
+            ) from None
         block.eval()
         _guard_positional_mask(block, name)
         x = _randn(2, T, d, seed=seed + 100 + i, scale=2.0, shift=0.5)
@@ -542,8 +629,9 @@ def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str
         args = (x.clone(), mask.clone()) if causal else (x.clone(),)
         shown = f"x of shape {(2, T, d)}" + (", a causal mask" if causal else "")
         got = call(name, block, *args)
-        check_tensor(name, got, f"when called on {shown}",
-                     "forward must return the new x, a tensor of shape (B, T, d_model)")
+        check_tensor(
+            name, got, f"when called on {shown}", "forward must return the new x, a tensor of shape (B, T, d_model)"
+        )
         with torch.no_grad():
             wirings = _wirings(ref)
             want = wirings["pre" if norm_first else "post"](x, mask)
@@ -553,8 +641,9 @@ def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str
                 if any("mask" in key for key in keys) and not causal:
                     continue
                 outs = [wirings[key](x, mask) for key in keys]
-                near = [o for o in outs
-                        if o.shape == got.shape and torch.allclose(got.detach(), o, atol=1e-5, rtol=1e-4)]
+                near = [
+                    o for o in outs if o.shape == got.shape and torch.allclose(got.detach(), o, atol=1e-5, rtol=1e-4)
+                ]
                 wrong[description] = (near or outs)[0]
         check_close(f"{name} ({shown})", got.detach(), want, mistakes=wrong, quiet=True, hint=hint)
         n += 1
@@ -563,28 +652,50 @@ def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str
 
 def check_pre_norm_block(cls: Any, name: str = "PreNormBlock", *, hidden: bool = False) -> None:
     """Exercise 5: the learner's pre-norm forward against EncoderBlock(norm_first=True)."""
-    _check_block_class(cls, name, True, _PRE_MISTAKES, hidden=hidden, seed=500,
-                       hint="x = x + self_attn(norm1(x), mask=mask), then x = x + ff(norm2(x))")
+    _check_block_class(
+        cls,
+        name,
+        True,
+        _PRE_MISTAKES,
+        hidden=hidden,
+        seed=500,
+        hint="x = x + self_attn(norm1(x), mask=mask), then x = x + ff(norm2(x))",
+    )
 
 
 def check_post_norm_block(cls: Any, name: str = "FixedPostNormBlock", *, hidden: bool = False) -> None:
     """Exercise 7: the fixed post-norm forward against EncoderBlock(norm_first=False)."""
-    _check_block_class(cls, name, False, _POST_MISTAKES, hidden=hidden, seed=700,
-                       hint="post-norm ('Add & Norm'): x = norm1(x + self_attn(x, mask=mask)), "
-                            "then x = norm2(x + ff(x))")
+    _check_block_class(
+        cls,
+        name,
+        False,
+        _POST_MISTAKES,
+        hidden=hidden,
+        seed=700,
+        hint="post-norm ('Add & Norm'): x = norm1(x + self_attn(x, mask=mask)), then x = norm2(x + ff(x))",
+    )
 
 
 # --- exercise 6: count a block's parameters --------------------------------------------------------------
 # n_decoder_block: TransformerBlock(256, 4, d_ff=1024, cross_attention=True), biases on
 # n_encoder_block_no_bias: TransformerBlock(384, 6, d_ff=1536, bias=False)
 
+
 def check_block_parameters(n_decoder_block: Any, n_encoder_block_no_bias: Any) -> None:
     """Exercise 6: parameter counts of two blocks, by hand."""
     check_all(
-        lambda: SEALS.check("n_decoder_block", n_decoder_block, "count",
-                            "add up: each attention 4·d² + 4·d; the FFN d·d_ff + d_ff + d_ff·d + d; each LayerNorm "
-                            "2·d; a decoder block has 2 attentions, 1 FFN, 3 LayerNorms"),
-        lambda: SEALS.check("n_encoder_block_no_bias", n_encoder_block_no_bias, "count",
-                            "without biases: attention 4·d², FFN 2·d·d_ff, each LayerNorm d (its gain); an encoder "
-                            "block has 1 attention, 1 FFN, 2 LayerNorms"),
+        lambda: SEALS.check(
+            "n_decoder_block",
+            n_decoder_block,
+            "count",
+            "add up: each attention 4·d² + 4·d; the FFN d·d_ff + d_ff + d_ff·d + d; each LayerNorm "
+            "2·d; a decoder block has 2 attentions, 1 FFN, 3 LayerNorms",
+        ),
+        lambda: SEALS.check(
+            "n_encoder_block_no_bias",
+            n_encoder_block_no_bias,
+            "count",
+            "without biases: attention 4·d², FFN 2·d·d_ff, each LayerNorm d (its gain); an encoder "
+            "block has 1 attention, 1 FFN, 2 LayerNorms",
+        ),
     )

@@ -6,6 +6,7 @@ lets a position see) are stored as seals (see `core.Seals`), never as values. Le
 classes are treated as black boxes: called on plain tensors and lists, a module given its weights
 with `load_state_dict`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -19,6 +20,8 @@ from .helpers import short
 
 # The answers worked out by hand (exercises 1, 4, 6 and 7) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson10` from solutions/seals/lesson10.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "memory_shape": (None, "04ade29087ab0d5fbfcf", {
         "gave one vector per sentence: the encoder keeps one vector per source token, which is what the decoder's "
@@ -108,6 +111,7 @@ SEALS = Seals({
             "9e57a5b55d7f601291b6",
     }),
 })
+# fmt: on
 
 
 # --- exercise 1: predict the shapes -------------------------------------------------------------------
@@ -118,8 +122,10 @@ _SHAPES = ("memory_shape", "cross_weights_shape", "logits_shape")
 
 def check_shapes(answers: dict[str, Any]) -> None:
     """Exercise 1: three predicted shapes, every wrong one reported."""
-    hint = ("follow the shapes: the encoder keeps (B, S, d_model); attention weights are (B, n_heads, T_q, T_k); "
-            "the decoder ends in one row of V_tgt scores per target position")
+    hint = (
+        "follow the shapes: the encoder keeps (B, S, d_model); attention weights are (B, n_heads, T_q, T_k); "
+        "the decoder ends in one row of V_tgt scores per target position"
+    )
     check_all(*(lambda name=name: SEALS.check(name, answers.get(name), "shape", hint) for name in _SHAPES))
 
 
@@ -150,27 +156,38 @@ def _io_mistakes(targets, bos_id, eos_id, pad_id) -> dict[str, tuple[torch.Tenso
         t = [int(x) for x in t]
         wrong_way_in[b] = torch.tensor(t + [pad_id] * (right_in.shape[1] - len(t)))  # the target, no <bos>
         wrong_way_out[b] = torch.tensor(t[1:] + [eos_id] + [pad_id] * (right_in.shape[1] - len(t)))  # one ahead
-        eos_padded_out[b, len(t) + 1:] = eos_id
+        eos_padded_out[b, len(t) + 1 :] = eos_id
     left_in, left_out = right_in.clone(), right_out.clone()
     for b, t in enumerate(targets):  # the same tokens, padding in front
         n = len(t) + 1
         left_in[b] = torch.cat([torch.full((left_in.shape[1] - n,), pad_id), right_in[b, :n]])
         left_out[b] = torch.cat([torch.full((left_out.shape[1] - n,), pad_id), right_out[b, :n]])
     return {
-        "swapped the two: the decoder's INPUT starts with <bos> (nothing written yet), the LABELS end with <eos>":
-            (right_out, right_in),
+        "swapped the two: the decoder's INPUT starts with <bos> (nothing written yet), the LABELS end with <eos>": (
+            right_out,
+            right_in,
+        ),
         "did not shift: tgt_in must be the target moved one place to the right, with <bos> in front, so that "
         "position t predicts word t from words before it": (right_out, right_out),
-        "left out <bos>: the first position needs an input that says 'start' before any word is written":
-            (no_bos_in, right_out),
+        "left out <bos>: the first position needs an input that says 'start' before any word is written": (
+            no_bos_in,
+            right_out,
+        ),
         "left <eos> out of the labels: then the model never learns to stop": (right_in, no_eos_out),
         "padded with 0 instead of pad_id": (zero_in, zero_out),
         "shifted the wrong way: the input starts with <bos> and the LABELS are the input moved one place to the "
         "left, so tgt_out[b, t] == tgt_in[b, t + 1]": (wrong_way_in, wrong_way_out),
-        "padded the labels with <eos>: after the one <eos>, pad with pad_id, so that the loss ignores those positions":
-            (right_in, eos_padded_out),
-        "padded on the left: keep each sentence at positions 0, 1, ... and put the padding after it":
-            (left_in, left_out),
+        (
+            "padded the labels with <eos>: after the one <eos>, pad "
+            "with pad_id, so that the loss ignores those positions"
+        ): (
+            right_in,
+            eos_padded_out,
+        ),
+        "padded on the left: keep each sentence at positions 0, 1, ... and put the padding after it": (
+            left_in,
+            left_out,
+        ),
     }
 
 
@@ -187,8 +204,9 @@ def _as_long(name: str, value: Any, what: str) -> torch.Tensor:
     return t.long()
 
 
-def _io_matches(got_in: torch.Tensor, got_out: torch.Tensor, want_in: torch.Tensor, want_out: torch.Tensor,
-                pad_id) -> bool:
+def _io_matches(
+    got_in: torch.Tensor, got_out: torch.Tensor, want_in: torch.Tensor, want_out: torch.Tensor, pad_id
+) -> bool:
     if got_in.shape != want_in.shape or got_out.shape != want_out.shape:
         return False
     labelled = want_out != pad_id  # what tgt_in holds where the label is padding does not matter
@@ -218,21 +236,32 @@ def check_decoder_io(fn: Callable, name: str = "decoder_io", *, hidden: bool = F
         got_in, got_out = _as_long(label, out[0], "tgt_in"), _as_long(label, out[1], "tgt_out")
         want_in, want_out = reference_decoder_io(targets, bos, eos, pad)
         if got_in.shape != want_in.shape or got_out.shape != want_out.shape:
-            raise CheckFailed(label, f"expected two tensors of shape {tuple(want_in.shape)}, got {tuple(got_in.shape)} "
-                                     f"and {tuple(got_out.shape)}.",
-                              "B rows, and T = (longest target) + 1 columns: one more than the longest target, for "
-                              "<bos> in the input and <eos> in the labels")
+            raise CheckFailed(
+                label,
+                f"expected two tensors of shape {tuple(want_in.shape)}, got {tuple(got_in.shape)} "
+                f"and {tuple(got_out.shape)}.",
+                "B rows, and T = (longest target) + 1 columns: one more than the longest target, for "
+                "<bos> in the input and <eos> in the labels",
+            )
         if _io_matches(got_in, got_out, want_in, want_out, pad):
             continue
         real = want_out != pad  # what tgt_in holds where the RIGHT label is padding does not matter
         for description, (m_in, m_out) in _io_mistakes(targets, bos, eos, pad).items():
             if m_out.shape == got_out.shape and torch.equal(got_out, m_out) and torch.equal(got_in[real], m_in[real]):
                 raise CheckFailed(label, "the values are not right.", f"it looks like you {description}.")
-        wrong = [n for n, ok in [("tgt_in", torch.equal(got_in[want_out != pad], want_in[want_out != pad])),
-                                 ("tgt_out", torch.equal(got_out, want_out))] if not ok]
-        raise CheckFailed(label, f"{' and '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not right.",
-                          "tgt_in[b] = <bos>, then the target's ids, then pad_id; tgt_out[b] = the target's ids, "
-                          "<eos>, then pad_id")
+        wrong = [
+            n
+            for n, ok in [
+                ("tgt_in", torch.equal(got_in[want_out != pad], want_in[want_out != pad])),
+                ("tgt_out", torch.equal(got_out, want_out)),
+            ]
+            if not ok
+        ]
+        raise CheckFailed(
+            label,
+            f"{' and '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not right.",
+            "tgt_in[b] = <bos>, then the target's ids, then pad_id; tgt_out[b] = the target's ids, <eos>, then pad_id",
+        )
     passed(name, f"{len(_decoder_io_cases(hidden))} batches")
 
 
@@ -250,8 +279,11 @@ def reference_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> tup
 def _mask_cases(hidden: bool) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
     cases = [
         (torch.tensor([[5, 6, 7, 0, 0], [8, 9, 5, 6, 7]]), torch.tensor([[1, 4, 5, 0], [1, 6, 7, 8]]), 0),
-        (torch.tensor([[4, 4, 3, 3], [5, 3, 3, 3], [6, 7, 8, 9]]),
-         torch.tensor([[1, 9, 3, 3, 3], [1, 8, 7, 6, 5], [1, 5, 3, 3, 3]]), 3),
+        (
+            torch.tensor([[4, 4, 3, 3], [5, 3, 3, 3], [6, 7, 8, 9]]),
+            torch.tensor([[1, 9, 3, 3, 3], [1, 8, 7, 6, 5], [1, 5, 3, 3, 3]]),
+            3,
+        ),
     ]
     if hidden:
         cases += [
@@ -279,15 +311,22 @@ def _normalise_mask(label: str, value: Any, B: int, rows: int | None, cols: int,
         shapes = "(B, S), (B, 1, S) or (B, 1, 1, S)" if rows is None else "(B, T, T) or (B, 1, T, T)"
         if cols > 1 and len(shape) >= 2 and shape[-1] == 1 and cols in shape[1:]:
             # (B, S, 1), (B, 1, S, 1), (B, T, 1): the positions sit on a query axis
-            raise CheckFailed(label, f"{what} has shape {shape}: {QUERY_MASK}.",
-                              f"put the key positions on the LAST axis, {shapes}: then the mask broadcasts over "
-                              f"the queries and hides the padded keys from every one of them")
-        raise CheckFailed(label, f"{what} has shape {shape}; expected {shapes} "
-                                 f"with B={B}, {'S' if rows is None else 'T'}={cols}.")
+            raise CheckFailed(
+                label,
+                f"{what} has shape {shape}: {QUERY_MASK}.",
+                f"put the key positions on the LAST axis, {shapes}: then the mask broadcasts over "
+                f"the queries and hides the padded keys from every one of them",
+            )
+        raise CheckFailed(
+            label, f"{what} has shape {shape}; expected {shapes} with B={B}, {'S' if rows is None else 'T'}={cols}."
+        )
     m = m.reshape(want)
     if m.dtype != torch.bool:
-        raise CheckFailed(label, f"{what} has dtype {m.dtype}; a mask must be boolean (True = may attend).",
-                          "compare with ==, != or <=, which give booleans, or add .bool()")
+        raise CheckFailed(
+            label,
+            f"{what} has dtype {m.dtype}; a mask must be boolean (True = may attend).",
+            "compare with ==, != or <=, which give booleans, or add .bool()",
+        )
     return m
 
 
@@ -302,21 +341,23 @@ def _mask_mistakes(src, tgt_in, pad_id) -> tuple[dict[str, torch.Tensor], dict[s
         "left out the target padding: a padded target key must not be attended to either. (With the padding at "
         "the end, as here, that changes only the padded rows, which nobody reads; it matters with left padding "
         "or packed sequences, so the mask includes it)": tril.expand(len(src), T, T),
-        "left out the causal part: position i must not see target words after it":
-            real_tgt[:, None, :].expand(-1, T, -1),
-        "used the upper triangle: True must be on and BELOW the diagonal (word i sees words 0..i)":
-            real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).triu(),
-        "left out the diagonal: a position may attend to itself":
-            real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).tril(-1),
+        "left out the causal part: position i must not see target words after it": real_tgt[:, None, :].expand(
+            -1, T, -1
+        ),
+        "used the upper triangle: True must be on and BELOW the diagonal (word i sees words 0..i)": real_tgt[:, None, :]
+        & torch.ones(T, T, dtype=torch.bool).triu(),
+        "left out the diagonal: a position may attend to itself": real_tgt[:, None, :]
+        & torch.ones(T, T, dtype=torch.bool).tril(-1),
         "masked the padded queries (rows) instead of the padded keys (columns): a row with nothing allowed has no "
         "softmax (NaN in torch); mask the keys (columns) only": real_tgt[:, None, :] & real_tgt[:, :, None] & tril,
         "inverted the target mask: True must mean 'may attend'": ~(real_tgt[:, None, :] & tril),
     }
     if pad_id != 0:  # put first: with no 0 in the batch, "!= 0" also looks like a mask without padding
         src_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument": src != 0, **src_mistakes}
-        tgt_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument":
-                        (tgt_in != 0)[:, None, :] & tril,
-                        **tgt_mistakes}
+        tgt_mistakes = {
+            "compared with 0 instead of pad_id: the padding id is an argument": (tgt_in != 0)[:, None, :] & tril,
+            **tgt_mistakes,
+        }
     return src_mistakes, tgt_mistakes
 
 
@@ -335,15 +376,26 @@ def check_masks(fn: Callable, name: str = "seq2seq_masks", *, hidden: bool = Fal
         want_src, want_tgt = reference_masks(src, tgt_in, pad)
         src_wrong, tgt_wrong = _mask_mistakes(src, tgt_in, pad)
         problems = []
-        for part, got, want, mistakes in [("src_mask", got_src, want_src, src_wrong),
-                                          ("tgt_mask", got_tgt, want_tgt, tgt_wrong)]:
+        for part, got, want, mistakes in [
+            ("src_mask", got_src, want_src, src_wrong),
+            ("tgt_mask", got_tgt, want_tgt, tgt_wrong),
+        ]:
             if torch.equal(got, want):
                 continue
             hint = next((d for d, m in mistakes.items() if torch.equal(got, m)), None)
-            problems.append(CheckFailed(f"{label}: {part}", "the values are not right.",
-                                        f"it looks like you {hint}." if hint else
-                                        ("True where src is not pad_id" if part == "src_mask" else
-                                         "tgt_mask[b, i, j] is True when j <= i AND tgt_in[b, j] is not pad_id")))
+            problems.append(
+                CheckFailed(
+                    f"{label}: {part}",
+                    "the values are not right.",
+                    f"it looks like you {hint}."
+                    if hint
+                    else (
+                        "True where src is not pad_id"
+                        if part == "src_mask"
+                        else "tgt_mask[b, i, j] is True when j <= i AND tgt_in[b, j] is not pad_id"
+                    ),
+                )
+            )
         if len(problems) == 1:
             raise problems[0]
         if problems:
@@ -369,25 +421,36 @@ def check_masks_in_model(fn: Callable, name: str = "seq2seq_masks (in the model)
             memory = model.encoder(model._embed(src, model.src_emb), src_mask)  # (B, S, C)
             got = model.lm_head(model.decoder(model._embed(tgt, model.tgt_emb), memory, tgt_mask, src_mask))
     except (TypeError, ValueError, RuntimeError) as err:
-        raise CheckFailed(name, f"the model's attention refuses these masks: {type(err).__name__}: "
-                                f"{str(err).splitlines()[0][:300]}") from None
+        raise CheckFailed(
+            name, f"the model's attention refuses these masks: {type(err).__name__}: {str(err).splitlines()[0][:300]}"
+        ) from None
     with torch.no_grad():
         want = model(src, tgt)  # (B, T, V): the model's own masks
     real = tgt != 0  # padded target positions are read by nobody
-    check_close(name, got[real], want[real], atol=1e-5, rtol=1e-4, quiet=True, reveal=False,
-                hint="with your masks the model's real outputs change: no query may see a padded key "
-                     "(src_mask on the source's columns) or a later target word")
+    check_close(
+        name,
+        got[real],
+        want[real],
+        atol=1e-5,
+        rtol=1e-4,
+        quiet=True,
+        reveal=False,
+        hint="with your masks the model's real outputs change: no query may see a padded key "
+        "(src_mask on the source's columns) or a later target word",
+    )
     passed(name, "the model's outputs are unchanged")
 
 
 # --- exercise 4: label smoothing by hand ----------------------------------------------------------------
 # V = 4, eps = 0.2, right class 1, p = [0.1, 0.6, 0.2, 0.1]
 
+
 def check_label_smoothing(target: Any, loss: Any) -> None:
     """Exercise 4: the smoothed target (4 numbers) and the smoothed loss, both worked out by hand."""
     check_all(
-        lambda: SEALS.check("smoothed_target", target, "numbers",
-                            "q_k = (1 - eps) * [k is the right class] + eps / V; give 4 numbers"),
+        lambda: SEALS.check(
+            "smoothed_target", target, "numbers", "q_k = (1 - eps) * [k is the right class] + eps / V; give 4 numbers"
+        ),
         lambda: SEALS.check("smoothed_loss", loss, "number", "loss = -sum_k q_k ln p_k, with the natural log"),
     )
 
@@ -410,46 +473,69 @@ def _beam_mistakes(scores, log_probs, k) -> dict[str, tuple[torch.Tensor, torch.
     K, V = log_probs.shape
     out = {}
     best, flat = log_probs.flatten().topk(k)
-    out["ranked the new words by their own log-probability: add each hypothesis's score so far (the total is what "
-        "beam search ranks)"] = (best + scores[flat // V], flat // V, flat % V)
+    out[
+        "ranked the new words by their own log-probability: add each hypothesis's score so far (the total is what "
+        "beam search ranks)"
+    ] = (best + scores[flat // V], flat // V, flat % V)
     right_scores, right_parents, right_tokens = reference_beam_step(scores, log_probs, k)
-    out["returned only the new words' log-probabilities as the scores: the new score is the total, old score + new "
-        "log-probability"] = (right_scores - scores[right_parents], right_parents, right_tokens)
-    out["returned probabilities (exp of the totals, or products of probabilities): keep the scores as "
-        "log-probabilities, which add up along a sentence"] = (right_scores.exp(), right_parents, right_tokens)
-    out["divided the totals by 2 (an average of old and new): the new score is the sum, old score + new "
-        "log-probability"] = (right_scores / 2, right_parents, right_tokens)
+    out[
+        "returned only the new words' log-probabilities as the scores: the new score is the total, old score + new "
+        "log-probability"
+    ] = (right_scores - scores[right_parents], right_parents, right_tokens)
+    out[
+        "returned probabilities (exp of the totals, or products of probabilities): keep the scores as "
+        "log-probabilities, which add up along a sentence"
+    ] = (right_scores.exp(), right_parents, right_tokens)
+    out[
+        "divided the totals by 2 (an average of old and new): the new score is the sum, old score + new log-probability"
+    ] = (right_scores / 2, right_parents, right_tokens)
     product, flat = (scores[:, None] * log_probs).flatten().topk(k)
-    out["multiplied the scores by the log-probabilities: log-probabilities ADD (the log of a product of "
-        "probabilities is the sum of their logs)"] = (product, flat // V, flat % V)
+    out[
+        "multiplied the scores by the log-probabilities: log-probabilities ADD (the log of a product of "
+        "probabilities is the sum of their logs)"
+    ] = (product, flat // V, flat % V)
     if k <= K:
         top1 = (scores[:, None] + log_probs).max(dim=1)  # each hypothesis's best extension
         s, parents = top1.values.topk(k)
-        out["kept only each hypothesis's best word: all K * V extensions compete, so one strong hypothesis may take "
-            "several places"] = (s, parents, top1.indices[parents])
+        out[
+            "kept only each hypothesis's best word: all K * V extensions compete, so one strong hypothesis may take "
+            "several places"
+        ] = (s, parents, top1.indices[parents])
     if K > 1 and K != V:
         best, flat = (scores[:, None] + log_probs).flatten().topk(k)
-        out["decoded the flat index with K instead of V: in a (K, V) table flattened row by row, parent = i // V and "
-            "token = i % V"] = (best, flat // K, flat % K)
+        out[
+            "decoded the flat index with K instead of V: in a (K, V) table flattened row by row, parent = i // V and "
+            "token = i % V"
+        ] = (best, flat // K, flat % K)
     worst, flat = (scores[:, None] + log_probs).flatten().topk(k, largest=False)
-    out["kept the k LOWEST totals: log-probabilities are negative, and the best hypothesis has the largest (closest "
-        "to 0) total"] = (worst, flat // V, flat % V)
+    out[
+        "kept the k LOWEST totals: log-probabilities are negative, and the best hypothesis has the largest (closest "
+        "to 0) total"
+    ] = (worst, flat // V, flat % V)
     best, flat = (scores[:, None] + log_probs).flatten().topk(k)
     out["returned the right k, but worst first: sort them best first"] = (
-        best.flip(0), (flat // V).flip(0), (flat % V).flip(0))
+        best.flip(0),
+        (flat // V).flip(0),
+        (flat % V).flip(0),
+    )
     return out
 
 
 def _beam_cases(hidden: bool) -> list[tuple[list[float], list[list[float]], int]]:
     g = torch.Generator().manual_seed(10)
+
     def random_case(K, V, k):
         lp = torch.log_softmax(torch.randn(K, V, generator=g, dtype=torch.float64) * 2, dim=-1)
         sc = -torch.rand(K, generator=g, dtype=torch.float64) * 3
         return sc.tolist(), lp.tolist(), k
+
     cases = [
         # hypothesis 0 is strong enough to take both places; hypothesis 1's best word is the likeliest new word
-        ([-1.0, -2.0],
-         torch.log(torch.tensor([[0.5, 0.4, 0.05, 0.05], [0.7, 0.25, 0.03, 0.02]], dtype=torch.float64)).tolist(), 2),
+        (
+            [-1.0, -2.0],
+            torch.log(torch.tensor([[0.5, 0.4, 0.05, 0.05], [0.7, 0.25, 0.03, 0.02]], dtype=torch.float64)).tolist(),
+            2,
+        ),
         random_case(3, 5, 3),
         # the first step: one hypothesis
         ([0.0], torch.log(torch.tensor([[0.1, 0.2, 0.4, 0.3]], dtype=torch.float64)).tolist(), 3),
@@ -474,13 +560,19 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
         except (TypeError, ValueError, RuntimeError):
             raise CheckFailed(label, f"expected three tensors or lists of numbers, got {short(out)}.") from None
         if any(len(x) != k for x in got):
-            raise CheckFailed(label, f"expected k = {k} entries in each result, got {[len(x) for x in got]}.",
-                              "keep the k best of all K * V extensions")
+            raise CheckFailed(
+                label,
+                f"expected k = {k} entries in each result, got {[len(x) for x in got]}.",
+                "keep the k best of all K * V extensions",
+            )
         want = reference_beam_step(scores, log_probs, k)
 
         def same(a, b):
-            return bool(torch.allclose(a[0], b[0], atol=1e-4) and torch.equal(a[1].long(), b[1].long())
-                        and torch.equal(a[2].long(), b[2].long()))
+            return bool(
+                torch.allclose(a[0], b[0], atol=1e-4)
+                and torch.equal(a[1].long(), b[1].long())
+                and torch.equal(a[2].long(), b[2].long())
+            )
 
         if same(got, want):
             continue
@@ -489,20 +581,29 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
                 raise CheckFailed(label, "the result is not right.", f"it looks like you {description}.")
         order = got[0].argsort(descending=True)
         if same([x[order] for x in got], want):
-            raise CheckFailed(label, "the result is not right.",
-                              "it looks like you returned the right k, but not sorted best first (topk sorts them "
-                              "unless it is given sorted=False)")
-        wrong_parts = [n for n, a, b in zip(("new_scores", "parents", "tokens"), got, want, strict=False)
-                       if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores"
-                               else torch.equal(a.long(), b.long()))]
-        raise CheckFailed(label, f"{', '.join(wrong_parts)} not right.",
-                          "add each hypothesis's score to its row of log_probs, flatten the (K, V) table, take the k "
-                          "largest; entry i of the flat table is hypothesis i // V extended by token i % V")
+            raise CheckFailed(
+                label,
+                "the result is not right.",
+                "it looks like you returned the right k, but not sorted best first (topk sorts them "
+                "unless it is given sorted=False)",
+            )
+        wrong_parts = [
+            n
+            for n, a, b in zip(("new_scores", "parents", "tokens"), got, want, strict=False)
+            if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores" else torch.equal(a.long(), b.long()))
+        ]
+        raise CheckFailed(
+            label,
+            f"{', '.join(wrong_parts)} not right.",
+            "add each hypothesis's score to its row of log_probs, flatten the (K, V) table, take the k "
+            "largest; entry i of the flat table is hypothesis i // V extended by token i % V",
+        )
     passed(name, f"{len(_beam_cases(hidden))} steps")
 
 
 # --- exercise 6: count the parameters ---------------------------------------------------------------------
 # Seq2SeqTransformer(V_src 1000, V_tgt 1200, d_model 128, 8 heads, 3 + 3 layers, d_ff 512)
+
 
 def _number(value: Any) -> Any:
     """A one-element tensor or array as a plain number (a count written as torch.tensor(17) is fine)."""
@@ -517,16 +618,25 @@ def check_parameter_counts(n_params: Any, n_cross: Any) -> None:
     """Exercise 6: the model's parameter count and its cross-attention's share, by hand."""
     n_params, n_cross = _number(n_params), _number(n_cross)
     check_all(
-        lambda: SEALS.check("n_params", n_params, "count",
-                            "add up: two embedding tables; per encoder block one attention layer (4 Linear d -> d "
-                            "with biases), the FFN and 2 LayerNorms; per decoder block two attention layers, the FFN "
-                            "and 3 LayerNorms; a final LayerNorm per stack; the output layer"),
-        lambda: SEALS.check("n_cross", n_cross, "count",
-                            "one cross-attention per decoder block, each 4 Linear maps d_model -> d_model with biases"),
+        lambda: SEALS.check(
+            "n_params",
+            n_params,
+            "count",
+            "add up: two embedding tables; per encoder block one attention layer (4 Linear d -> d "
+            "with biases), the FFN and 2 LayerNorms; per decoder block two attention layers, the FFN "
+            "and 3 LayerNorms; a final LayerNorm per stack; the output layer",
+        ),
+        lambda: SEALS.check(
+            "n_cross",
+            n_cross,
+            "count",
+            "one cross-attention per decoder block, each 4 Linear maps d_model -> d_model with biases",
+        ),
     )
 
 
 # --- exercise 7: the decoder that masks its cross-attention ------------------------------------------------
+
 
 def _reference_decoder(d_model: int, n_heads: int) -> nn.Module:
     from course_lib.attention import causal_mask
@@ -553,9 +663,11 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
 
     def part_b() -> None:
         if not callable(cls) or isinstance(cls, nn.Module):
-            raise CheckFailed(name, f"expected a class, got {short(cls)}.",
-                              f"define `class {name}(nn.Module)` and give the class itself ({name}), not an instance "
-                              f"({name}(16, 4))")
+            raise CheckFailed(
+                name,
+                f"expected a class, got {short(cls)}.",
+                f"define `class {name}(nn.Module)` and give the class itself ({name}), not an instance ({name}(16, 4))",
+            )
         torch.manual_seed(0)
         reference = _reference_decoder(16, 4).eval()
         state = {k: v.detach().clone() for k, v in reference.state_dict().items()}  # a plain dict of tensors
@@ -563,10 +675,12 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
         try:
             module.load_state_dict(state)
         except Exception as err:  # wrong or missing parameter names
-            raise CheckFailed(name, f"its weights do not load from a BuggyDecoder's: {type(err).__name__}: "
-                                    f"{str(err).splitlines()[0][:200]}",
-                              "copy BuggyDecoder (self.block = DecoderBlock(d_model, n_heads)) "
-                              "and change only the line with the bug") from None
+            raise CheckFailed(
+                name,
+                f"its weights do not load from a BuggyDecoder's: {type(err).__name__}: "
+                f"{str(err).splitlines()[0][:200]}",
+                "copy BuggyDecoder (self.block = DecoderBlock(d_model, n_heads)) and change only the line with the bug",
+            ) from None
         module.eval()
         g = torch.Generator().manual_seed(1)
         for T, S in [(5, 7), (6, 3), (1, 4)]:
@@ -583,19 +697,31 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
                     "lower triangle (causal_mask(T))": reference(y, memory, self_mask="upper"),
                 }
                 for cross, triangle in (("upper", "the upper triangle"), ("shifted", "a shifted triangle")):
-                    wrong[f"replaced the cross-attention's causal mask by {triangle}: it needs no mask at all (the "
-                          f"whole source is known; there is no padding here)"] = reference(y, memory, cross=cross)
+                    wrong[
+                        f"replaced the cross-attention's causal mask by {triangle}: it needs no mask at all (the "
+                        f"whole source is known; there is no padding here)"
+                    ] = reference(y, memory, cross=cross)
             if not isinstance(got, torch.Tensor):
                 raise CheckFailed(name, f"forward should return a tensor, got {short(got)}.")
-            check_close(f"{name} on a target of {T} and a source of {S} positions", got, want, atol=1e-5, rtol=1e-4,
-                        mistakes=wrong, quiet=True, reveal=False,
-                        hint="the self-attention needs the causal mask; the cross-attention needs none (no padding "
-                             "here)")
+            check_close(
+                f"{name} on a target of {T} and a source of {S} positions",
+                got,
+                want,
+                atol=1e-5,
+                rtol=1e-4,
+                mistakes=wrong,
+                quiet=True,
+                reveal=False,
+                hint="the self-attention needs the causal mask; the cross-attention needs none (no padding here)",
+            )
         passed(name, "3 shapes")
 
     check_all(
-        lambda: SEALS.check("first_sees", first_sees, "count",
-                            "write out the mask torch.ones(T, S, dtype=torch.bool).tril() for T = 4, S = 6 and read "
-                            "its first row"),
+        lambda: SEALS.check(
+            "first_sees",
+            first_sees,
+            "count",
+            "write out the mask torch.ones(T, S, dtype=torch.bool).tril() for T = 4, S = 6 and read its first row",
+        ),
         part_b,
     )

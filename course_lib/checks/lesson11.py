@@ -4,6 +4,7 @@ exercise.
 The learner's functions are treated as black boxes: they are called with plain tensors and only
 what they return is looked at.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,6 +37,8 @@ def _generator(seed: int) -> torch.Generator:
 # --- sealed answers ---------------------------------------------------------------------------------
 # Answers worked out by hand (exercises 1, 5 and 6) and the values of the mistakes their hints name,
 # kept as seals (see core.Seals), written by `course seal lesson11` from solutions/seals/lesson11.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
 SEALS = Seals({
     "loss_gpt2": (3, "c9fbe69233455144ab0d", {
         "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)":
@@ -95,6 +98,7 @@ SEALS = Seals({
             "0036a584ca1a465457f0",
     }),
 })
+# fmt: on
 
 
 # --- exercise 1: the loss at initialisation ---------------------------------------------------------
@@ -103,11 +107,19 @@ SEALS = Seals({
 def check_init_loss(loss_gpt2: Any, loss_spiky: Any) -> None:
     """Exercise 1: the cross-entropy of a uniform guess over GPT-2's vocabulary, and of one spiked wrong logit."""
     check_all(
-        lambda: SEALS.check("loss_gpt2", loss_gpt2, "number",
-                            "near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
-        lambda: SEALS.check("loss_spiky", loss_spiky, "number",
-                            "p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
-                            "-log p(right), natural log"),
+        lambda: SEALS.check(
+            "loss_gpt2",
+            loss_gpt2,
+            "number",
+            "near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log",
+        ),
+        lambda: SEALS.check(
+            "loss_spiky",
+            loss_spiky,
+            "number",
+            "p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
+            "-log p(right), natural log",
+        ),
     )
 
 
@@ -126,23 +138,32 @@ def _top_k_mistakes(logits: torch.Tensor, k: int) -> dict[str, torch.Tensor]:
     out = {}
     if k + 1 <= V:
         out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = (
-            reference_top_k(logits, k + 1))
+            reference_top_k(logits, k + 1)
+        )
     if k >= 2:
         kth = torch.topk(logits, min(k, V), dim=-1).values[..., -1:]
-        out["kept only k - 1 tokens, as `logits <= kth` does (it removes the k-th largest too): keep every logit "
-            ">= the k-th largest"] = logits.masked_fill(logits <= kth, NEG)
+        out[
+            "kept only k - 1 tokens, as `logits <= kth` does (it removes the k-th largest too): keep every logit "
+            ">= the k-th largest"
+        ] = logits.masked_fill(logits <= kth, NEG)
     kth = torch.topk(logits, min(k, V), dim=-1).values[..., -1:]
-    out["set the removed logits to 0: a logit of 0 still gets probability e^0 / Σ after the softmax; set them to "
-        "-inf (float('-inf'))"] = logits.masked_fill(logits < kth, 0.0)
-    out["returned probabilities (a softmax) instead of logits: return the filtered logits, the sampler applies the "
-        "softmax"] = torch.softmax(reference_top_k(logits, k), dim=-1)
+    out[
+        "set the removed logits to 0: a logit of 0 still gets probability e^0 / Σ after the softmax; set them to "
+        "-inf (float('-inf'))"
+    ] = logits.masked_fill(logits < kth, 0.0)
+    out[
+        "returned probabilities (a softmax) instead of logits: return the filtered logits, the sampler applies the "
+        "softmax"
+    ] = torch.softmax(reference_top_k(logits, k), dim=-1)
     out["returned the logits sorted from the largest down: every logit must stay at its own index (its token id)"] = (
-        torch.sort(reference_top_k(logits, k), dim=-1, descending=True).values)
+        torch.sort(reference_top_k(logits, k), dim=-1, descending=True).values
+    )
     if logits.ndim > 1:
         flat = logits.reshape(-1)
         kth_all = torch.topk(flat, min(k, flat.numel())).values[-1]
         out["took the k largest of the whole tensor instead of each row's own k (work along dim=-1)"] = (
-            logits.masked_fill(logits < kth_all, NEG))
+            logits.masked_fill(logits < kth_all, NEG)
+        )
     return out
 
 
@@ -167,8 +188,15 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return tuple(a.shape) == tuple(b.shape) and bool(torch.allclose(a, b, atol=1e-6, rtol=1e-6, equal_nan=True))
 
 
-def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, Any]], reference: Callable,
-                  mistakes: Callable, arg: str, hint: str) -> None:
+def _filter_check(
+    name: str,
+    fn: Callable,
+    cases: Sequence[tuple[torch.Tensor, Any]],
+    reference: Callable,
+    mistakes: Callable,
+    arg: str,
+    hint: str,
+) -> None:
     """Run every case, then name a mistake only if it explains them all.
 
     A mistake table matches by value, so one case alone can make two different bugs look alike (keeping
@@ -186,34 +214,51 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
         except CheckFailed as err:
             crash_hint = hint
             if arg == "k" and value >= logits.shape[-1] and "out of range" in err.problem:
-                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then "
-                              "nothing "
-                              "is removed, as the prompt says; torch.topk needs k <= V, so use min(k, V)")
+                crash_hint = (
+                    f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then "
+                    "nothing "
+                    "is removed, as the prompt says; torch.topk needs k <= V, so use min(k, V)"
+                )
             raise CheckFailed(err.name, f"{err.problem}", crash_hint) from None
         check_tensor(name, got, f"when called as {shown}")
         if not torch.equal(given, logits):
-            raise CheckFailed(name, f"the logits passed in were changed (when called as {shown}).",
-                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with "
-                              "the "
-                              "underscore) changes the input, which belongs to the caller")
+            raise CheckFailed(
+                name,
+                f"the logits passed in were changed (when called as {shown}).",
+                "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with "
+                "the "
+                "underscore) changes the input, which belongs to the caller",
+            )
         if got.shape[:-1] == logits.shape[:-1] and got.shape[-1] != logits.shape[-1]:
-            raise CheckFailed(name, f"expected shape {tuple(logits.shape)} (like the logits), got {tuple(got.shape)} "
-                              f"when called as {shown}.",
-                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the "
-                              "kept "
-                              "values (torch.topk(...).values are sorted and have lost their token ids)")
+            raise CheckFailed(
+                name,
+                f"expected shape {tuple(logits.shape)} (like the logits), got {tuple(got.shape)} "
+                f"when called as {shown}.",
+                "return a tensor shaped like the logits, the removed entries set to -inf, not only the "
+                "kept "
+                "values (torch.topk(...).values are sorted and have lost their token ids)",
+            )
         want = reference(logits, value).to(torch.float64)
-        results.append((shown, got.detach().to(torch.float64), want,
-                        {k: v.detach().to(torch.float64) for k, v in mistakes(logits, value).items()}))
+        results.append(
+            (
+                shown,
+                got.detach().to(torch.float64),
+                want,
+                {k: v.detach().to(torch.float64) for k, v in mistakes(logits, value).items()},
+            )
+        )
     failing = [r for r in results if not _same(r[1], r[2])]
     if not failing:
         passed(name, f"{len(cases)} cases")
         return
     shown, got, want, _ = failing[0]
     for description in failing[0][3]:
-        explains = all(_same(g, m[description]) if description in m and not _same(m[description], w) else
-                       (description not in m or _same(g, w))
-                       for _, g, w, m in results)
+        explains = all(
+            _same(g, m[description])
+            if description in m and not _same(m[description], w)
+            else (description not in m or _same(g, w))
+            for _, g, w, m in results
+        )
         if explains:
             raise CheckFailed(shown, "the values are not right.", f"it looks like you {description}.")
     check_close(shown, got, want, atol=1e-6, rtol=1e-6, hint=hint, quiet=True)
@@ -234,18 +279,28 @@ def _ignores_k(fn: Callable) -> bool:
 def check_top_k(fn: Callable, *, hidden: bool = False, name: str = "top_k_filter") -> None:
     """Exercise 2: the learner's top_k_filter(logits, k) against the reference, naming the usual mistakes."""
     try:
-        _filter_check(name, fn, _top_k_cases(hidden), reference_top_k, _top_k_mistakes, "k",
-                      "find each row's k-th largest logit (torch.topk(logits, k, dim=-1).values[..., -1:]) and set "
-                      "every logit below it to -inf; keep the shape and the order of the logits")
+        _filter_check(
+            name,
+            fn,
+            _top_k_cases(hidden),
+            reference_top_k,
+            _top_k_mistakes,
+            "k",
+            "find each row's k-th largest logit (torch.topk(logits, k, dim=-1).values[..., -1:]) and set "
+            "every logit below it to -inf; keep the shape and the order of the logits",
+        )
     except NotAttempted:
         raise
     except CheckFailed as err:
         if callable(fn) and _ignores_k(fn):
-            raise CheckFailed(err.name, "the values are not right, and your result is the same for k = 2, 4 and 6.",
-                              "top-k keeps the k largest logits, however likely each is: find each row's k-th largest "
-                              "(torch.topk) and remove the logits below it. A rule on the probabilities (keep those "
-                              "above a threshold) ignores k; keeping a share of the probability is top-p's "
-                              "idea") from None
+            raise CheckFailed(
+                err.name,
+                "the values are not right, and your result is the same for k = 2, 4 and 6.",
+                "top-k keeps the k largest logits, however likely each is: find each row's k-th largest "
+                "(torch.topk) and remove the logits below it. A rule on the probabilities (keep those "
+                "above a threshold) ignores k; keeping a share of the probability is top-p's "
+                "idea",
+            ) from None
         raise
 
 
@@ -274,23 +329,29 @@ def _top_p_mistakes(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     cum_unsorted = probs.cumsum(-1)
     return {
         "added up the probabilities in vocabulary order: sort them from the largest down first "
-        "(torch.sort(..., descending=True)) so that the most likely tokens are kept":
-            logits.masked_fill(cum_unsorted - probs >= p, NEG),
+        "(torch.sort(..., descending=True)) so that the most likely tokens are kept": logits.masked_fill(
+            cum_unsorted - probs >= p, NEG
+        ),
         "added up e^logit without dividing by their sum: those are not probabilities until they are normalised "
         "(torch.softmax does both)": back(sorted_logits.exp().cumsum(-1) - sorted_logits.exp() >= p),
         "dropped the token whose probability makes the total reach p, so the kept tokens hold less than p: keep a "
         "token while the mass BEFORE it (cumsum minus its own probability) is below p": back(cum_sorted >= p),
         "applied a mask made in sorted order to the unsorted logits: send it back to the token ids first, e.g. "
-        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`":
-            logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
-        "added up the logits instead of probabilities: apply the softmax first":
-            back(sorted_logits.cumsum(-1) - sorted_logits >= p),
+        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`": logits.masked_fill(
+            (cum_sorted - probs_sorted) >= p, NEG
+        ),
+        "added up the logits instead of probabilities: apply the softmax first": back(
+            sorted_logits.cumsum(-1) - sorted_logits >= p
+        ),
         "set the removed logits to 0 instead of -inf: a logit of 0 can still be sampled": logits.masked_fill(
-            ((cum_sorted - probs_sorted) >= p).scatter(-1, order, (cum_sorted - probs_sorted) >= p), 0.0),
-        "returned the logits sorted from the largest down: every logit must stay at its own index (its token id)":
-            torch.sort(reference_top_p(logits, p), dim=-1, descending=True).values,
-        "returned probabilities instead of logits: return the filtered logits":
-            torch.softmax(reference_top_p(logits, p), dim=-1),
+            ((cum_sorted - probs_sorted) >= p).scatter(-1, order, (cum_sorted - probs_sorted) >= p), 0.0
+        ),
+        (
+            "returned the logits sorted from the largest down: every logit must stay at its own index (its token id)"
+        ): torch.sort(reference_top_p(logits, p), dim=-1, descending=True).values,
+        "returned probabilities instead of logits: return the filtered logits": torch.softmax(
+            reference_top_p(logits, p), dim=-1
+        ),
     }
 
 
@@ -316,9 +377,16 @@ def _top_p_cases(hidden: bool) -> list[tuple[torch.Tensor, float]]:
 
 def check_top_p(fn: Callable, *, hidden: bool = False, name: str = "top_p_filter") -> None:
     """Exercise 3: the learner's top_p_filter(logits, p) against the reference, naming the usual mistakes."""
-    _filter_check(name, fn, _top_p_cases(hidden), reference_top_p, _top_p_mistakes, "p",
-                  "sort the logits (descending), softmax, cumsum; a token is kept while the mass before it is below p; "
-                  "send the mask back to the token order and set the dropped logits to -inf")
+    _filter_check(
+        name,
+        fn,
+        _top_p_cases(hidden),
+        reference_top_p,
+        _top_p_mistakes,
+        "p",
+        "sort the logits (descending), softmax, cumsum; a token is kept while the mass before it is below p; "
+        "send the mask back to the token order and set the dropped logits to -inf",
+    )
 
 
 # --- exercise 4: one KV-cache step ----------------------------------------------------------------------
@@ -343,12 +411,14 @@ def _kv_mistakes(x, W_q, W_k, W_v, K_cache, V_cache) -> dict[str, torch.Tensor]:
         "forgot to divide the scores by sqrt(d)": torch.softmax(K @ q, 0) @ V,
         "divided the scores by d instead of sqrt(d)": torch.softmax(K @ q / d, 0) @ V,
         "stored x itself in the cache instead of its key and value (x @ W_k and x @ W_v)": (
-            torch.softmax(torch.cat([K_cache, x[None]]) @ q / math.sqrt(d), 0) @ torch.cat([V_cache, x[None]])),
+            torch.softmax(torch.cat([K_cache, x[None]]) @ q / math.sqrt(d), 0) @ torch.cat([V_cache, x[None]])
+        ),
         "used the new token's key and value only: the query must meet every cached key too": v,
     }
     if len(K_cache) > 0:
-        out["attended to the cache before adding the new token's key and value: the new token may also attend to "
-            "itself"] = torch.softmax(K_cache @ q / math.sqrt(d), 0) @ V_cache
+        out[
+            "attended to the cache before adding the new token's key and value: the new token may also attend to itself"
+        ] = torch.softmax(K_cache @ q / math.sqrt(d), 0) @ V_cache
     return out
 
 
@@ -370,36 +440,60 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
         where = f"with a cache of {t} position{'s' if t != 1 else ''}, d = {d}"
         got = call(name, fn, *[a.clone() for a in args])
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {short(got)} ({where}).",
-                              "end with `return out, K_cache, V_cache`, the caches with the new row added")
+            raise CheckFailed(
+                name,
+                f"expected a tuple (out, K_cache, V_cache), got {short(got)} ({where}).",
+                "end with `return out, K_cache, V_cache`, the caches with the new row added",
+            )
         out, K, V = got
         for part, value in (("out", out), ("K_cache", K), ("V_cache", V)):
             check_tensor(name, value, f"for {part} ({where})")
         want_out, want_K, want_V = reference_kv_step(*args)
         for part, value, want in (("K_cache", K, want_K), ("V_cache", V, want_V)):
             if tuple(value.shape) == (t, d):
-                raise CheckFailed(name, f"the returned {part} still has {t} rows ({where}).",
-                                  "append the new token's row: torch.cat([cache, new[None]], dim=0) has t + 1 rows")
+                raise CheckFailed(
+                    name,
+                    f"the returned {part} still has {t} rows ({where}).",
+                    "append the new token's row: torch.cat([cache, new[None]], dim=0) has t + 1 rows",
+                )
             if tuple(value.shape) != (t + 1, d):
-                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} "
-                                        f"({where}).",
-                                  "a cache holds one row per position: add the new row along dim 0 (positions), "
-                                  "not along the features")
+                raise CheckFailed(
+                    name,
+                    f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} ({where}).",
+                    "a cache holds one row per position: add the new row along dim 0 (positions), "
+                    "not along the features",
+                )
             if t > 0 and torch.allclose(value.double(), torch.cat([want[-1:], want[:-1]]).double(), atol=1e-5):
-                raise CheckFailed(name, f"the new row of {part} is at the start ({where}).",
-                                  "put the newest position at the END of the cache, after the older ones")
-            check_close(f"{name} {part} ({where})", value.detach().double(), want.double(), atol=1e-5, quiet=True,
-                        hint=f"the new row of {part} is x @ W_{part[0].lower()}, appended after the cached rows")
+                raise CheckFailed(
+                    name,
+                    f"the new row of {part} is at the start ({where}).",
+                    "put the newest position at the END of the cache, after the older ones",
+                )
+            check_close(
+                f"{name} {part} ({where})",
+                value.detach().double(),
+                want.double(),
+                atol=1e-5,
+                quiet=True,
+                hint=f"the new row of {part} is x @ W_{part[0].lower()}, appended after the cached rows",
+            )
         check_shape(f"{name} out ({where})", out, (d,), quiet=True)
-        check_close(f"{name} out ({where})", out.detach().double(), want_out.double(), atol=1e-5, quiet=True,
-                    mistakes={k: v.double() for k, v in _kv_mistakes(*args).items()},
-                    hint="q = x @ W_q; weights = softmax(K_cache @ q / sqrt(d)) over all t + 1 cached positions, "
-                         "the new one included; out = weights @ V_cache")
+        check_close(
+            f"{name} out ({where})",
+            out.detach().double(),
+            want_out.double(),
+            atol=1e-5,
+            quiet=True,
+            mistakes={k: v.double() for k, v in _kv_mistakes(*args).items()},
+            hint="q = x @ W_q; weights = softmax(K_cache @ q / sqrt(d)) over all t + 1 cached positions, "
+            "the new one included; out = weights @ V_cache",
+        )
     passed(name, f"{len(cases)} cases")
 
 
-def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7,
-                                      d: int = 6) -> None:
+def check_kv_matches_causal_attention(
+    fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7, d: int = 6
+) -> None:
     """Feeding a sequence one token at a time through the learner's kv_step, from empty caches, must give
     exactly causal self-attention over the whole sequence."""
     g = _generator(14)
@@ -414,9 +508,14 @@ def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whol
         outs.append(out)
     Q, Kf, Vf = X @ W_q, X @ W_k, X @ W_v
     scores = (Q @ Kf.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), NEG)
-    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5,
-                quiet=True,
-                hint="step t must attend to positions 0..t: the cached ones and itself")
+    check_close(
+        name,
+        torch.stack(outs).detach().double(),
+        (torch.softmax(scores, -1) @ Vf).double(),
+        atol=1e-5,
+        quiet=True,
+        hint="step t must attend to positions 0..t: the cached ones and itself",
+    )
     passed(name, f"{T} steps equal causal self-attention")
 
 
@@ -425,13 +524,19 @@ def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whol
 
 def check_param_count(n_params: Any, n_params_tied: Any) -> None:
     """Exercise 5: the parameters of two configurations, counted by hand."""
-    hint = ("add up: token embedding V·C, position table block_size·C, per block 4C² + 8C² weights (+ 4C + 5C biases) "
-            "and two LayerNorms (gain C each, + bias C each), a final LayerNorm, and the de-embedding V·C unless tied")
+    hint = (
+        "add up: token embedding V·C, position table block_size·C, per block 4C² + 8C² weights (+ 4C + 5C biases) "
+        "and two LayerNorms (gain C each, + bias C each), a final LayerNorm, and the de-embedding V·C unless tied"
+    )
     check_all(
         lambda: SEALS.check("n_params", n_params, "number", hint),
-        lambda: SEALS.check("n_params_tied", n_params_tied, "number",
-                            "without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
-                            "and a tied de-embedding adds nothing"),
+        lambda: SEALS.check(
+            "n_params_tied",
+            n_params_tied,
+            "number",
+            "without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
+            "and a tied de-embedding adds nothing",
+        ),
     )
 
 
@@ -442,12 +547,17 @@ def check_cheat_reason(value: Any) -> None:
     """Exercise 6, part 1: why the loss is impossibly low (a letter)."""
     if isinstance(value, str):
         value = value.strip().strip("()").lower()
-    SEALS.check("cheat_reason", value, "text",
-                "ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
+    SEALS.check(
+        "cheat_reason",
+        value,
+        "text",
+        "ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character",
+    )
 
 
-def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor,
-                               W_v: torch.Tensor) -> torch.Tensor:
+def reference_causal_attention(
+    x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor
+) -> torch.Tensor:
     T, d = x.shape
     q, k, v = x @ W_q, x @ W_k, x @ W_v
     scores = (q @ k.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), NEG)
@@ -462,18 +572,26 @@ def _causal_mistakes(x, W_q, W_k, W_v) -> dict[str, torch.Tensor]:
     w = torch.softmax(s, -1)
     out = {
         "left the attention without a mask: that is the bug": w @ v,
-        "masked after the softmax: the kept weights no longer sum to 1; fill the scores with -inf before the softmax":
-            w.masked_fill(~lower, 0.0) @ v,
-        "masked by multiplying the scores by 0: a score of 0 still gets weight e^0; fill with -inf":
-            torch.softmax(s * lower, -1) @ v,
-        "kept the upper triangle (triu): position t must see 0..t, the past, not the future":
-            torch.softmax(s.masked_fill(~torch.ones(T, T, dtype=torch.bool).triu(), NEG), -1) @ v,
+        (
+            "masked after the softmax: the kept weights no longer "
+            "sum to 1; fill the scores with -inf before the softmax"
+        ): w.masked_fill(~lower, 0.0) @ v,
+        "masked by multiplying the scores by 0: a score of 0 still gets weight e^0; fill with -inf": torch.softmax(
+            s * lower, -1
+        )
+        @ v,
+        "kept the upper triangle (triu): position t must see 0..t, the past, not the future": torch.softmax(
+            s.masked_fill(~torch.ones(T, T, dtype=torch.bool).triu(), NEG), -1
+        )
+        @ v,
     }
     if T > 1:
         strict = torch.ones(T, T, dtype=torch.bool).tril(-1)
         ws = torch.softmax(s.masked_fill(~strict, NEG), -1)
-        out["masked the diagonal too: a position may attend to itself (without it the first row has nothing to attend "
-            "to)"] = torch.nan_to_num(ws) @ v
+        out[
+            "masked the diagonal too: a position may attend to itself (without it the first row has nothing to attend "
+            "to)"
+        ] = torch.nan_to_num(ws) @ v
     return out
 
 
@@ -487,18 +605,25 @@ def check_self_attention(fn: Callable, *, hidden: bool = False, name: str = "sel
         got = call(name, fn, x.clone(), *W)
         check_tensor(name, got, f"for T = {T}, d = {d}")
         check_shape(f"{name} (T = {T}, d = {d})", got, (T, d), quiet=True)
-        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(),
-                    atol=1e-5,
-                    quiet=True, mistakes={k: v.double() for k, v in _causal_mistakes(x, *W).items()},
-                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the "
-                         "softmax")
+        check_close(
+            f"{name} (T = {T}, d = {d})",
+            got.detach().double(),
+            reference_causal_attention(x, *W).double(),
+            atol=1e-5,
+            quiet=True,
+            mistakes={k: v.double() for k, v in _causal_mistakes(x, *W).items()},
+            hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the softmax",
+        )
         if T > 2:  # the property itself: the future does not change the past
             changed = x.clone()
-            changed[T // 2:] = torch.randn(T - T // 2, d, generator=g)
+            changed[T // 2 :] = torch.randn(T - T // 2, d, generator=g)
             again = call(name, fn, changed, *W)
-            check_true(name, torch.allclose(again[: T // 2], got[: T // 2], atol=1e-6),
-                       f"changing positions {T // 2}.. changed the outputs of earlier positions (T = {T}).",
-                       "position t must not see positions after t")
+            check_true(
+                name,
+                torch.allclose(again[: T // 2], got[: T // 2], atol=1e-6),
+                f"changing positions {T // 2}.. changed the outputs of earlier positions (T = {T}).",
+                "position t must not see positions after t",
+            )
     passed(name, f"{len(sizes)} sizes, and no position sees the future")
 
 
@@ -506,8 +631,9 @@ def check_cheat(cheat_reason: Any, self_attention: Callable, *, hidden: bool = F
     """Exercise 6: the letter and the fixed function, each earning its part of the points."""
     check_all(
         lambda: check_cheat_reason(cheat_reason),
-        lambda: check_self_attention(self_attention, hidden=hidden,
-                                     name="self_attention (more sizes)" if hidden else "self_attention"),
+        lambda: check_self_attention(
+            self_attention, hidden=hidden, name="self_attention (more sizes)" if hidden else "self_attention"
+        ),
     )
 
 
@@ -533,8 +659,11 @@ def _temperature_value(name: str, value: Any) -> float:
         raise CheckFailed(name, f"expected a single number, got {short(value)}.")
     T = float(a.reshape(()))
     if not math.isfinite(T) or T <= 0:
-        raise CheckFailed(name, f"{short(value)} is not a temperature.",
-                          "a temperature is a positive number: the logits are divided by it")
+        raise CheckFailed(
+            name,
+            f"{short(value)} is not a temperature.",
+            "a temperature is a positive number: the logits are divided by it",
+        )
     return T
 
 
@@ -549,13 +678,19 @@ def check_temperature(temperature: Any) -> None:
         passed(name)
         return
     if np.allclose(_softmax_at(TEMPERATURE_LOGITS, 1 / T), target, atol=6e-4):
-        raise CheckFailed(name, f"{short(temperature)} is not right.",
-                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides "
-                          "them, so it is the reciprocal")
+        raise CheckFailed(
+            name,
+            f"{short(temperature)} is not right.",
+            "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides "
+            "them, so it is the reciprocal",
+        )
     sharper = got[0] < target[0]
-    raise CheckFailed(name, f"softmax(logits / {T:.4g}) = {np.round(got, 4).tolist()}, not the target.",
-                      f"the target is {'sharper' if sharper else 'flatter'} than that, so the temperature must be "
-                      f"{'lower' if sharper else 'higher'}; p0 / p1 = exp((l0 - l1) / T) gives T in one line")
+    raise CheckFailed(
+        name,
+        f"softmax(logits / {T:.4g}) = {np.round(got, 4).tolist()}, not the target.",
+        f"the target is {'sharper' if sharper else 'flatter'} than that, so the temperature must be "
+        f"{'lower' if sharper else 'higher'}; p0 / p1 = exp((l0 - l1) / T) gives T in one line",
+    )
 
 
 def check_half_temperature(value: Any) -> None:
@@ -567,14 +702,19 @@ def check_half_temperature(value: Any) -> None:
         passed(name)
         return
     if abs(_softmax_at(HALF_LOGITS, 1 / T)[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{short(value)} is not right.",
-                          "it looks like you gave 1/T: the temperature divides the logits")
+        raise CheckFailed(
+            name, f"{short(value)} is not right.", "it looks like you gave 1/T: the temperature divides the logits"
+        )
     if abs(_softmax_at(HALF_LOGITS, T / math.log(10))[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{short(value)} is not right.",
-                          "it looks like you used log base 10; use the natural log")
-    raise CheckFailed(name, f"at T = {T:.4g} the top token gets {top:.3f}, not 0.5.",
-                      f"{'lower' if top < 0.5 else 'raise'} the temperature (a lower one sharpens the distribution); "
-                      "p_top = 1/2 means e^(3/T) equals the sum of the three other terms")
+        raise CheckFailed(
+            name, f"{short(value)} is not right.", "it looks like you used log base 10; use the natural log"
+        )
+    raise CheckFailed(
+        name,
+        f"at T = {T:.4g} the top token gets {top:.3f}, not 0.5.",
+        f"{'lower' if top < 0.5 else 'raise'} the temperature (a lower one sharpens the distribution); "
+        "p_top = 1/2 means e^(3/T) equals the sum of the three other terms",
+    )
 
 
 def check_temperatures(temperature: Any, temperature_half: Any) -> None:
@@ -605,8 +745,9 @@ class ToyLM:
         # Plain ValueErrors: under `course grade` this model runs in the learner's kernel, and the check reads
         # the message of what it raised.
         if not isinstance(idx, torch.Tensor) or idx.ndim != 2 or idx.dtype != torch.long:
-            got = (f"shape {tuple(idx.shape)}, dtype {idx.dtype}" if isinstance(idx, torch.Tensor)
-                   else type(idx).__name__)
+            got = (
+                f"shape {tuple(idx.shape)}, dtype {idx.dtype}" if isinstance(idx, torch.Tensor) else type(idx).__name__
+            )
             raise ValueError(f"the model takes a (B, T) tensor of token ids (torch.long), got {got}")
         T = idx.shape[1]
         if T > self.block_size:
@@ -617,8 +758,20 @@ class ToyLM:
         return h + self.positions[:T]  # (B, T, V)
 
 
-def reference_generate(model, idx, max_new_tokens, block_size, temperature, generator, *, crop=None, position=-1,
-                       temp_mode="divide", pick="sample", axis=-1):
+def reference_generate(
+    model,
+    idx,
+    max_new_tokens,
+    block_size,
+    temperature,
+    generator,
+    *,
+    crop=None,
+    position=-1,
+    temp_mode="divide",
+    pick="sample",
+    axis=-1,
+):
     """The loop of lesson 11: crop, last position, temperature, softmax, one draw, append. The keyword
     arguments make the classic mistakes (used to name them)."""
     crop = crop or (lambda seq: seq[:, -block_size:])
@@ -660,20 +813,22 @@ def _generate_cases(hidden: bool) -> list[dict]:
 def _generate_mistakes(case: dict) -> dict[str, dict]:
     b = case["block"]
     return {
-        "used the first position's logits: the next token's distribution is at the LAST position, logits[:, -1, :]":
-            dict(position=0),
-        "cropped to block_size - 1 tokens (an off-by-one slice): keep the last block_size, idx[:, -block_size:]":
-            dict(crop=lambda seq: seq[:, -(b - 1):]),
+        (
+            "used the first position's logits: the next token's distribution is at the LAST position, logits[:, -1, :]"
+        ): dict(position=0),
+        "cropped to block_size - 1 tokens (an off-by-one slice): keep the last block_size, idx[:, -block_size:]": dict(
+            crop=lambda seq: seq[:, -(b - 1) :]
+        ),
         "kept the FIRST block_size tokens (idx[:, :block_size]): the window must follow the text, keep the last "
         "ones, idx[:, -block_size:]": dict(crop=lambda seq: seq[:, :b]),
-        "multiplied the logits by the temperature: divide them, softmax(logits / temperature)":
-            dict(temp_mode="multiply"),
+        "multiplied the logits by the temperature: divide them, softmax(logits / temperature)": dict(
+            temp_mode="multiply"
+        ),
         "applied the temperature after the softmax: probabilities divided by τ are the same distribution once "
         "renormalised, so it changed nothing; divide the logits before the softmax": dict(temp_mode="after"),
         "took the most likely token (argmax) instead of drawing one: sample with torch.multinomial(probs, 1, "
         "generator=generator)": dict(pick="argmax"),
-        "took the softmax over the batch (dim=0): each row's distribution is over the vocabulary, dim=-1":
-            dict(axis=0),
+        "took the softmax over the batch (dim=0): each row's distribution is over the vocabulary, dim=-1": dict(axis=0),
     }
 
 
@@ -688,8 +843,7 @@ def check_generate(fn: Callable, model: Any = None, *, hidden: bool = False, nam
     cases = _generate_cases(hidden)
     for case in cases:
         idx, b, temp, n = case["idx"], case["block"], case["temperature"], case["new"]
-        where = (f"a prompt of shape {tuple(idx.shape)}, {n} new tokens, block_size {b}, "
-                 f"temperature {temp}")
+        where = f"a prompt of shape {tuple(idx.shape)}, {n} new tokens, block_size {b}, temperature {temp}"
 
         def run(seed=case["seed"], idx=idx, b=b, temp=temp, n=n, where=where):
             given = idx.clone()
@@ -699,64 +853,92 @@ def check_generate(fn: Callable, model: Any = None, *, hidden: bool = False, nam
                 raise
             except CheckFailed as err:
                 if "but its block_size is" in err.problem:
-                    raise CheckFailed(name, f"the model was given more than block_size = {b} positions ({where}).",
-                                      "crop the context to its last block_size tokens before each call: "
-                                      "idx[:, -block_size:] (the position table has block_size rows)") from None
+                    raise CheckFailed(
+                        name,
+                        f"the model was given more than block_size = {b} positions ({where}).",
+                        "crop the context to its last block_size tokens before each call: "
+                        "idx[:, -block_size:] (the position table has block_size rows)",
+                    ) from None
                 if "empty context" in err.problem:
-                    raise CheckFailed(name, f"the model was given an empty context ({where}).",
-                                      "crop with idx[:, -block_size:], which keeps the LAST block_size "
-                                      "tokens") from None
+                    raise CheckFailed(
+                        name,
+                        f"the model was given an empty context ({where}).",
+                        "crop with idx[:, -block_size:], which keeps the LAST block_size tokens",
+                    ) from None
                 if temp == 0 and "RuntimeError" in err.problem:
-                    raise CheckFailed(name, err.problem, "temperature 0 means greedy decoding: take the argmax of the "
-                                      "logits (logits / 0 is inf or nan, which no softmax can sample)") from None
+                    raise CheckFailed(
+                        name,
+                        err.problem,
+                        "temperature 0 means greedy decoding: take the argmax of the "
+                        "logits (logits / 0 is inf or nan, which no softmax can sample)",
+                    ) from None
                 raise
             if not torch.equal(given, idx):
-                raise CheckFailed(name, f"the prompt passed in was changed ({where}).",
-                                  "build the result with torch.cat([idx, nxt], dim=1), which makes a new tensor")
+                raise CheckFailed(
+                    name,
+                    f"the prompt passed in was changed ({where}).",
+                    "build the result with torch.cat([idx, nxt], dim=1), which makes a new tensor",
+                )
             return out
 
         out = run()
         check_tensor(name, out, f"({where})")
         B, T = idx.shape
         if tuple(out.shape) == (B, n):
-            raise CheckFailed(name, f"expected shape {(B, T + n)}, got {tuple(out.shape)} ({where}).",
-                              "return the prompt followed by the new tokens, as the loop builds it: "
-                              "(B, T + max_new_tokens)")
+            raise CheckFailed(
+                name,
+                f"expected shape {(B, T + n)}, got {tuple(out.shape)} ({where}).",
+                "return the prompt followed by the new tokens, as the loop builds it: (B, T + max_new_tokens)",
+            )
         if tuple(out.shape) != (B, T + n):
-            raise CheckFailed(name, f"expected shape {(B, T + n)}, got {tuple(out.shape)} ({where}).",
-                              "append one token per step to every row: nxt is (B, 1), torch.cat([idx, nxt], dim=1)")
+            raise CheckFailed(
+                name,
+                f"expected shape {(B, T + n)}, got {tuple(out.shape)} ({where}).",
+                "append one token per step to every row: nxt is (B, 1), torch.cat([idx, nxt], dim=1)",
+            )
         if not torch.equal(out[:, :T], idx):
-            raise CheckFailed(name, f"the result does not start with the prompt ({where}).",
-                              "append each new token at the END: torch.cat([idx, nxt], dim=1)")
+            raise CheckFailed(
+                name,
+                f"the result does not start with the prompt ({where}).",
+                "append each new token at the END: torch.cat([idx, nxt], dim=1)",
+            )
         want = reference_generate(ToyLM(block_size=b), idx, n, b, temp, torch.Generator().manual_seed(case["seed"]))
         if torch.equal(out, want):
             continue
         if temp != 0:
             again = run()
             if not torch.equal(again, out):
-                raise CheckFailed(name, f"two runs with generators of the same seed gave different tokens ({where}).",
-                                  "draw with torch.multinomial(probs, num_samples=1, generator=generator), so that the "
-                                  "seed decides the draws")
+                raise CheckFailed(
+                    name,
+                    f"two runs with generators of the same seed gave different tokens ({where}).",
+                    "draw with torch.multinomial(probs, num_samples=1, generator=generator), so that the "
+                    "seed decides the draws",
+                )
         for description, kwargs in _generate_mistakes(case).items():
             if temp == 0 and ("temperature" in description or "argmax" in description):
                 continue
-            wrong = reference_generate(ToyLM(block_size=b), idx, n, b, temp,
-                                       torch.Generator().manual_seed(case["seed"]), **kwargs)
+            wrong = reference_generate(
+                ToyLM(block_size=b), idx, n, b, temp, torch.Generator().manual_seed(case["seed"]), **kwargs
+            )
             if torch.equal(out, wrong):
                 raise CheckFailed(name, f"the tokens are not right ({where}).", f"it looks like you {description}.")
         step = int((out[:, T:] != want[:, T:]).any(dim=0).nonzero()[0])
-        raise CheckFailed(name, f"the tokens are not right from new token {step} on ({where}).",
-                          "each step: logits = model(idx[:, -block_size:])[:, -1, :]; then the argmax if "
-                          "temperature is 0, else torch.multinomial(softmax(logits / temperature, dim=-1), 1, "
-                          "generator=generator); append it with torch.cat([idx, nxt], dim=1)")
+        raise CheckFailed(
+            name,
+            f"the tokens are not right from new token {step} on ({where}).",
+            "each step: logits = model(idx[:, -block_size:])[:, -1, :]; then the argmax if "
+            "temperature is 0, else torch.multinomial(softmax(logits / temperature, dim=-1), 1, "
+            "generator=generator); append it with torch.cat([idx, nxt], dim=1)",
+        )
     passed(name, f"{len(cases)} cases: the lesson's tokens for the same seed")
 
 
 # --- exercise 9: targets and tying -------------------------------------------------------------------------
 
 
-def reference_make_batch(ids: torch.Tensor, starts: Sequence[int],
-                         block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+def reference_make_batch(
+    ids: torch.Tensor, starts: Sequence[int], block_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.stack([ids[s : s + block_size] for s in starts])  # (B, T)
     y = torch.stack([ids[s + 1 : s + 1 + block_size] for s in starts])  # (B, T): x shifted by one
     return x, y
@@ -764,12 +946,12 @@ def reference_make_batch(ids: torch.Tensor, starts: Sequence[int],
 
 def _batch_mistakes(ids, starts, block_size) -> dict[str, torch.Tensor]:
     x, y = reference_make_batch(ids, starts, block_size)
-    back = torch.stack([ids[s - 1 : s - 1 + block_size] if s > 0 else torch.cat([ids[-1:], ids[: block_size - 1]])
-                        for s in starts])
+    back = torch.stack(
+        [ids[s - 1 : s - 1 + block_size] if s > 0 else torch.cat([ids[-1:], ids[: block_size - 1]]) for s in starts]
+    )
     return {
         "used the inputs as the targets (y = x): the target at t is the NEXT token, ids[s + t + 1]": x,
-        "shifted the targets the wrong way (the token before): y[t] must be the token after x[t], ids[s + t + 1]":
-            back,
+        "shifted the targets the wrong way (the token before): y[t] must be the token after x[t], ids[s + t + 1]": back,
         "rolled x (x.roll(-1)): the last target wraps round to x[0]; it must be the token after the window, "
         "ids[s + block_size]": torch.roll(x, -1, dims=1),
     }
@@ -791,22 +973,31 @@ def check_make_batch(fn: Callable, *, hidden: bool = False, name: str = "make_ba
         want_x, want_y = reference_make_batch(ids, starts, block_size)
         for part, value, want in (("x", x, want_x), ("y", y, want_y)):
             if tuple(value.shape) != tuple(want.shape):
-                hint = ("one row per start, block_size tokens in each: windows of block_size, not block_size + 1 "
-                        "(ids[s : s + block_size] for x, ids[s + 1 : s + 1 + block_size] for y)")
+                hint = (
+                    "one row per start, block_size tokens in each: windows of block_size, not block_size + 1 "
+                    "(ids[s : s + block_size] for x, ids[s + 1 : s + 1 + block_size] for y)"
+                )
                 if value.ndim == 1:
                     hint = "stack one window per start into a (len(starts), block_size) tensor: torch.stack([...])"
-                raise CheckFailed(name, f"{part} has shape {tuple(value.shape)}, expected {tuple(want.shape)} "
-                                  f"({where}).", hint)
+                raise CheckFailed(
+                    name, f"{part} has shape {tuple(value.shape)}, expected {tuple(want.shape)} ({where}).", hint
+                )
         if not torch.equal(x, want_x):
-            raise CheckFailed(name, f"x is not right ({where}).",
-                              "row i of x is the window ids[s : s + block_size] for the i-th start s")
+            raise CheckFailed(
+                name,
+                f"x is not right ({where}).",
+                "row i of x is the window ids[s : s + block_size] for the i-th start s",
+            )
         if not torch.equal(y, want_y):
             for description, wrong in _batch_mistakes(ids, starts, block_size).items():
                 if torch.equal(y, wrong):
                     raise CheckFailed(name, f"y is not right ({where}).", f"it looks like you {description}.")
-            raise CheckFailed(name, f"y is not right ({where}).",
-                              "y is x shifted one to the right: ids[s + 1 : s + 1 + block_size], so y[:, t] is the "
-                              "token that follows x[:, t]")
+            raise CheckFailed(
+                name,
+                f"y is not right ({where}).",
+                "y is x shifted one to the right: ids[s + 1 : s + 1 + block_size], so y[:, t] is the "
+                "token that follows x[:, t]",
+            )
     passed(name, f"{len(cases)} cases")
 
 
@@ -832,28 +1023,40 @@ def check_tie_weights(fn: Callable, make_model: Callable | None = None, *, name:
     after = int(model.num_parameters())
     head, tok = model.lm_head.weight.detach(), model.tok_emb.weight.detach()
     if tuple(tok.shape) != (V, C) or not torch.equal(tok, embedding):
-        raise CheckFailed(name, "the token embedding was replaced.",
-                          "keep the embedding's matrix and make the de-embedding use it: model.lm_head.weight = "
-                          "model.tok_emb.weight")
+        raise CheckFailed(
+            name,
+            "the token embedding was replaced.",
+            "keep the embedding's matrix and make the de-embedding use it: model.lm_head.weight = model.tok_emb.weight",
+        )
     if tuple(head.shape) == (C, V):
-        raise CheckFailed(name, f"lm_head.weight has shape {(C, V)}, the embedding's transpose.",
-                          "no transpose is needed: nn.Linear(C, V) stores its weight as (V, C), the shape of the "
-                          "embedding table; assign the embedding's Parameter itself")
+        raise CheckFailed(
+            name,
+            f"lm_head.weight has shape {(C, V)}, the embedding's transpose.",
+            "no transpose is needed: nn.Linear(C, V) stores its weight as (V, C), the shape of the "
+            "embedding table; assign the embedding's Parameter itself",
+        )
     if after == before - V * C and tuple(head.shape) == (V, C) and torch.equal(head, embedding):
         passed(name, f"one ({V}, {C}) matrix, {V * C} fewer parameters")
         return
     if after == before and tuple(head.shape) == (V, C) and torch.equal(head, embedding):
-        raise CheckFailed(name, "lm_head.weight holds the embedding's numbers, but as a second parameter "
-                          f"(the model still counts {after:,} parameters).",
-                          "a copy, or an assignment to `.data`, gives the same numbers in another Parameter: the "
-                          "optimiser sees two matrices with two gradients and they drift apart with the first update; "
-                          "assign the Parameter itself: model.lm_head.weight = model.tok_emb.weight")
-    raise CheckFailed(name, "lm_head.weight is not the token embedding's matrix.",
-                      "make the two one object: model.lm_head.weight = model.tok_emb.weight")
+        raise CheckFailed(
+            name,
+            "lm_head.weight holds the embedding's numbers, but as a second parameter "
+            f"(the model still counts {after:,} parameters).",
+            "a copy, or an assignment to `.data`, gives the same numbers in another Parameter: the "
+            "optimiser sees two matrices with two gradients and they drift apart with the first update; "
+            "assign the Parameter itself: model.lm_head.weight = model.tok_emb.weight",
+        )
+    raise CheckFailed(
+        name,
+        "lm_head.weight is not the token embedding's matrix.",
+        "make the two one object: model.lm_head.weight = model.tok_emb.weight",
+    )
 
 
-def check_targets_and_tying(make_batch: Callable, tie_weights: Callable, make_model: Callable | None = None, *,
-                            hidden: bool = False) -> None:
+def check_targets_and_tying(
+    make_batch: Callable, tie_weights: Callable, make_model: Callable | None = None, *, hidden: bool = False
+) -> None:
     """Exercise 9: both parts, each earning its share of the points."""
     check_all(
         lambda: check_make_batch(make_batch, hidden=hidden, name="make_batch (more cases)" if hidden else "make_batch"),

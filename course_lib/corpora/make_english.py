@@ -29,6 +29,7 @@ teaches must really show up in the co-occurrence counts.
 The sentences were written for this course; the file has the same licence as the course. Nothing here
 imports the course package, so the script runs with a bare Python 3.
 """
+
 from __future__ import annotations
 
 import random
@@ -56,8 +57,14 @@ COMMON_YOUNG = [("boy", "girl")]
 FAMILY_ADULT = [("father", "mother"), ("husband", "wife"), ("uncle", "aunt"), ("grandfather", "grandmother")]
 FAMILY_YOUNG = [("son", "daughter"), ("brother", "sister"), ("nephew", "niece")]
 NAMES = [
-    ("tom", "anna"), ("peter", "mary"), ("james", "emma"), ("david", "sarah"), ("paul", "lucy"),
-    ("sam", "kate"), ("jack", "alice"), ("ben", "rose"),
+    ("tom", "anna"),
+    ("peter", "mary"),
+    ("james", "emma"),
+    ("david", "sarah"),
+    ("paul", "lucy"),
+    ("sam", "kate"),
+    ("jack", "alice"),
+    ("ben", "rose"),
 ]
 
 ADULTS = ROYAL_ADULT + COMMON_ADULT + FAMILY_ADULT
@@ -78,37 +85,112 @@ COUNTRIES = [
     ("kenya", "nairobi", "swahili", "ugali"),
 ]
 CONTINENT = {
-    "france": "europe", "italy": "europe", "spain": "europe", "germany": "europe", "japan": "asia",
-    "egypt": "africa", "china": "asia", "russia": "europe", "greece": "europe", "kenya": "africa",
+    "france": "europe",
+    "italy": "europe",
+    "spain": "europe",
+    "germany": "europe",
+    "japan": "asia",
+    "egypt": "africa",
+    "china": "asia",
+    "russia": "europe",
+    "greece": "europe",
+    "kenya": "africa",
 }
 
 COLOURS = ["red", "blue", "green", "yellow", "white", "black", "brown", "grey", "orange", "purple"]
 NUMBERS = [
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen", "twenty",
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
 ]
 ANIMALS = {  # singular: (plural, food, sound)
-    "dog": ("dogs", "meat", "barked"), "cat": ("cats", "fish", "purred"),
-    "horse": ("horses", "hay", "neighed"), "cow": ("cows", "grass", "mooed"),
-    "sheep": ("sheep", "grass", "bleated"), "bird": ("birds", "seeds", "sang"),
-    "mouse": ("mice", "cheese", "squeaked"), "duck": ("ducks", "bread", "quacked"),
-    "rabbit": ("rabbits", "carrots", "sniffed"), "goat": ("goats", "leaves", "bleated"),
-    "pig": ("pigs", "apples", "grunted"), "fox": ("foxes", "eggs", "barked"),
+    "dog": ("dogs", "meat", "barked"),
+    "cat": ("cats", "fish", "purred"),
+    "horse": ("horses", "hay", "neighed"),
+    "cow": ("cows", "grass", "mooed"),
+    "sheep": ("sheep", "grass", "bleated"),
+    "bird": ("birds", "seeds", "sang"),
+    "mouse": ("mice", "cheese", "squeaked"),
+    "duck": ("ducks", "bread", "quacked"),
+    "rabbit": ("rabbits", "carrots", "sniffed"),
+    "goat": ("goats", "leaves", "bleated"),
+    "pig": ("pigs", "apples", "grunted"),
+    "fox": ("foxes", "eggs", "barked"),
 }
 ANIMALS_LIST = list(ANIMALS)
-FOODS = ["bread", "rice", "soup", "cheese", "apples", "eggs", "fish", "cake", "potatoes", "beans",
-         "carrots", "oranges", "tomatoes", "honey", "salad", "noodles"]
+FOODS = [
+    "bread",
+    "rice",
+    "soup",
+    "cheese",
+    "apples",
+    "eggs",
+    "fish",
+    "cake",
+    "potatoes",
+    "beans",
+    "carrots",
+    "oranges",
+    "tomatoes",
+    "honey",
+    "salad",
+    "noodles",
+]
 DRINKS = ["tea", "coffee", "milk", "water", "juice", "lemonade"]
 TASTES = ["sweet", "salty", "sour", "bitter", "fresh", "delicious", "spicy"]
 MEALS = ["breakfast", "lunch", "dinner"]
 THINGS = {  # singular: plural
-    "book": "books", "chair": "chairs", "table": "tables", "cup": "cups", "hat": "hats",
-    "ball": "balls", "box": "boxes", "flower": "flowers", "car": "cars", "door": "doors",
-    "coat": "coats", "shoe": "shoes", "bag": "bags", "kite": "kites", "pen": "pens",
+    "book": "books",
+    "chair": "chairs",
+    "table": "tables",
+    "cup": "cups",
+    "hat": "hats",
+    "ball": "balls",
+    "box": "boxes",
+    "flower": "flowers",
+    "car": "cars",
+    "door": "doors",
+    "coat": "coats",
+    "shoe": "shoes",
+    "bag": "bags",
+    "kite": "kites",
+    "pen": "pens",
 }
-PLACES = ["market", "park", "library", "station", "river", "beach", "garden", "shop", "village",
-          "forest", "bridge", "museum", "harbour", "farm", "hill"]
+PLACES = [
+    "market",
+    "park",
+    "library",
+    "station",
+    "river",
+    "beach",
+    "garden",
+    "shop",
+    "village",
+    "forest",
+    "bridge",
+    "museum",
+    "harbour",
+    "farm",
+    "hill",
+]
 VEHICLES = ["train", "bus", "plane", "boat", "car", "bicycle"]
 WEATHER = ["sunny", "rainy", "windy", "cloudy", "cold", "warm", "hot", "foggy", "snowy"]
 SEASONS = ["spring", "summer", "autumn", "winter"]
@@ -127,6 +209,7 @@ def plural(noun: str) -> str:
 # Sentence makers: each takes the random generator (and the gender g: 0 male, 1 female, for the
 # sentences about people) and returns one sentence without its full stop
 # ------------------------------------------------------------------------------------------------
+
 
 def pick(rng: random.Random, items):
     return items[rng.randrange(len(items))]
@@ -222,9 +305,17 @@ def any_person_sentence(rng: random.Random, g: int) -> str:
 
 # What each kind of person is, in dictionary style: a king is a male ruler.
 CATEGORY = {
-    "king": "ruler", "prince": "heir", "man": "adult", "boy": "child",
-    "father": "parent", "husband": "spouse", "uncle": "relative", "grandfather": "grandparent",
-    "son": "child", "brother": "sibling", "nephew": "relative",
+    "king": "ruler",
+    "prince": "heir",
+    "man": "adult",
+    "boy": "child",
+    "father": "parent",
+    "husband": "spouse",
+    "uncle": "relative",
+    "grandfather": "grandparent",
+    "son": "child",
+    "brother": "sibling",
+    "nephew": "relative",
 }
 
 
@@ -314,8 +405,8 @@ def weather_sentence(rng: random.Random) -> str:
     templates = [
         f"it was {w} on {day}",
         f"in {season} the weather is often {w}",
-        f"the sky was grey and it rained all day",
-        f"the sun was warm in the morning",
+        "the sky was grey and it rained all day",
+        "the sun was warm in the morning",
         f"tomorrow will be {' and '.join(rng.sample(WEATHER, 2))}",
         f"in {season} the trees are {TREE_COLOUR[season]}",
         f"we stayed inside because it was {w}",
@@ -331,7 +422,7 @@ def food_sentence(rng: random.Random) -> str:
         f"the {food} tasted {pick(rng, TASTES)}",
         f"i would like some {food} please",
         f"we bought {' and '.join(rng.sample(FOODS, 2))} at the market",
-        f"the soup was too hot to eat",
+        "the soup was too hot to eat",
         f"a cup of {drink} is good in the morning",
         f"we cut the cake into {pick(rng, NUMBERS[2:13])} pieces",
         f"they cut the bread into {pick(rng, NUMBERS[2:13])} slices",
@@ -346,7 +437,7 @@ def travel_sentence(rng: random.Random) -> str:
         f"the {vehicle} left the station at {pick(rng, NUMBERS[1:13])} o'clock",
         f"the {vehicle} was full of people",
         f"the journey took {pick(rng, NUMBERS[2:11])} hours",
-        f"we packed our bags for the trip",
+        "we packed our bags for the trip",
         f"they crossed the {pick(rng, ['river', 'bridge', 'mountains', 'sea'])} by {vehicle}",
         f"the road to the {pick(rng, PLACES)} was long",
     ]

@@ -17,6 +17,7 @@ The course directory that these settings describe:
       autograded/<student>/<assignment>/NN_name.ipynb   executed, with the hidden tests put back
       feedback/<student>/<assignment>/NN_name.html      what each student gets back
 """
+
 import os
 
 c = get_config()  # noqa: F821 (nbgrader defines get_config when it reads this file)

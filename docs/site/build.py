@@ -18,6 +18,7 @@ warnings as errors. It fails, with a message naming the file, on a lesson stored
 outputs, a missing image, a link to a file that does not exist, or (Sphinx) a link to a page or a
 heading that does not exist.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,6 +73,7 @@ class Build:
 
 # --- reading the repository ----------------------------------------------------------------------------
 
+
 def lessons(repo: Path) -> list[Path]:
     return sorted((repo / "notebooks").glob(LESSON))
 
@@ -120,19 +122,25 @@ def find_repository(build: Build) -> None:
         if address:
             addresses[address] = path
     if not addresses:
-        build.notes.append("no repository address in the notebooks' setup cells (`course colab --repository URL` "
-                           "writes it): the 'Open in Colab' links lead to the home page's instructions for "
-                           "uploading a downloaded notebook to Colab")
+        build.notes.append(
+            "no repository address in the notebooks' setup cells (`course colab --repository URL` "
+            "writes it): the 'Open in Colab' links lead to the home page's instructions for "
+            "uploading a downloaded notebook to Colab"
+        )
         return
     if len(addresses) > 1:
-        raise SiteError("the notebooks' setup cells name different repositories: "
-                        + ", ".join(f"{a} ({p.relative_to(build.repo)})" for a, p in addresses.items())
-                        + "; run `course colab --repository URL` to write one address into all of them")
+        raise SiteError(
+            "the notebooks' setup cells name different repositories: "
+            + ", ".join(f"{a} ({p.relative_to(build.repo)})" for a, p in addresses.items())
+            + "; run `course colab --repository URL` to write one address into all of them"
+        )
     address = next(iter(addresses))
     found = github_repository(address)
     if found is None:
-        build.notes.append(f"the repository address {address!r} is not on GitHub, and Colab opens notebooks from "
-                           "GitHub only: the 'Open in Colab' links lead to the home page's instructions instead")
+        build.notes.append(
+            f"the repository address {address!r} is not on GitHub, and Colab opens notebooks from "
+            "GitHub only: the 'Open in Colab' links lead to the home page's instructions instead"
+        )
         build.repository = address
         return
     build.repository, build.branch = found
@@ -140,19 +148,28 @@ def find_repository(build: Build) -> None:
 
 # --- checks --------------------------------------------------------------------------------------------
 
+
 def check_outputs(path: Path, nb: dict, rel: str) -> None:
     """A lesson must be stored with its outputs: its page shows them, nothing is run to make them.
     The Colab setup cell is stored unrun on purpose; cells tagged `gpu` may be stored unrun."""
-    code = [(i, c) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and not _is_setup_cell(c)
-            and "gpu" not in c.get("metadata", {}).get("tags", [])]
+    code = [
+        (i, c)
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and not _is_setup_cell(c) and "gpu" not in c.get("metadata", {}).get("tags", [])
+    ]
     unrun = [(i, c) for i, c in code if c.get("execution_count") is None and not c.get("outputs")]
     if code and unrun:
         i, first = unrun[0]
         line = next((line for line in _source(first).splitlines() if line.strip()), "")[:60]
-        what = (f"none of its {len(code)} code cells has stored outputs" if len(unrun) == len(code)
-                else f"{len(unrun)} of its {len(code)} code cells have no stored outputs")
-        raise SiteError(f"{rel}: {what} (first: cell {i + 1}, {line!r}), so its page would show code without "
-                        f"results. Run it and save it with its outputs: make run NB={rel}")
+        what = (
+            f"none of its {len(code)} code cells has stored outputs"
+            if len(unrun) == len(code)
+            else f"{len(unrun)} of its {len(code)} code cells have no stored outputs"
+        )
+        raise SiteError(
+            f"{rel}: {what} (first: cell {i + 1}, {line!r}), so its page would show code without "
+            f"results. Run it and save it with its outputs: make run NB={rel}"
+        )
 
 
 # --- links and images ----------------------------------------------------------------------------------
@@ -170,7 +187,7 @@ def _outside_code(text: str, change) -> str:
     are masked, so a link whose label is code is still seen)."""
     out, last = [], 0
     for match in FENCE.finditer(text):
-        out.append(_outside_spans(text[last:match.start()], change))
+        out.append(_outside_spans(text[last : match.start()], change))
         out.append(match.group(0))
         last = match.end()
     out.append(_outside_spans(text[last:], change))
@@ -190,6 +207,7 @@ def _outside_spans(text: str, change) -> str:
 
 def github_slug(title: str) -> str:
     from myst_parser.slugs import github_slugify
+
     return github_slugify(title)
 
 
@@ -259,8 +277,11 @@ class Linker:
             rel = "index.md"
         elif rel in self.pages:
             pass
-        elif image or Path(rel).suffix.lower() in IMAGE_SUFFIXES or (
-                rel.startswith("docs/") and (self.build.repo / rel).is_file()):
+        elif (
+            image
+            or Path(rel).suffix.lower() in IMAGE_SUFFIXES
+            or (rel.startswith("docs/") and (self.build.repo / rel).is_file())
+        ):
             # Images, and files the guides hand out (nbgrader_config.py), travel with the page.
             _write(self.build.src / rel, (self.build.repo / rel).read_bytes())
         else:
@@ -270,8 +291,9 @@ class Linker:
     def _outside(self, rel: str, fragment: str, where: str, target: str) -> str | None:
         link = self.repository_link(rel, fragment)
         if link is None:
-            self.build.notes.append(f"{where}: {target!r} is not part of the site and the repository's address is "
-                                    "unknown: shown as text")
+            self.build.notes.append(
+                f"{where}: {target!r} is not part of the site and the repository's address is unknown: shown as text"
+            )
         return link
 
     def rewrite(self, text: str, origin: str, staged_as: str, where: str) -> str:
@@ -291,9 +313,10 @@ class Linker:
 
 # --- widgets -------------------------------------------------------------------------------------------
 
+
 def _model_refs(value) -> list[str]:
     refs = value if isinstance(value, list) else [value]
-    return [r[len("IPY_MODEL_"):] for r in refs if isinstance(r, str) and r.startswith("IPY_MODEL_")]
+    return [r[len("IPY_MODEL_") :] for r in refs if isinstance(r, str) and r.startswith("IPY_MODEL_")]
 
 
 def _number(value) -> str:
@@ -308,7 +331,7 @@ def _control_text(name: str, state: dict) -> str | None:
         low, high = state.get("min"), state.get("max")
         if name == "FloatLogSliderModel":  # min and max are exponents of the base
             base = state.get("base", 10.0)
-            low, high = base ** low, base ** high
+            low, high = base**low, base**high
         shown = " to ".join(map(_number, value)) if isinstance(value, list) else _number(value)  # a range slider
         return f"{label} = {html.escape(shown)} (from {_number(low)} to {_number(high)})"
     if any(kind in name for kind in ("Dropdown", "Select", "ToggleButtons", "RadioButtons")):
@@ -318,8 +341,14 @@ def _control_text(name: str, state: dict) -> str | None:
         return f"{label} = {html.escape(str(chosen))}"
     if name in {"TextModel", "TextareaModel"}:
         return f"{label} = “{html.escape(str(value))}”"
-    if name in {"CheckboxModel", "ToggleButtonModel", "IntTextModel", "FloatTextModel", "BoundedIntTextModel",
-                "BoundedFloatTextModel"}:
+    if name in {
+        "CheckboxModel",
+        "ToggleButtonModel",
+        "IntTextModel",
+        "FloatTextModel",
+        "BoundedIntTextModel",
+        "BoundedFloatTextModel",
+    }:
         return f"{label} = {html.escape(_number(value))}"
     return None
 
@@ -358,14 +387,16 @@ def widget_html(model_id: str, state: dict) -> tuple[str, int] | None:
 
     walk(model_id)
     sliders = sum("(from" in c for c in controls)
-    moves = ("the slider" if sliders == 1 else "the sliders" if sliders else "choose another value")
+    moves = "the slider" if sliders == 1 else "the sliders" if sliders else "choose another value"
     moves = moves if not sliders else f"move {moves}"
     parts = ['<div class="course-widget">']
     if controls:
         parts.append('<p class="course-widget-controls">' + " · ".join(controls) + "</p>")
     parts += shown
-    parts.append(f'<p class="course-widget-note">An interactive widget: this is what it shows at its default '
-                 f"value. Run the notebook to {moves}.</p>")
+    parts.append(
+        f'<p class="course-widget-note">An interactive widget: this is what it shows at its default '
+        f"value. Run the notebook to {moves}.</p>"
+    )
     parts.append("</div>")
     return "\n".join(parts), figures
 
@@ -384,15 +415,20 @@ def replace_widgets(nb: dict, rel: str, build: Build) -> None:
                 build.problems.append(
                     f"{rel}, cell {i + 1}: a widget whose stored state holds no figure or printout (the page would "
                     f"show an empty box). Run the notebook in JupyterLab or with make run NB={rel}, and save it "
-                    "with its widget state")
+                    "with its widget state"
+                )
                 continue
             plain = "Interactive widget: run the notebook to move it."
-            cell["outputs"][k] = {"output_type": "display_data", "metadata": {},
-                                  "data": {"text/html": found[0], "text/plain": plain}}
+            cell["outputs"][k] = {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {"text/html": found[0], "text/plain": plain},
+            }
     nb.get("metadata", {}).pop("widgets", None)
 
 
 # --- staging -------------------------------------------------------------------------------------------
+
 
 def _write(path: Path, data: bytes | str) -> None:
     """Write only what changed (unchanged files keep their times)."""
@@ -422,7 +458,7 @@ def stage_notebook(build: Build, linker: Linker, path: Path, lesson: bool) -> di
     _write(build.extra / rel, path.read_bytes())  # "download the notebook": the notebook as it is
     colab = None
     if build.repository and build.repository.startswith("https://github.com/"):
-        colab = f"{COLAB}/{build.repository[len('https://github.com/'):]}/blob/{build.branch}/{rel}"
+        colab = f"{COLAB}/{build.repository[len('https://github.com/') :]}/blob/{build.branch}/{rel}"
     return {"colab": colab, "download": path.name}
 
 
@@ -435,12 +471,16 @@ def home_page(build: Build, lesson_paths: list[Path], exercise_paths: list[Path]
     if "course-map" not in sections:
         raise SiteError("README.md has no '## Course map' section for the home page")
     if build.repository and build.repository.startswith("https://github.com/"):
-        where = (f"Colab opens it from the course's repository, [{build.repository}]({build.repository}); its "
-                 "first code cell installs the course's helper library there.")
+        where = (
+            f"Colab opens it from the course's repository, [{build.repository}]({build.repository}); its "
+            "first code cell installs the course's helper library there."
+        )
     else:
-        where = ("Download the notebook (the link beside *Open in Colab*), then in Colab choose *File → Upload "
-                 "notebook*. Its first code cell installs the course's helper library and asks for the "
-                 "course's git address.")
+        where = (
+            "Download the notebook (the link beside *Open in Colab*), then in Colab choose *File → Upload "
+            "notebook*. Its first code cell installs the course's helper library and asks for the "
+            "course's git address."
+        )
     reading = f"""
 ## Reading the course here
 
@@ -549,6 +589,7 @@ def stage_mathjax(build: Build) -> None:
 
 # --- Sphinx --------------------------------------------------------------------------------------------
 
+
 def inputs_digest(repo: Path) -> str:
     """What the site is made of: the pages' sources, the build's own files, the pinned versions."""
     digest = hashlib.sha256()
@@ -564,10 +605,32 @@ def sphinx(build: Build) -> None:
     if (build.out / ".buildinfo").is_file():  # a site built before: pages of removed lessons must go too
         shutil.rmtree(build.out)
     warnings = build.work / "warnings.txt"
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-W", "--keep-going", "-w", str(warnings),
-           "-c", str(HERE), "-d", str(build.work / "doctrees"), str(build.src), str(build.out)]
-    env = dict(os.environ, COURSE_SITE_EXTRA=str(build.extra), COURSE_SITE_REPOSITORY=build.repository or "",
-               COURSE_SITE_BRANCH=build.branch, COURSE_SITE_WORK=str(build.work))
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-q",
+        "-E",
+        "-W",
+        "--keep-going",
+        "-w",
+        str(warnings),
+        "-c",
+        str(HERE),
+        "-d",
+        str(build.work / "doctrees"),
+        str(build.src),
+        str(build.out),
+    ]
+    env = dict(
+        os.environ,
+        COURSE_SITE_EXTRA=str(build.extra),
+        COURSE_SITE_REPOSITORY=build.repository or "",
+        COURSE_SITE_BRANCH=build.branch,
+        COURSE_SITE_WORK=str(build.work),
+    )
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         text = warnings.read_text(errors="replace") if warnings.is_file() else ""
@@ -577,8 +640,10 @@ def sphinx(build: Build) -> None:
         # MyST-NB numbers a notebook's lines (cell + 1) * 10000 + ..., cells counted from 0: name the cell
         # as JupyterLab's status bar counts it, from 1.
         text = re.sub(r"(\S+\.ipynb):(\d+):", lambda m: f"{m.group(1)}, cell {int(m.group(2)) // 10000}:", text)
-        raise SiteError("Sphinx found problems (a link to a page or heading that does not exist, a missing "
-                        f"image, ...):\n{text.strip()}")
+        raise SiteError(
+            "Sphinx found problems (a link to a page or heading that does not exist, a missing "
+            f"image, ...):\n{text.strip()}"
+        )
 
 
 def site_size(out: Path) -> tuple[int, int]:
@@ -605,8 +670,10 @@ def build_site(repo: Path = REPO, out: Path | None = None, reuse: bool = False) 
     stamp.write_text(digest)
     files, size = site_size(out)
     n_lessons = sum(1 for doc in links if doc.startswith("notebooks/"))
-    print(f"site: {n_lessons} lessons, {len(links) - n_lessons} exercise sets, {len(GUIDES)} guides; "
-          f"{files} files, {size / 1e6:.1f} MB in {out} ({time.perf_counter() - start:.0f} s)")
+    print(
+        f"site: {n_lessons} lessons, {len(links) - n_lessons} exercise sets, {len(GUIDES)} guides; "
+        f"{files} files, {size / 1e6:.1f} MB in {out} ({time.perf_counter() - start:.0f} s)"
+    )
     return out
 
 
@@ -624,8 +691,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", type=Path, default=REPO, help="the course's folder (default: this repository)")
     parser.add_argument("--out", type=Path, default=None, help="where the site goes (default docs/site/_build/html)")
     parser.add_argument("--reuse", action="store_true", help="keep a site already built from the same sources")
-    parser.add_argument("--requirements", action="store_true",
-                        help="print the packages the build needs (pyproject.toml's `site` extra) and stop")
+    parser.add_argument(
+        "--requirements",
+        action="store_true",
+        help="print the packages the build needs (pyproject.toml's `site` extra) and stop",
+    )
     args = parser.parse_args(argv)
     if args.requirements:
         print("\n".join(site_requirements(args.repo)))

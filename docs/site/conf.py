@@ -1,5 +1,6 @@
 """Sphinx configuration of the course's website. Build it with `make site` (docs/site/build.py stages
 the sources and runs Sphinx with this configuration); it is not meant to be run on its own."""
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@
 - under each lesson's and exercise set's title: "Open in Colab", "Download the notebook" (the
   notebook as it is in the repository) and a link to its exercise set or lesson.
 """
+
 from __future__ import annotations
 
 import html
@@ -62,7 +63,7 @@ class JupyterLabHeadingIds(SphinxTransform):
 
 
 class NotebookLinks(SphinxTransform):
-    """"Open in Colab · Download the notebook · its exercise set (or lesson)" under the page's title."""
+    """ "Open in Colab · Download the notebook · its exercise set (or lesson)" under the page's title."""
 
     default_priority = 760
 
@@ -79,16 +80,28 @@ class NotebookLinks(SphinxTransform):
         colab = page["colab"] or "../" * depth + page["colab_help"]
         title = "Open this notebook in Google Colab" if page["colab"] else "How to open this notebook in Colab"
         bar = nodes.paragraph(classes=["course-links"])
-        bar += nodes.raw("", f'<a class="course-colab" href="{html.escape(colab)}" title="{title}">Open in Colab</a>',
-                         format="html")
+        bar += nodes.raw(
+            "", f'<a class="course-colab" href="{html.escape(colab)}" title="{title}">Open in Colab</a>', format="html"
+        )
         bar += nodes.Text(" ")
-        bar += nodes.raw("", f'<a class="course-download" href="{html.escape(page["download"])}" download '
-                             f'title="The notebook as it is in the repository, outputs included">'
-                             f"Download the notebook</a>", format="html")
+        bar += nodes.raw(
+            "",
+            f'<a class="course-download" href="{html.escape(page["download"])}" download '
+            f'title="The notebook as it is in the repository, outputs included">'
+            f"Download the notebook</a>",
+            format="html",
+        )
         if page.get("partner"):
             bar += nodes.Text(" ")
-            xref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + page["partner"],
-                                         refexplicit=True, refdoc=docname, classes=["course-partner"])
+            xref = addnodes.pending_xref(
+                "",
+                refdomain="std",
+                reftype="doc",
+                reftarget="/" + page["partner"],
+                refexplicit=True,
+                refdoc=docname,
+                classes=["course-partner"],
+            )
             xref += nodes.inline("", page["partner_label"])
             bar += xref
         title_node = section.next_node(nodes.title)

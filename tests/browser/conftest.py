@@ -1,11 +1,11 @@
 """Fixtures of the browser tests: Chromium (required under CI, else skipped when absent), one browser
 per test process, one `course lab` server per test module."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
-
 from labdriver import CHROMIUM_ARGS, chromium_executable, start_lab
 
 

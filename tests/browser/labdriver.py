@@ -4,6 +4,7 @@ notebook, run it from the menu, and read back what the page shows.
 The browser tests (test_lessons_*.py, test_learner.py) share this module; conftest.py holds their
 fixtures. Nothing here sleeps for a fixed time: every wait is for a state of the page or the kernel.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,15 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 
 CHROMIUM_ARGS = [  # see ../shared/TESTING-NOTES.md: no sandbox (root in CI), no GPU, nothing fetched from the network
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-    "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-dev-shm-usage",
 ]
 
 # How long one notebook may take to run in the browser. A lesson must run in 60 s on two idle cores;
@@ -79,9 +87,12 @@ class Lab:
     def api(self, method: str, path: str, body: dict | None = None) -> dict | None:
         """A JSON request to the server's REST API, authenticated with the token."""
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url(path), data=data, method=method,
-                                         headers={"Authorization": f"token {self.token}",
-                                                  "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url(path),
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as r:
             raw = r.read()
         return json.loads(raw) if raw else None
@@ -111,17 +122,22 @@ def start_lab(workdir: Path, teacher: bool = False) -> Lab:
     """`course lab` from this Python environment (the course's .venv under `make test`), on a free port
     of 127.0.0.1, with a token of our own (authentication stays on) and fresh user settings.
 
-    `teacher=True` starts `course lab --teacher`. Extra options the test adds: `expose_app_in_browser` (window.jupyterapp, so the test can read
-    cell outputs and kernel state from the notebook model, not only from the page), private folders
-    for user settings and workspaces, and kernels over Unix sockets (no TCP port races with the
-    other tests' kernels; see course_pytest_plugin).
+    `teacher=True` starts `course lab --teacher`. Extra options the test adds: `expose_app_in_browser`
+    (window.jupyterapp, so the test can read cell outputs and kernel state from the notebook model,
+    not only from the page), private folders for user settings and workspaces, and kernels over Unix
+    sockets (no TCP port races with the other tests' kernels; see course_pytest_plugin).
     """
     port, token = _free_port(), secrets.token_hex(16)
     log_path = workdir / "lab.log"
     cmd = [
-        sys.executable, "-m", "course_lib.cli", "lab",
+        sys.executable,
+        "-m",
+        "course_lib.cli",
+        "lab",
         *(["--teacher"] if teacher else []),
-        "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
         "--LabApp.expose_app_in_browser=True",
         f"--LabApp.user_settings_dir={workdir / 'user-settings'}",
         f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
@@ -129,8 +145,14 @@ def start_lab(workdir: Path, teacher: bool = False) -> Lab:
     if os.name == "posix":
         cmd.append("--KernelManager.transport=ipc")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=dict(os.environ, JUPYTER_TOKEN=token),
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=dict(os.environ, JUPYTER_TOKEN=token),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     lab = Lab(proc, f"http://127.0.0.1:{port}", token, log_path)
     deadline, last = time.monotonic() + 90, None
     while time.monotonic() < deadline:
@@ -185,7 +207,8 @@ class Page:
         def on_console(msg):
             if msg.type == "error":
                 (self.ignored_console if is_benign(msg.text) else self.console_errors).append(
-                    f"console.error: {msg.text}")
+                    f"console.error: {msg.text}"
+                )
 
         self.page.on("console", on_console)
         self.page.on("pageerror", lambda err: self.console_errors.append(f"uncaught exception: {err}"))
@@ -199,12 +222,16 @@ class Page:
                 const app = window.jupyterapp;
                 const w = app && app.shell.currentWidget;
                 return !!(w && w.context && w.context.path === path && w.context.isReady && w.content);
-            }""", arg=path, timeout=OPEN_TIMEOUT_S * 1000)
+            }""",
+            arg=path,
+            timeout=OPEN_TIMEOUT_S * 1000,
+        )
         self.wait_kernel_idle(OPEN_TIMEOUT_S)
 
     def wait_kernel_idle(self, timeout_s: float) -> None:
-        self.page.locator("#jp-main-statusbar .jp-StatusBar-TextItem").filter(has_text=re.compile(r"\| Idle$")).first.wait_for(
-            timeout=timeout_s * 1000)
+        self.page.locator("#jp-main-statusbar .jp-StatusBar-TextItem").filter(
+            has_text=re.compile(r"\| Idle$")
+        ).first.wait_for(timeout=timeout_s * 1000)
 
     def run_all_from_menu(self) -> None:
         """Run → Run All Cells, then wait until every cell has finished (or execution stopped at an
@@ -218,7 +245,8 @@ class Page:
                                                        e => { window.__runAll = {error: String(e)}; });
                     }
                 });
-            }""")
+            }"""
+        )
         self.page.locator(".lm-MenuBar-item").filter(has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Run All Cells$")).click()
         self.page.wait_for_function("() => window.__runAll !== null", timeout=RUN_TIMEOUT_S * 1000, polling=500)
@@ -257,7 +285,8 @@ READ_CELLS_JS = r"""
     return panel.content.widgets.map((cell, index) => {
         const m = cell.model;
         const src = m.sharedModel.getSource();
-        const info = {index, total: panel.content.widgets.length, id: m.id, type: m.type, tags: m.getMetadata('tags') || [],
+        const info = {index, total: panel.content.widgets.length, id: m.id, type: m.type,
+                      tags: m.getMetadata('tags') || [],
                       first_line: src.split('\n').find(l => l.trim()) || ''};
         if (m.type === 'code') {
             info.execution_count = m.executionCount;
@@ -273,7 +302,8 @@ READ_CELLS_JS = r"""
                     out.shown_as = node.getAttribute('data-mime-type');
                     out.widget_view = !!node.querySelector(':scope > .jupyter-widgets');
                     out.shown_text = node.innerText.slice(0, 300);
-                    out.images = [...node.querySelectorAll('img')].map(i => ({complete: i.complete, width: i.naturalWidth}));
+                    out.images = [...node.querySelectorAll('img')].map(
+                        i => ({complete: i.complete, width: i.naturalWidth}));
                 }
                 return out;
             });
@@ -283,7 +313,8 @@ READ_CELLS_JS = r"""
             if (md) {
                 const copy = md.cloneNode(true);
                 // Typeset maths, code and the anchor links JupyterLab adds are not prose.
-                copy.querySelectorAll('mjx-container, .MathJax, code, pre, .jp-InternalAnchorLink').forEach(e => e.remove());
+                copy.querySelectorAll('mjx-container, .MathJax, code, pre, .jp-InternalAnchorLink')
+                    .forEach(e => e.remove());
                 info.math = md.querySelectorAll('mjx-container').length;
                 info.text = copy.textContent;
             }
@@ -297,12 +328,16 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 # Raw LaTeX left in rendered Markdown: a `$` (MathJax removes every delimiter it typesets), `\(`, `\[`,
 # or a TeX command outside code. Only the commands the lessons use: prose may quote a string such as
 # "citizen:\nWe", which is not maths.
-TEX_COMMANDS = ("begin end frac sqrt sum prod int mathrm mathbf mathcal mathbb operatorname text cdot times "
-                "le ge leq geq neq approx sim to infty in top log exp max min softmax alpha beta gamma delta "
-                "epsilon varepsilon theta lambda mu pi sigma tau phi omega Sigma partial nabla hat tilde bar "
-                "dots ldots cdots left right quad underbrace overbrace").split()
+TEX_COMMANDS = (
+    "begin end frac sqrt sum prod int mathrm mathbf mathcal mathbb operatorname text cdot times "
+    "le ge leq geq neq approx sim to infty in top log exp max min softmax alpha beta gamma delta "
+    "epsilon varepsilon theta lambda mu pi sigma tau phi omega Sigma partial nabla hat tilde bar "
+    "dots ldots cdots left right quad underbrace overbrace"
+).split()
 RAW_TEX = re.compile(r"\$|\\\(|\\\[|\\(?:" + "|".join(TEX_COMMANDS) + r")(?![a-zA-Z])")
-WIDGET_REPR = re.compile(r"^(?:[A-Z]\w*(?:Slider|Box|Dropdown|Output|Button|Text)\w*\(|interactive\(|Run this cell to get)")
+WIDGET_REPR = re.compile(
+    r"^(?:[A-Z]\w*(?:Slider|Box|Dropdown|Output|Button|Text)\w*\(|interactive\(|Run this cell to get)"
+)
 FIGURE_TEXT = re.compile(r"^<Figure size [\d.]+x[\d.]+ with \d+ Axes>$")
 
 
@@ -352,7 +387,9 @@ def cell_problems(cell: dict) -> list[str]:
             raw = RAW_TEX.search(cell["text"])
             if raw:
                 start = max(raw.start() - 30, 0)
-                problems.append(f"{where}: raw LaTeX in the rendered text: ...{cell['text'][start:raw.end() + 30]!r}...")
+                problems.append(
+                    f"{where}: raw LaTeX in the rendered text: ...{cell['text'][start : raw.end() + 30]!r}..."
+                )
     return problems
 
 
@@ -378,7 +415,10 @@ def wait_rendered(page: Page) -> None:
                     const node = c.node.querySelectorAll('OUTPUTS_CSS')[k];
                     return node && node.querySelector(':scope > .jupyter-widgets');
                 }));
-            }""".replace("OUTPUTS_CSS", OUTPUTS_CSS), timeout=RENDER_TIMEOUT_S * 1000, polling=250)
+            }""".replace("OUTPUTS_CSS", OUTPUTS_CSS),
+            timeout=RENDER_TIMEOUT_S * 1000,
+            polling=250,
+        )
     except Exception:
         pass
 
@@ -412,7 +452,9 @@ def widget_controls(page: Page, cell_index: int) -> list[tuple[int, str, int]]:
                 v.querySelectorAll('.widget-dropdown select').forEach((_, k) => found.push([vi, 'dropdown', k]));
             });
             return found;
-        }""".replace("WIDGET_VIEW_CSS", WIDGET_VIEW_CSS), cell_index)
+        }""".replace("WIDGET_VIEW_CSS", WIDGET_VIEW_CSS),
+        cell_index,
+    )
 
 
 def move_control(page: Page, cell_index: int, view_index: int, kind: str, k: int) -> None:
@@ -448,12 +490,17 @@ def check_widgets_react(page: Page, cells: list[dict], shot_prefix: str) -> tupl
             try:
                 page.page.wait_for_function(
                     f"([c, v, before]) => ({WIDGET_SIGNATURE_JS})([c, v]) !== before",
-                    arg=[cell["index"], view_index, before], timeout=RENDER_TIMEOUT_S * 1000, polling=200)
+                    arg=[cell["index"], view_index, before],
+                    timeout=RENDER_TIMEOUT_S * 1000,
+                    polling=200,
+                )
                 page.wait_kernel_idle(60)
                 wait_rendered(page)
             except Exception:
-                problems.append(f"{describe(cell)}: moving its {kind} did not change the figure or printout "
-                                f"within {RENDER_TIMEOUT_S} s")
+                problems.append(
+                    f"{describe(cell)}: moving its {kind} did not change the figure or printout "
+                    f"within {RENDER_TIMEOUT_S} s"
+                )
             shots.append(page.screenshot(f"{label}-after", cell["index"]))
     return problems, shots
 

@@ -5,6 +5,7 @@ so that pytest-xdist (`--dist loadfile` keeps a module on one worker) can run th
 A lesson lands in group `position % GROUPS` of the sorted list: a new lesson is picked up without
 editing anything.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,19 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from course_pytest_plugin import SHARED_DATA
-from labdriver import (NOTEBOOKS, READ_CELLS_JS, REPO, Page, apply_test_settings, cell_problems, check_widgets_react,
-                       describe, new_shots_dir, wait_rendered)
+from labdriver import (
+    NOTEBOOKS,
+    READ_CELLS_JS,
+    REPO,
+    Page,
+    apply_test_settings,
+    cell_problems,
+    check_widgets_react,
+    describe,
+    new_shots_dir,
+    wait_rendered,
+)
 
 GROUPS = 3
 
@@ -90,8 +100,12 @@ def run_lesson(path: Path, lab, browser) -> list[str]:
         context.close()
         lab.shutdown_kernels()
     if problems:
-        return [f"{path.name} in JupyterLab: {len(problems)} problem(s):", *problems,
-                f"screenshots: {shots}", f"server log: {lab.log_path}"]
+        return [
+            f"{path.name} in JupyterLab: {len(problems)} problem(s):",
+            *problems,
+            f"screenshots: {shots}",
+            f"server log: {lab.log_path}",
+        ]
     if not os.environ.get("COURSE_BROWSER_SHOTS"):
         shutil.rmtree(shots, ignore_errors=True)
     return []

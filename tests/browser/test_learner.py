@@ -1,5 +1,6 @@
 """A learner's first minutes in `course lab`: a clean JupyterLab on first start, and an exercise done
 by typing answers into the notebook, wrong first, then right."""
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,8 @@ TEACHER_TOOLS_JS = r"""
 async () => {
     const app = window.jupyterapp;
     await app.restored;
-    const texts = sel => [...document.querySelectorAll(sel)].map(e => (e.getAttribute('title') || e.innerText || '').trim());
+    const texts = sel => [...document.querySelectorAll(sel)]
+        .map(e => (e.getAttribute('title') || e.innerText || '').trim());
     return {
         plugins: app.listPlugins().filter(id => /nbgrader/i.test(id)),
         menus: texts('.lm-MenuBar-item').filter(t => /nbgrader/i.test(t)),
@@ -45,7 +47,9 @@ def _open_first_time(browser, lab, shots):
     page.page.wait_for_function(
         """path => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
                      return !!(w && w.context && w.context.path === path && w.context.isReady); }""",
-        arg=WELCOME, timeout=120_000)
+        arg=WELCOME,
+        timeout=120_000,
+    )
     page.wait_kernel_idle(120)
     return context, page
 
@@ -97,10 +101,13 @@ def test_teacher_lab_keeps_nbgrader(browser, chromium, tmp_path):
 
 # --- doing an exercise -----------------------------------------------------------------------------
 
+
 def _cell_index(page: Page, grade_id: str) -> int:
     index = page.page.evaluate(
         """id => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
-                    c => (c.model.getMetadata('nbgrader') || {}).grade_id === id)""", grade_id)
+                    c => (c.model.getMetadata('nbgrader') || {}).grade_id === id)""",
+        grade_id,
+    )
     assert index >= 0, f"{EXERCISE} has no cell with grade_id {grade_id!r}"
     return index
 
@@ -108,12 +115,21 @@ def _cell_index(page: Page, grade_id: str) -> int:
 def _run_cell(page: Page, index: int) -> None:
     """Select cell `index` (click its prompt), press Shift+Enter, wait until it has run."""
     before = page.page.evaluate(
-        "() => Math.max(0, ...window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.executionCount || 0))")
+        (
+            "() => Math.max(0, ...window.jupyterapp.shell.currentWidget.content.widgets.map(c "
+            "=> c.model.executionCount || 0))"
+        )
+    )
     page.cell(index).locator(".jp-InputPrompt").click()
     page.page.keyboard.press("Shift+Enter")
     page.page.wait_for_function(
-        "([i, before]) => (window.jupyterapp.shell.currentWidget.content.widgets[i].model.executionCount || 0) > before",
-        arg=[index, before], timeout=120_000)
+        (
+            "([i, before]) => "
+            "(window.jupyterapp.shell.currentWidget.content.widgets[i].model.executionCount || 0) > before"
+        ),
+        arg=[index, before],
+        timeout=120_000,
+    )
     page.wait_kernel_idle(60)
 
 
@@ -127,9 +143,11 @@ def _type_answer(page: Page, index: int, lines: list[str]) -> None:
             page.page.keyboard.press("Enter")
         page.page.keyboard.type(line.strip())
     source = page.page.evaluate(
-        "i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel.getSource()", index)
+        "i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel.getSource()", index
+    )
     assert [line.strip() for line in source.splitlines()] == [line.strip() for line in lines], (
-        f"typing into the answer cell gave {source!r}")
+        f"typing into the answer cell gave {source!r}"
+    )
     page.page.keyboard.press("Escape")
 
 
@@ -158,7 +176,9 @@ def test_learner_gets_a_hint_then_passes(lab, browser):
         wrong = _shown_output(page, test)
         page.screenshot("exercise-wrong-answer", test)
         if not re.search(r"^✘ make_causal_mask", wrong, re.M) or "Hint:" not in wrong or "triu" not in wrong:
-            problems.append(f"a wrong answer (triu) should show the ✘ line and the hint that names triu; shown:\n{wrong}")
+            problems.append(
+                f"a wrong answer (triu) should show the ✘ line and the hint that names triu; shown:\n{wrong}"
+            )
         if re.search(r"Traceback|^-{20,}|File \"|line \d+", wrong, re.M):
             problems.append(f"a wrong answer should show the hint, not a traceback; shown:\n{wrong}")
 

@@ -1,6 +1,6 @@
 """Lessons in JupyterLab, group 1 of lessons.GROUPS (see lessons.py)."""
-import pytest
 
+import pytest
 from lessons import lesson_group, run_lesson
 
 

@@ -3,6 +3,7 @@ prints, and marks one question for the whole class; a teaching assistant, in ano
 (a cookie of their own), marks another answer under their own name. Each mark is in the gradebook
 with its grader, and in the student's feedback; the page loads nothing from anywhere else and runs
 no script."""
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,13 @@ pytestmark = pytest.mark.slow
 
 def _start(out):
     """`course mark` as a teacher starts it; its process and the address it printed."""
-    proc = subprocess.Popen([sys.executable, "-m", "course_lib.cli", "mark", "--out", str(out), "--grader", "Teacher"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "course_lib.cli", "mark", "--out", str(out), "--grader", "Teacher"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     line = proc.stdout.readline()
     found = re.search(r"Marking page: (http://127\.0\.0\.1:\d+/\?token=\S+)", line)
     if not found:
@@ -65,8 +70,13 @@ def test_two_graders_mark_one_question_for_the_class(browser, tmp_path):
         assert page.locator("form.mark").count() == 3
         assert page.locator("b").filter(has_text="saturate").count() == 0, "a student's markup is shown as text"
         page.screenshot(path=str(shots / "question.png"), full_page=True)
-        _mark(page, "Ada Byron (ada)", rubric="2: saturation and vanishing gradients", comment="Exactly right.",
-              grader="Ana Ruiz")
+        _mark(
+            page,
+            "Ada Byron (ada)",
+            rubric="2: saturation and vanishing gradients",
+            comment="Exactly right.",
+            grader="Ana Ruiz",
+        )
         assert page.get_by_text(re.compile(r"Marked 2 / 2 by Ana Ruiz")).count() == 1, page.content()[:2000]
 
         other = ta.new_page()

@@ -13,6 +13,7 @@ module runs `make site` when they are missing). The build's failure modes (a bro
 image, a lesson stored without outputs) are tested on a tiny course in a temporary folder, without
 a browser.
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,8 +41,12 @@ CI = os.environ.get("CI", "").lower() == "true"
 SITE_PACKAGES = ("sphinx", "myst_nb", "myst_parser", "sphinx_book_theme", "mathjax")
 LESSONS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXERCISES = sorted((REPO / "exercises").glob("[0-9][0-9]_*.ipynb"))
-PAGES = (["index.html"] + [f"notebooks/{p.stem}.html" for p in LESSONS]
-         + [f"exercises/{p.stem}.html" for p in EXERCISES] + ["docs/teaching.html", "docs/nbgrader/README.html"])
+PAGES = (
+    ["index.html"]
+    + [f"notebooks/{p.stem}.html" for p in LESSONS]
+    + [f"exercises/{p.stem}.html" for p in EXERCISES]
+    + ["docs/teaching.html", "docs/nbgrader/README.html"]
+)
 # A page has loaded and rendered within this time (MathJax typesets the longest lesson in about a second).
 PAGE_TIMEOUT_S = 60
 
@@ -61,8 +66,11 @@ def site_packages() -> None:
         pytest.skip(f"the site's packages are not installed ({', '.join(missing)}): run `make site` once")
     result = subprocess.run(["make", "-C", str(REPO), "site"], capture_output=True, text=True)
     if result.returncode != 0:
-        pytest.fail(f"CI=true and the site is required, but `make site` failed:\n{result.stdout[-3000:]}"
-                    f"\n{result.stderr[-3000:]}", pytrace=False)
+        pytest.fail(
+            f"CI=true and the site is required, but `make site` failed:\n{result.stdout[-3000:]}"
+            f"\n{result.stderr[-3000:]}",
+            pytrace=False,
+        )
     importlib.invalidate_caches()
     still = _packages_missing()
     if still:
@@ -144,8 +152,11 @@ async () => {
 
 def _widget_outputs(path: Path) -> int:
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-               for c in nb["cells"] for o in c.get("outputs", []))
+    return sum(
+        "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+    )
 
 
 @functools.cache
@@ -175,7 +186,7 @@ def page_problems(info: dict, page: str) -> list[str]:
     raw = RAW_TEX.search(info["text"])
     if raw:
         start = max(raw.start() - 40, 0)
-        problems.append(f"raw LaTeX in the text: ...{info['text'][start:raw.end() + 40]!r}...")
+        problems.append(f"raw LaTeX in the text: ...{info['text'][start : raw.end() + 40]!r}...")
     if info["typeset"] < info["math"]:
         problems.append(f"{info['math']} formulas, of which MathJax typeset {info['typeset']}")
     problems += [f"MathJax could not typeset: {e!r}" for e in info["mathErrors"]]
@@ -191,12 +202,14 @@ def page_problems(info: dict, page: str) -> list[str]:
         address = _repository_address()
         colab = info["colab"] or ""
         if address.startswith("https://github.com/"):
-            wanted = "https://colab.research.google.com/github/" + address[len("https://github.com/"):].split("@")[0]
+            wanted = "https://colab.research.google.com/github/" + address[len("https://github.com/") :].split("@")[0]
             if not (colab.startswith(wanted.removesuffix(".git")) and colab.endswith(page.replace(".html", ".ipynb"))):
                 problems.append(f"the 'Open in Colab' link is {colab!r}, not Colab's page for {page} in {address}")
         elif not colab.endswith("index.html#open-a-notebook-in-colab"):
-            problems.append(f"the 'Open in Colab' link is {colab!r}; with no repository address written into the "
-                            "notebooks it should lead to the home page's instructions")
+            problems.append(
+                f"the 'Open in Colab' link is {colab!r}; with no repository address written into the "
+                "notebooks it should lead to the home page's instructions"
+            )
     for k, widget in enumerate(info["widgets"], 1):
         if not (any(widget["images"]) or widget["printout"]):
             problems.append(f"widget {k} shows no figure and no printout")
@@ -220,8 +233,14 @@ class Tab:
         self.page.on("pageerror", lambda err: self.events.append(f"uncaught exception: {err}"))
         self.page.on("requestfailed", lambda r: self.events.append(f"request failed: {r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.events.append(f"HTTP {r.status}: {r.url}"))
-        self.page.on("request", lambda r: r.url.startswith(("http:", "https:")) and not r.url.startswith(base)
-                     and self.events.append(f"a request to another host: {r.url}"))
+        self.page.on(
+            "request",
+            lambda r: (
+                r.url.startswith(("http:", "https:"))
+                and not r.url.startswith(base)
+                and self.events.append(f"a request to another host: {r.url}")
+            ),
+        )
 
     def open(self, path: str) -> list[str]:
         """Open `path` and wait until its images are decoded and MathJax has typeset it; return what
@@ -229,8 +248,9 @@ class Tab:
         self.events = []
         self.page.goto(self.base + path, wait_until="load", timeout=PAGE_TIMEOUT_S * 1000)
         if self.page.locator(".math").count():
-            self.page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                        timeout=PAGE_TIMEOUT_S * 1000)
+            self.page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=PAGE_TIMEOUT_S * 1000
+            )
             self.page.evaluate("() => MathJax.startup.promise.then(() => true)")
         return self.events
 
@@ -268,12 +288,14 @@ def open_page(tab: Tab, page: str, shots: Path) -> tuple[dict, list[str]]:
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_offline_with_its_figures_maths_and_links(page, tab, shots):
     info, problems = open_page(tab, page, shots)
-    assert not problems, f"{page} on the site: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems) + (
-        f"\nscreenshots: {shots}")
+    assert not problems, (
+        f"{page} on the site: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems) + (f"\nscreenshots: {shots}")
+    )
     if page.startswith("notebooks/"):
         expected = _widget_outputs(REPO / "notebooks" / (Path(page).stem + ".ipynb"))
         assert len(info["widgets"]) == expected, (
-            f"{page}: the notebook stores {expected} widget(s), the page shows {len(info['widgets'])}")
+            f"{page}: the notebook stores {expected} widget(s), the page shows {len(info['widgets'])}"
+        )
 
 
 def test_search_finds_softmax(tab, shots):
@@ -281,17 +303,21 @@ def test_search_finds_softmax(tab, shots):
     try:
         tab.page.locator("#search-results ul.search li").first.wait_for(timeout=PAGE_TIMEOUT_S * 1000)
         hits = tab.page.locator("#search-results ul.search li a").evaluate_all(
-            "as => as.map(a => a.getAttribute('href'))")
+            "as => as.map(a => a.getAttribute('href'))"
+        )
     except Exception as err:
         hits, problems = [], problems + [f"no search results: {type(err).__name__}"]
     lessons = [h for h in hits if h.startswith("notebooks/")]
     if not lessons or problems:
         tab.screenshot(shots / "search-softmax.png")
-    assert lessons and not problems, (f"searching 'softmax' found {hits or 'nothing'}, no lesson among them; "
-                                      f"problems: {problems}; screenshots: {shots}")
+    assert lessons and not problems, (
+        f"searching 'softmax' found {hits or 'nothing'}, no lesson among them; "
+        f"problems: {problems}; screenshots: {shots}"
+    )
 
 
 # --- the links, read from the built files (no browser) -------------------------------------------------
+
 
 class _Anchors(html.parser.HTMLParser):
     def __init__(self):
@@ -338,17 +364,25 @@ def test_site_holds_every_lesson_and_exercise_set_and_no_solution(site):
         copy = site / path.parent.name / path.name
         assert copy.is_file() and copy.read_bytes() == path.read_bytes(), f"{copy} is not the notebook {path} as it is"
     texts = {".html", ".ipynb", ".js"}
-    leaked = [p.relative_to(site).as_posix() for p in site.rglob("*") if "solutions" in p.parts
-              or (p.suffix in texts and "BEGIN HIDDEN TESTS" in p.read_text(errors="ignore"))]
+    leaked = [
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*")
+        if "solutions" in p.parts or (p.suffix in texts and "BEGIN HIDDEN TESTS" in p.read_text(errors="ignore"))
+    ]
     assert not leaked, f"the site holds solutions or hidden tests: {leaked}"
 
 
 # --- the build's failure modes, on a tiny course --------------------------------------------------------
 
+
 def _notebook(cells: list[dict]) -> str:
     kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb = {"cells": cells, "metadata": {"kernelspec": kernel, "language_info": {"name": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": kernel, "language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     for i, cell in enumerate(cells):
         cell.setdefault("id", f"cell-{i}")
         cell.setdefault("metadata", {})
@@ -375,15 +409,20 @@ def tiny_course(root: Path, lesson_cells: list[dict] | None = None) -> Path:
     (root / "README.md").write_text(
         "# A tiny course\n\nOne lesson.\n\n## Course map\n\n| lesson | exercises |\n|---|---|\n"
         "| [00 Sums](notebooks/00_sums.ipynb) | [exercises/00](exercises/00_sums.ipynb) |\n\n"
-        "More in [Other](#other).\n\n## Other\n\nText.\n")
+        "More in [Other](#other).\n\n## Other\n\nText.\n"
+    )
     (root / "docs" / "teaching.md").write_text("# Teaching\n\nSee [the nbgrader guide](nbgrader/README.md).\n")
     (root / "docs" / "nbgrader" / "README.md").write_text("# Grading with nbgrader\n\nText.\n")
-    cells = lesson_cells if lesson_cells is not None else [
-        _md("# Lesson 00: Sums\n\nThe sum $a + b = \\frac{4}{1}$, as [section 2](#2.-Adding-two-numbers) shows."),
-        _md("## 1. Why sums"),
-        _md("## 2. Adding `two` numbers"),
-        _code("print(2 + 2)"),
-    ]
+    cells = (
+        lesson_cells
+        if lesson_cells is not None
+        else [
+            _md("# Lesson 00: Sums\n\nThe sum $a + b = \\frac{4}{1}$, as [section 2](#2.-Adding-two-numbers) shows."),
+            _md("## 1. Why sums"),
+            _md("## 2. Adding `two` numbers"),
+            _code("print(2 + 2)"),
+        ]
+    )
     (root / "notebooks" / "00_sums.ipynb").write_text(_notebook(cells))
     (root / "exercises" / "00_sums.ipynb").write_text(_notebook([_md("# Exercises 00: Sums"), _code("x = 1", None)]))
     return root
@@ -397,53 +436,66 @@ def test_a_tiny_course_builds_and_section_links_use_jupyterlab_ids(tmp_path, sit
     page = (out / "notebooks" / "00_sums.html").read_text(encoding="utf-8")
     assert 'id="2.-Adding-two-numbers"' in page, "the heading has no JupyterLab id"
     assert 'href="#2.-Adding-two-numbers"' in page or re.search(r'href="#[^"]*adding-two-numbers"', page), (
-        "the section link does not lead to its heading")
+        "the section link does not lead to its heading"
+    )
     assert "index.html#open-a-notebook-in-colab" in page and 'class="course-download" href="00_sums.ipynb"' in page
 
 
 def test_a_broken_section_link_fails_the_build(tmp_path, site_packages):
-    course = tiny_course(tmp_path / "course", [
-        _md("# Lesson 00: Sums\n\nAs [section 9](#9.-Nowhere) shows."), _md("## 1. Why sums"), _code("print(2 + 2)")])
+    course = tiny_course(
+        tmp_path / "course",
+        [_md("# Lesson 00: Sums\n\nAs [section 9](#9.-Nowhere) shows."), _md("## 1. Why sums"), _code("print(2 + 2)")],
+    )
     result = run_build("--repo", str(course), "--out", str(tmp_path / "site" / "html"))
     assert result.returncode != 0, "a link to a heading that does not exist built"
     assert "9.-Nowhere" in result.stderr and "notebooks/00_sums.ipynb" in result.stderr, result.stderr
 
 
 def test_a_link_to_a_missing_page_fails_the_build(tmp_path, site_packages):
-    course = tiny_course(tmp_path / "course", [
-        _md("# Lesson 00: Sums\n\nNext: [lesson 01](01_products.ipynb)."), _code("print(2 + 2)")])
+    course = tiny_course(
+        tmp_path / "course", [_md("# Lesson 00: Sums\n\nNext: [lesson 01](01_products.ipynb)."), _code("print(2 + 2)")]
+    )
     result = run_build("--repo", str(course), "--out", str(tmp_path / "site" / "html"))
     assert result.returncode != 0, "a link to a lesson that does not exist built"
     assert "01_products.ipynb" in result.stderr and "does not exist" in result.stderr, result.stderr
 
 
 def test_a_missing_image_fails_the_build(tmp_path, site_packages):
-    course = tiny_course(tmp_path / "course", [
-        _md("# Lesson 00: Sums\n\n![the diagram](images/sums.png)"), _code("print(2 + 2)")])
+    course = tiny_course(
+        tmp_path / "course", [_md("# Lesson 00: Sums\n\n![the diagram](images/sums.png)"), _code("print(2 + 2)")]
+    )
     result = run_build("--repo", str(course), "--out", str(tmp_path / "site" / "html"))
     assert result.returncode != 0, "a lesson whose image is missing built"
     assert "notebooks/00_sums.ipynb, cell 1" in result.stderr and "images/sums.png" in result.stderr, result.stderr
 
 
 def test_a_lesson_without_its_outputs_fails_the_build(tmp_path, site_packages):
-    course = tiny_course(tmp_path / "course", [
-        _md("# Lesson 00: Sums"), _code("x = 2 + 2", None), _code("print(x)", None)])
+    course = tiny_course(
+        tmp_path / "course", [_md("# Lesson 00: Sums"), _code("x = 2 + 2", None), _code("print(x)", None)]
+    )
     result = run_build("--repo", str(course), "--out", str(tmp_path / "site" / "html"))
     assert result.returncode != 0, "a lesson stored without its outputs built"
     assert "notebooks/00_sums.ipynb: none of its 2 code cells has stored outputs" in result.stderr, result.stderr
     assert "make run NB=notebooks/00_sums.ipynb" in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("address, colab, readme_link", [
-    ("https://github.com/example/course",
-     "https://colab.research.google.com/github/example/course/blob/main/notebooks/00_sums.ipynb",
-     "https://github.com/example/course/blob/main/README.md#other"),
-    ("https://github.com/example/course.git@v2",
-     "https://colab.research.google.com/github/example/course/blob/v2/notebooks/00_sums.ipynb",
-     "https://github.com/example/course/blob/v2/README.md#other"),
-    ("https://gitlab.com/example/course", None, None),  # Colab opens notebooks from GitHub only
-    ("", None, None),  # no address written yet
-])
+@pytest.mark.parametrize(
+    "address, colab, readme_link",
+    [
+        (
+            "https://github.com/example/course",
+            "https://colab.research.google.com/github/example/course/blob/main/notebooks/00_sums.ipynb",
+            "https://github.com/example/course/blob/main/README.md#other",
+        ),
+        (
+            "https://github.com/example/course.git@v2",
+            "https://colab.research.google.com/github/example/course/blob/v2/notebooks/00_sums.ipynb",
+            "https://github.com/example/course/blob/v2/README.md#other",
+        ),
+        ("https://gitlab.com/example/course", None, None),  # Colab opens notebooks from GitHub only
+        ("", None, None),  # no address written yet
+    ],
+)
 def test_colab_links_follow_the_address_course_colab_writes(tmp_path, site_packages, address, colab, readme_link):
     from course_lib.colab import set_setup_cell
 
