@@ -210,6 +210,10 @@ def grade_cmd(args: argparse.Namespace) -> int:
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")
         return 2
+    except KeyboardInterrupt:
+        print(f"Interrupted. The submissions graded so far are kept in {args.out / 'gradebook.db'} (and in the "
+              "rewritten grades.csv, grades.json and feedback/); run the same command again to grade the rest.")
+        return 130
     print(f"Graded {len(results)} submission(s) into {args.out / 'gradebook.db'}; rewrote {args.out / 'grades.csv'}, "
           f"{args.out / 'grades.json'} and {args.out / 'feedback'}/")
     return 0

@@ -201,6 +201,16 @@ class Gradebook:
                 json.dumps(list(result.notes), ensure_ascii=False)))
         return attempt
 
+    def results_of_runs(self, runs: list[int]) -> dict[tuple[str, str], tuple[str, str | None, str]]:
+        """(student, assignment) -> (status, submission sha256, solutions sha256) of what `runs` recorded
+        (the latest attempt each), so that a run that was interrupted can be resumed."""
+        if not runs:
+            return {}
+        marks = ",".join("?" * len(runs))
+        cur = self.db.execute(f"SELECT student, assignment, status, submission_sha256, solutions_sha256 FROM results "
+                              f"WHERE run IN ({marks}) ORDER BY attempt", list(runs))
+        return {(r[0], r[1]): (r[2], r[3], r[4]) for r in cur}
+
     def has_file_graded(self, student: str, assignment: str) -> bool:
         return self.db.execute("SELECT 1 FROM results WHERE student=? AND assignment=? AND submission_sha256 IS NOT NULL",
                                (student, assignment)).fetchone() is not None
