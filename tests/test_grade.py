@@ -557,6 +557,7 @@ FULL_MARKS = ["full", "=1+1", "@SUM(A1)", "duplicates", "escape", "signals", "in
               "zzz_honest"]  # correct work, whatever sits next to it in the batch
 
 
+@pytest.mark.slow
 def test_every_student_has_exactly_one_row_and_a_feedback_file(graded):
     students = sorted({SAME_STUDENT.get(p.name, p.name) for p in graded["subs"].iterdir()})
     assert sorted(graded["results"]) == students
@@ -565,6 +566,7 @@ def test_every_student_has_exactly_one_row_and_a_feedback_file(graded):
         assert (graded["out"] / "feedback" / safe_name(student) / "00_welcome.md").is_file(), student
 
 
+@pytest.mark.slow
 def test_every_correct_submission_gets_full_marks_whatever_runs_beside_it(graded):
     """Issue 22, done when: a batch holding every attack next to correct submissions gives each of them
     full marks, within its time budget."""
@@ -573,6 +575,7 @@ def test_every_correct_submission_gets_full_marks_whatever_runs_beside_it(graded
     assert not wrong, wrong
 
 
+@pytest.mark.slow
 def test_ids_that_look_like_formulas_are_quoted_in_the_csv(graded):
     rows = graded["csv"].lstrip("\ufeff").splitlines()
     assert rows[0].startswith("student_id,name,assignment,status,score,")
@@ -582,11 +585,13 @@ def test_ids_that_look_like_formulas_are_quoted_in_the_csv(graded):
     assert graded["results"]["=1+1"]["score"] == 16, "the id itself is kept as it is in grades.json"
 
 
+@pytest.mark.slow
 def test_submission_and_solution_files_are_never_modified(graded):
     assert digest(graded["subs"]) == graded["before"], "a submission file was modified"
     assert digest(graded["solutions"]) == graded["solutions_before"], "the solution notebook was modified"
 
 
+@pytest.mark.slow
 def test_nothing_outlives_the_batch(graded):
     """critical: children started with fork, a spawn context or a new session ran on after the grader
     and rewrote grades.csv; a killed worker left temporary folders behind (an interrupted batch too)."""
@@ -600,6 +605,7 @@ def test_nothing_outlives_the_batch(graded):
     assert r["score"] == 16 and r["status"] == "graded", r
 
 
+@pytest.mark.slow
 def test_full_and_blank_notebooks(graded):
     assert graded["results"]["full"]["score"] == 16
     assert all(t["status"] == "passed" for t in graded["results"]["full"]["tests"])
@@ -608,6 +614,7 @@ def test_full_and_blank_notebooks(graded):
     assert blank["score"] == 0 and {t["status"] for t in blank["tests"]} == {"not attempted"}, blank
 
 
+@pytest.mark.slow
 def test_hidden_tests_run_and_mistakes_are_named_in_feedback(graded):
     t = results_of(graded, "mistakes")
     assert graded["results"]["mistakes"]["score"] == 11
@@ -619,6 +626,7 @@ def test_hidden_tests_run_and_mistakes_are_named_in_feedback(graded):
     assert "forgot the +1 for the centre position" in feedback(graded, "mistakes")
 
 
+@pytest.mark.slow
 def test_infinite_loops_hit_the_cell_time_limit_and_the_rest_is_graded(graded):
     r, t = graded["results"]["loops"], results_of(graded, "loops")
     assert r["score"] == 9, r
@@ -630,6 +638,7 @@ def test_infinite_loops_hit_the_cell_time_limit_and_the_rest_is_graded(graded):
         f"a passing test after a stuck answer cell should still be explained: {r['notes']}")
 
 
+@pytest.mark.slow
 def test_sys_exit_and_os_exit_cost_only_their_exercise(graded):
     r, t = graded["results"]["exits"], results_of(graded, "exits")
     assert r["score"] == 11, r
@@ -637,6 +646,7 @@ def test_sys_exit_and_os_exit_cost_only_their_exercise(graded):
     assert t["ex6_test"]["status"] == "error" and "kernel stopped" in t["ex6_test"]["message"]
 
 
+@pytest.mark.slow
 def test_killing_or_crashing_the_kernel_costs_only_that_exercise(graded):
     r, t = graded["results"]["crash"], results_of(graded, "crash")
     assert r["score"] == 13, r
@@ -644,6 +654,7 @@ def test_killing_or_crashing_the_kernel_costs_only_that_exercise(graded):
     assert t["ex7_test"]["status"] == "error" and "kernel stopped" in t["ex7_test"]["message"]
 
 
+@pytest.mark.slow
 def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     r, t = graded["results"]["memory"], results_of(graded, "memory")
     assert r["score"] == 8, r
@@ -656,6 +667,7 @@ def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     assert "allocate" in t["ex5_test"]["message"], t["ex5_test"]
 
 
+@pytest.mark.slow
 def test_floods_of_output_are_cut_off_display_updates_included(graded):
     """low: update_display_data escaped the output limit."""
     r, t = graded["results"]["output"], results_of(graded, "output")
@@ -665,18 +677,21 @@ def test_floods_of_output_are_cut_off_display_updates_included(graded):
     assert len(json.dumps(r)) < 50_000, "the recorded output must be capped"
 
 
+@pytest.mark.slow
 def test_a_syntax_error_points_at_the_answer_cell(graded):
     t = results_of(graded, "syntax")["ex4_test"]
     assert t["status"] == "error" and "SyntaxError" in t["message"] and "your answer cell, line 2" in t["message"], t
     assert "ipykernel" not in t["message"] and "ipython-input" not in t["message"], t
 
 
+@pytest.mark.slow
 def test_edited_or_deleted_test_cells_are_ignored(graded):
     r, t = graded["results"]["edited_tests"], results_of(graded, "edited_tests")
     assert r["score"] == 13, r
     assert t["ex3_test"]["status"] == "failed" and t["ex6_test"]["status"] == "passed"
 
 
+@pytest.mark.slow
 def test_paths_relative_to_a_directory_descriptor_reach_nothing(graded):
     """critical: os.open/os.remove with dir_fd bypassed the path policy; /proc/<ppid> showed the
     grader's command line. In the sandbox the teacher's and classmates' files are not there at all."""
@@ -687,6 +702,7 @@ def test_paths_relative_to_a_directory_descriptor_reach_nothing(graded):
     assert t["ex5_test"]["status"] == "error" and "found no notebook path" in t["ex5_test"]["message"], t["ex5_test"]
 
 
+@pytest.mark.slow
 def test_replacing_modules_in_the_kernel_changes_nothing(graded):
     """critical: one line replaced the path-policy helper in sys.modules; here the checks too."""
     r, t = graded["results"]["module_swap"], results_of(graded, "module_swap")
@@ -694,6 +710,7 @@ def test_replacing_modules_in_the_kernel_changes_nothing(graded):
     assert t["ex3_test"]["status"] == "failed" and "+1 for the centre" in t["ex3_test"]["message"], t["ex3_test"]
 
 
+@pytest.mark.slow
 def test_torch_file_io_reaches_nothing(graded):
     """critical: torch.from_file / torch.save read and wrote anywhere."""
     r, t = graded["results"]["torch_files"], results_of(graded, "torch_files")
@@ -704,6 +721,7 @@ def test_torch_file_io_reaches_nothing(graded):
     assert (graded["tmp"] / "outside" / "victim.txt").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_signals_reach_only_the_sandbox(graded):
     """critical: pidfd_send_signal to the parent killed a worker (everyone in it got 0) or the grader."""
     r = graded["results"]["signals"]
@@ -712,6 +730,7 @@ def test_signals_reach_only_the_sandbox(graded):
     assert died == ["zz_killed"], f"no checking process may die but the one killed on purpose: {died}"
 
 
+@pytest.mark.slow
 def test_symbolic_links_in_the_submissions_folder_are_not_followed(graded):
     """critical: a symlink to the solutions notebook, or to another student's folder, was graded."""
     for student in ("linked_file", "linked_dir"):
@@ -722,6 +741,7 @@ def test_symbolic_links_in_the_submissions_folder_are_not_followed(graded):
     assert "linked_dir: is a symbolic link" in " ".join(load_json(graded["out"] / "grades.json")["warnings"])
 
 
+@pytest.mark.slow
 def test_tricks_inside_the_kernel_change_only_the_learners_own_values(graded):
     """high: forged results, frames read through __int__/__ne__/__array__, sys.settrace, a swapped
     module __class__, patched numpy/torch/builtins, a descriptor on Tensor.numpy, __array_interface__,
@@ -737,6 +757,7 @@ def test_tricks_inside_the_kernel_change_only_the_learners_own_values(graded):
     assert "99 is not right" in t["ex7_test"]["message"], t["ex7_test"]
 
 
+@pytest.mark.slow
 def test_writing_outside_the_sandbox_reaches_nothing(graded):
     r, t = graded["results"]["writes_outside"], results_of(graded, "writes_outside")
     assert r["score"] == 11, r
@@ -755,6 +776,7 @@ def test_writing_outside_the_sandbox_reaches_nothing(graded):
     ("built_elsewhere", "wrong notebook", "01_one_hot_and_dot_products"),
     ("missing", "not submitted", "No 00_welcome.ipynb was submitted"),
 ])
+@pytest.mark.slow
 def test_unusable_submissions_score_zero_with_a_clear_message(graded, student, status, words):
     r = graded["results"][student]
     assert r["score"] == 0 and r["status"] == status, r
@@ -762,18 +784,21 @@ def test_unusable_submissions_score_zero_with_a_clear_message(graded, student, s
     assert words in feedback(graded, student)
 
 
+@pytest.mark.slow
 def test_duplicated_grade_ids_use_the_first_cell_and_say_so(graded):
     r = graded["results"]["duplicates"]
     assert r["score"] == 16, r
     assert any("share the id" in n and "ex3_answer" in n for n in r["notes"]), r["notes"]
 
 
+@pytest.mark.slow
 def test_renamed_answer_cells_count_as_not_submitted(graded):
     r, t = graded["results"]["renamed"], results_of(graded, "renamed")
     assert r["score"] == 13 and t["ex3_test"]["status"] == "not submitted", r
     assert any("ex3_answer" in n for n in r["notes"])
 
 
+@pytest.mark.slow
 def test_the_batch_runs_in_parallel_within_its_time_budget(graded):
     assert graded["seconds"] < 600, f"grading the crafted class took {graded['seconds']:.0f} s"
     for student in graded["results"]:
@@ -783,6 +808,7 @@ def test_the_batch_runs_in_parallel_within_its_time_budget(graded):
 # --- issue 22: one submission can never stop, starve or zero the others --------------------------------
 
 
+@pytest.mark.slow
 def test_an_interrupted_batch_keeps_what_it_finished_and_the_same_command_resumes(graded):
     """critical (N1): interrupting a stuck batch lost every grade of the run. Results are committed as each
     submission finishes; the same command resumes, grading only what the interrupted run had not."""
@@ -799,6 +825,7 @@ def test_an_interrupted_batch_keeps_what_it_finished_and_the_same_command_resume
         assert graded["results"][student]["attempt"] == 1 and graded["results"][student]["attempts"] == 1
 
 
+@pytest.mark.slow
 def test_killing_one_checking_process_costs_only_its_own_submission(graded):
     """critical (N2): a dead worker broke the process pool; every submission still queued got 0 as a
     'grader error'. Each submission is checked in a process of its own: the one killed (as a teacher
@@ -812,6 +839,7 @@ def test_killing_one_checking_process_costs_only_its_own_submission(graded):
     assert graded["results"]["zzz_honest"]["score"] == 16
 
 
+@pytest.mark.slow
 def test_keys_that_collide_are_refused_in_linear_time_and_a_range_is_charged_for_its_array(graded):
     """critical (N1): a set of 300,000 ints (and a dict, a Counter of 15,000) whose hashes all collide
     took the grader's worker quadratic time in C, beyond any time limit. critical (N3): range(4e7)
@@ -826,6 +854,7 @@ def test_keys_that_collide_are_refused_in_linear_time_and_a_range_is_charged_for
     assert r["seconds"] < 60, r["seconds"]
 
 
+@pytest.mark.slow
 def test_memory_that_no_process_maps_is_refused_or_counted(graded):
     """critical (N4): 48 memfd files of 63 MB held 3 GB outside every limit (RSS 311 MB), and scored 22/22.
     The seccomp filter refuses memfd_create and shmget; where it cannot be used, the sandbox's memory
@@ -844,6 +873,7 @@ def test_memory_that_no_process_maps_is_refused_or_counted(graded):
         pytest.skip("neither the seccomp filter nor a memory cgroup works here: memfd memory is not counted")
 
 
+@pytest.mark.slow
 def test_reply_bombs_cost_one_cell_not_the_row(graded):
     """medium (N7) and low (N9): a 60 MB header of empty lists (1.86 GB once parsed), a reply nested
     200,000 deep (RecursionError) and a 5,000-digit integer (ValueError) were the whole row's 'grader
@@ -857,6 +887,7 @@ def test_reply_bombs_cost_one_cell_not_the_row(graded):
     assert "ValueError" in t["ex5_test"]["message"] and "4300" in t["ex5_test"]["message"], t["ex5_test"]
 
 
+@pytest.mark.slow
 def test_busy_loops_share_one_cpu_and_forked_workers_are_not_counted_twice(graded):
     """medium (N8): 60 busy loops in one sandbox slowed every neighbour 2-4x (each sandbox is now one CPU
     group where cgroups can be used, and the correct submissions beside it keep full marks); forked
@@ -867,6 +898,7 @@ def test_busy_loops_share_one_cpu_and_forked_workers_are_not_counted_twice(grade
     assert not any("memory" in n for n in r["notes"]), r["notes"]
 
 
+@pytest.mark.slow
 def test_feedback_cannot_be_forged(graded):
     """medium (N5): an exception's ``` closed the feedback's code block, and a forged heading and score,
     <script>, <img onerror> and <!-- rendered. Rendered as CommonMark, the feedback shows them as text."""
@@ -882,6 +914,7 @@ def test_feedback_cannot_be_forged(graded):
     assert graded["results"]["injector"]["score"] == 13
 
 
+@pytest.mark.slow
 def test_a_student_named_like_the_feedback_index(graded):
     """medium (N6): a folder named index.csv crashed the feedback export for the whole class, and every
     later export of the gradebook."""
@@ -892,6 +925,7 @@ def test_a_student_named_like_the_feedback_index(graded):
     assert not [p.name for p in graded["out"].iterdir() if p.name.startswith(".feedback")]
 
 
+@pytest.mark.slow
 def test_bad_top_level_metadata_is_an_unreadable_row(graded):
     """low (18): metadata: "x" gave a bare AttributeError 'grader error' row."""
     r = graded["results"]["bad_metadata"]
@@ -899,6 +933,7 @@ def test_bad_top_level_metadata_is_an_unreadable_row(graded):
     assert "metadata is a str, not a JSON object" in " ".join(r["notes"]), r["notes"]
 
 
+@pytest.mark.slow
 def test_ids_that_differ_in_case_or_unicode_form_are_one_student(graded):
     """low (19): Ada/ada and NFC/NFD "José" were two students each."""
     for other, kept in SAME_STUDENT.items():
@@ -908,6 +943,7 @@ def test_ids_that_differ_in_case_or_unicode_form_are_one_student(graded):
         assert any(f"`{other}` is the same student id" in n for n in graded["results"][kept]["notes"])
 
 
+@pytest.mark.slow
 def test_a_hidden_folder_is_a_row_with_a_reason(graded):
     """low (19): a .hidden folder got no row, only a warning."""
     r = graded["results"][".dotted"]
@@ -915,6 +951,7 @@ def test_a_hidden_folder_is_a_row_with_a_reason(graded):
     assert "is hidden (its name starts with a dot)" in " ".join(r["notes"]), r["notes"]
 
 
+@pytest.mark.slow
 def test_what_a_killed_batch_left_is_removed_at_the_next_start(graded):
     """low (20): a killed worker or an interrupted batch left course-sandbox-* and course-grade-* folders
     (and now cgroups) behind; the next batch removes them."""
@@ -943,6 +980,7 @@ def graded_course(tmp_path_factory):
     return {(r.student_id, r.assignment): r for r in results}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ALL_SOLUTIONS, ids=[p.stem for p in ALL_SOLUTIONS])
 def test_solution_scores_full_marks_and_blank_exercise_scores_zero(graded_course, path):
     solved = graded_course[("solution", path.stem)]

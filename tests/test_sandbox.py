@@ -272,6 +272,7 @@ def learner_value(session, name):
     return value
 
 
+@pytest.mark.slow
 def test_a_learner_function_is_called_with_plain_data(session):
     square = learner_value(session, "square")
     assert type(square).__name__ == "function" and callable(square)
@@ -281,6 +282,7 @@ def test_a_learner_function_is_called_with_plain_data(session):
     assert np.array_equal(square(np.arange(3)), np.arange(3) ** 2)
 
 
+@pytest.mark.slow
 def test_errors_keep_their_names_and_not_implemented_means_not_attempted(session):
     with pytest.raises(checks.NotAttempted):
         checks.call("not_yet", learner_value(session, "not_yet"), 1)
@@ -290,6 +292,7 @@ def test_errors_keep_their_names_and_not_implemented_means_not_attempted(session
         learner_value(session, "fails")("b")
 
 
+@pytest.mark.slow
 def test_gradients_flow_through_a_learner_function(session):
     pair = learner_value(session, "pair")
     q = torch.randn(3, 4, requires_grad=True)
@@ -308,6 +311,7 @@ def test_gradients_flow_through_a_learner_function(session):
         assert learner_value(session, "square")(x).requires_grad is False
 
 
+@pytest.mark.slow
 def test_a_learner_module_is_built_loaded_run_and_differentiated(session):
     Affine = learner_value(session, "Affine")
     model = Affine(4, 3)
@@ -335,6 +339,7 @@ def test_a_learner_module_is_built_loaded_run_and_differentiated(session):
         torch.testing.assert_close(model(x), want.detach())
 
 
+@pytest.mark.slow
 def test_generators_passed_to_the_learner_move_on(session):
     draw = learner_value(session, "draw")
     mine, ref = np.random.default_rng(7), np.random.default_rng(7)
@@ -344,11 +349,13 @@ def test_generators_passed_to_the_learner_move_on(session):
     assert [draw_torch(g) for _ in range(3)] == [torch.randint(0, 1000, (1,), generator=g_ref).item() for _ in range(3)]
 
 
+@pytest.mark.slow
 def test_a_result_too_large_to_pass_is_an_error_of_the_learners_function(session):
     with pytest.raises(checks.CheckFailed, match="too large"):
         checks.call("huge", learner_value(session, "huge"))
 
 
+@pytest.mark.slow
 def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
     checker = Checker(session)
     checker.ns["given"] = "the teacher's"
@@ -366,6 +373,7 @@ def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
         core.set_answer_source(previous)
 
 
+@pytest.mark.slow
 def test_a_test_cell_can_call_learner_names_directly(session):
     checker = Checker(session)
     run = checker.run("assert square(4) == 16\nresult = square(2)", time.monotonic() + 30, False)
@@ -376,6 +384,7 @@ def test_a_test_cell_can_call_learner_names_directly(session):
     assert run.ok, "and stays the teacher's in the next cell"
 
 
+@pytest.mark.slow
 def test_a_learner_call_that_runs_too_long_is_interrupted(session):
     kernel = session.kernel
     run, _ = kernel.run_cell("def forever():\n    while True:\n        pass\n", "answer", deadline=time.monotonic() + 30)
@@ -442,12 +451,14 @@ def sandboxed():
     kernel.shutdown()
 
 
+@pytest.mark.slow
 def test_the_sandbox_is_available_under_ci():
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         ok, why = sandbox_available()
         assert ok, f"CI must grade in the sandbox, but: {why}"
 
 
+@pytest.mark.slow
 def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     kernel, session = sandboxed
     run, _ = kernel.run_cell(FACTS, "answer", deadline=time.monotonic() + 60)
@@ -473,6 +484,7 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
         assert facts["seccomp"] == "2" and facts["memfd"] == 1, facts  # a filter; EPERM
 
 
+@pytest.mark.slow
 def test_the_sandbox_limits_processes_and_scratch_space(sandboxed):
     kernel, session = sandboxed
     code = '''
@@ -584,6 +596,7 @@ def test_forked_children_that_share_pages_are_counted_once():
     assert hog.status in ("memory-limit", "error"), f"but 900 MB more is over the 256 MB limit: {hog}"
 
 
+@pytest.mark.slow
 def test_nothing_the_learner_started_survives_the_sandbox():
     require_sandbox()
     marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
@@ -610,6 +623,7 @@ if os.fork() == 0:  # a daemon: new session, parent gone
     assert mine() == [], f"processes outlived the sandbox: {mine()}"
 
 
+@pytest.mark.slow
 def test_course_grade_refuses_without_the_sandbox_unless_told(tmp_path):
     """Where bwrap cannot start (here: simulated with an empty PATH for bwrap), grading needs --no-sandbox."""
     from grading_helpers import exercise, write
