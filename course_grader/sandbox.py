@@ -265,9 +265,9 @@ class _Launch:
                  "--size", size, "--tmpfs", "/tmp"]
         for b in binds:
             argv += ["--ro-bind", sources[str(b)], str(b)]
-        for p in self.protect:  # a protected folder inside a bound one is covered by an empty one
-            if any(_inside(p, b) for b in binds):
-                argv += ["--tmpfs", str(p)]
+        for p in self.protect:  # a protected folder inside a bound one is covered by an empty one, read-only and
+            if any(_inside(p, b) for b in binds):  # tiny, so that it is no scratch space outside the limits
+                argv += ["--perms", "0555", "--size", "4096", "--tmpfs", str(p)]
         argv += ["--chdir", "/tmp"]
         if seccomp_fd is not None:
             argv += ["--seccomp", str(seccomp_fd)]

@@ -12,6 +12,7 @@ The protocol tests use one kernel for the module: in the sandbox where it works,
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -594,6 +595,26 @@ def test_forked_children_that_share_pages_are_counted_once():
         kernel.shutdown()
     assert run.ok, f"11 processes sharing 200 MB are not 2.2 GB: {run}"
     assert hog.status in ("memory-limit", "error"), f"but 900 MB more is over the 256 MB limit: {hog}"
+
+
+@pytest.mark.slow
+def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp_path):
+    """The empty folder that hides a protected folder inside a bound one (the solutions in the virtual
+    environment's tree, say) is read-only: no scratch space outside the sandbox's sized tmpfs."""
+    require_sandbox()
+    hidden = REPO / ".venv" / f"course-protect-test-{os.getpid()}"
+    (hidden / "secret").mkdir(parents=True)
+    kernel = Kernel(Limits(cell_timeout=30), sandbox=True, protect=[hidden])
+    try:
+        kernel.start()
+        code = (f"import os\nassert os.listdir({str(hidden)!r}) == [], os.listdir({str(hidden)!r})\n"
+                f"try:\n    open({str(hidden / 'x')!r}, 'w').write('x' * 10**6)\nexcept OSError:\n    pass\n"
+                "else:\n    raise AssertionError('written')\n")
+        run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+    finally:
+        kernel.shutdown()
+        shutil.rmtree(hidden, ignore_errors=True)
+    assert run.ok, run
 
 
 @pytest.mark.slow
