@@ -89,8 +89,16 @@ reader.start()
 threading.Thread(target=lambda: errors.append(proc.stderr.read())).start()
 marker = options.get("kill_marker")
 while marker and proc.poll() is None and not killed:
-    for p in psutil.process_iter(["cmdline"]):
-        if marker in " ".join(p.info["cmdline"] or []):
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)  # the grader's, not the whole machine's
+    except psutil.Error:
+        family = []
+    for p in family:
+        try:
+            cmdline = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if marker in cmdline:
             for up in p.parents():
                 try:
                     if up.parent() and up.parent().ppid() == proc.pid:
@@ -99,7 +107,7 @@ while marker and proc.poll() is None and not killed:
                         break
                 except psutil.Error:
                     pass
-    time.sleep(0.1)
+    time.sleep(0.25)
 proc.wait()
 reader.join()
 time.sleep(1.0)
