@@ -122,8 +122,7 @@ def max_score(nb: dict) -> float:
 
 def _blank_result(student: str, assignment: str, solution: dict, status: str, message: str) -> SubmissionResult:
     titles = exercise_titles(solution)
-    test_status = "not submitted" if status == "not submitted" else "error"
-    tests = [TestResult(grade_id(c) or f"cell {i}", titles[i], 0.0, points(c), test_status, message)
+    tests = [TestResult(grade_id(c) or f"cell {i}", titles[i], 0.0, points(c), "not submitted" if status == "not submitted" else "error", message)
              for i, c in test_cells(solution)]
     return SubmissionResult(student, assignment, 0.0, max_score(solution), status, tests, [message])
 
@@ -143,8 +142,7 @@ def added_cells(solution: dict, submission: dict) -> list[tuple[str, set[str]]]:
     return added
 
 
-def merge(solution: dict, submission: dict,
-          exercise_stub: dict[str, str]) -> tuple[list[Step], dict[int, int], list[str], set[str]]:
+def merge(solution: dict, submission: dict, exercise_stub: dict[str, str]) -> tuple[list[Step], dict[int, int], list[str], set[str]]:
     """The teacher's code cells with the learner's answers in place of the solutions.
 
     Returns the steps, a map step -> teacher cell index, notes, and the answer grade_ids that were
@@ -220,8 +218,7 @@ def read_submission(path: Path, root: Path | None = None) -> tuple[bytes | None,
             if not stat.S_ISREG(info.st_mode):
                 return None, "unreadable", f"The submitted {path.name} is not a regular file; it was not graded."
             if info.st_size > MAX_SUBMISSION_BYTES:
-                return None, "unreadable", (f"The submitted file is larger than {MAX_SUBMISSION_BYTES // 2**20} MB; "
-                                            "it was not graded.")
+                return None, "unreadable", f"The submitted file is larger than {MAX_SUBMISSION_BYTES // 2**20} MB; it was not graded."
             return f.read(MAX_SUBMISSION_BYTES + 1), "", ""
     finally:
         os.close(folder)
@@ -253,16 +250,13 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     built_from = metadata.get("course_lib", {})
     built_from = built_from.get("built_from", "") if isinstance(built_from, dict) else ""
     if not submitted_ids.intersection(answer_ids) or (built_from and Path(str(built_from)).name != solution_path.name):
-        elsewhere = built_from and Path(str(built_from)).name != solution_path.name
-        other = f" (it was made from {built_from})" if elsewhere else ""
+        other = f" (it was made from {built_from})" if built_from and Path(str(built_from)).name != solution_path.name else ""
         return _blank_result(student, assignment, solution, "wrong notebook",
-                             f"This is not the exercise notebook {solution_path.name}{other}: none of its answer "
-                             "cells were found.")
+                             f"This is not the exercise notebook {solution_path.name}{other}: none of its answer cells were found.")
     stubs = {grade_id(c): strip_solution(c) for c in solution["cells"] if is_solution(c)}
     steps, where, notes, missing = merge(solution, submission, stubs)
     if missing:
-        notes.append("Answer cells missing from the submission (graded as not submitted): "
-                     + ", ".join(sorted(missing)) + ".")
+        notes.append("Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + ".")
     report = run_steps(steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root,
                        budget=budget)
     notes += report.notes
@@ -380,8 +374,7 @@ def notebooks_in(folder: Path, depth: int = 3) -> tuple[list[Path], list[str]]:
             rel = Path(e.path).relative_to(folder).as_posix()
             if _hidden(e.name):
                 if e.is_dir(follow_symlinks=False) or e.name.endswith(".ipynb"):
-                    deeper = e.is_dir(follow_symlinks=False) and level < depth
-                    inner = notebooks_in(Path(e.path), depth - level - 1)[0] if deeper else []
+                    inner = notebooks_in(Path(e.path), depth - level - 1)[0] if e.is_dir(follow_symlinks=False) and level < depth else []
                     if inner or e.name.endswith(".ipynb"):
                         passed.append(f"`{rel}` (hidden or macOS metadata: ignored)")
                 continue
@@ -406,8 +399,7 @@ def _built_from(path: Path, root: Path) -> str | None:
         return None
 
 
-def resolve_notebooks(folder: Path, known: list[str],
-                      root: Path) -> tuple[dict[str, tuple[Path, list[str]]], list[str]]:
+def resolve_notebooks(folder: Path, known: list[str], root: Path) -> tuple[dict[str, tuple[Path, list[str]]], list[str]]:
     """Which notebook in a student's folder is each assignment's, by these rules, in order:
 
     1. `NN_name.ipynb` at the top of the folder;
@@ -444,8 +436,7 @@ def resolve_notebooks(folder: Path, known: list[str],
             if not cands:
                 continue
             cands.sort(key=lambda f: (-f.stat().st_mtime, rel(f)))
-            why = ("its name differs" if rule == "name"
-                   else "its name differs, but it was made from this assignment's notebook")
+            why = "its name differs" if rule == "name" else "its name differs, but it was made from this assignment's notebook"
             if rule == "name" and cands[0].stem == a and cands[0].parent != folder:
                 why = "it is in a subfolder"
             nbgrader_layout = rel(cands[0]) == f"{a}/{a}.ipynb"  # nbgrader's submitted/<student>/<assignment>/
@@ -640,8 +631,7 @@ def _check_provenance(book: Gradebook, hashes: dict[str, tuple[Path, str]], allo
 
 def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, limits: Limits | None = None,
               assignments: list[str] | None = None, sandbox: bool = True, progress=None, roster: Path | None = None,
-              students: list[str] | None = None, new_solutions: bool = False,
-              command: str = "") -> list[SubmissionResult]:
+              students: list[str] | None = None, new_solutions: bool = False, command: str = "") -> list[SubmissionResult]:
     """Grade the class's submissions into the gradebook `out/gradebook.db`, then rewrite its exports.
 
     Each result is committed as soon as it is known. When the last run of the same command on this
@@ -683,9 +673,9 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         ok, why = sandbox_status()
         if not ok:
             raise ValueError(f"the grading sandbox is not available: {why}.\n"
-                             "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), "
-                             "grade inside a throwaway container (see the README), or, knowing what that exposes, "
-                             "run again with --no-sandbox.")
+                             "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade "
+                             "inside a throwaway container (see the README), or, knowing what that exposes, run again "
+                             "with --no-sandbox.")
     else:
         warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
     book = open_gradebook(out)
