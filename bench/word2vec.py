@@ -21,7 +21,7 @@ import importlib.util
 import time
 from pathlib import Path
 
-GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "make_english.py"
+GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "corpora" / "make_english.py"
 SETTINGS = dict(dim=50, window=4, negatives=5, epochs=10, seed=0)
 REAL_SETTINGS = dict(dim=50, window=4, negatives=5, epochs=3, min_count=5)  # lesson 04, section 9
 

@@ -18,6 +18,15 @@ gets a warning from `course build` and fails `course build --check`, which says 
 
 `course build --class --exercises DIR` writes a release for a graded class: the same notebooks
 without the cells tagged `self-study` (the pointer to the worked answers in `solutions/`).
+`course build --check --class --exercises DIR` checks such a release.
+
+Manually graded answers (nbgrader's `grade: true, solution: true`, e.g. a markdown cell for a written
+answer) are kept, their text replaced by `YOUR ANSWER HERE`; their points count in the exercise's
+label and the total, and their rubric (`metadata.course.rubric`, for the people who mark) is left out.
+
+A teacher's own set (`course new --checks DIR`) names its checks module in the notebook's metadata
+(`metadata.course.checks`, relative to the notebook): the build copies that file beside the built
+notebook, so that a release carries what a student needs to check their own work with `course check`.
 """
 from __future__ import annotations
 
@@ -30,6 +39,7 @@ from course_lib.runner.notebook import (
     NotebookError,
     dumps_notebook,
     is_locked,
+    is_manual,
     is_solution,
     is_test,
     learner_hash,
@@ -75,7 +85,12 @@ def exercise_labels(nb: dict) -> list[ExerciseLabel]:
     """Every exercise heading of `nb`, with the points it states and the points its test cells carry."""
     found: list[ExerciseLabel] = []
     for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "markdown":
+        if is_manual(cell):  # a written answer: its points, never its text (which may hold headings)
+            if found:
+                found[-1].points += points(cell)
+                gid = nbgrader_meta(cell).get("grade_id")
+                found[-1].tests.append(f"{gid}: {_num(points(cell))} (marked by a person)")
+        elif cell["cell_type"] == "markdown":
             for j, line in enumerate(source(cell).split("\n")):
                 if EXERCISE_HEADING.match(line):
                     label = POINT_LABEL.search(line)
@@ -87,7 +102,8 @@ def exercise_labels(nb: dict) -> list[ExerciseLabel]:
 
 
 def total_points(nb: dict) -> float:
-    return sum(points(c) for c in nb["cells"] if is_test(c))
+    """The notebook's points: its tests' and its manually graded answers'."""
+    return sum(points(c) for c in nb["cells"] if is_test(c) or is_manual(c))
 
 
 def _intro_index(nb: dict) -> int | None:
@@ -162,6 +178,10 @@ def build_exercise(solution: dict, name: str, *, for_class: bool = False) -> dic
         where = f"{name}, cell {i}"
         new = {"cell_type": cell["cell_type"], "id": cell["id"]}
         meta = {k: copy.deepcopy(v) for k, v in cell.get("metadata", {}).items() if k not in VOLATILE_CELL_METADATA}
+        if isinstance(meta.get("course"), dict):  # the rubric is for the people who mark, not for learners
+            meta["course"].pop("rubric", None)
+            if not meta["course"]:
+                del meta["course"]
         text = source(cell)
         if is_solution(cell):
             text = strip_solution(cell, where)
@@ -205,6 +225,14 @@ def changed_by_learner(path: Path) -> bool:
     return recorded != learner_hash(nb)
 
 
+def checks_module(solution_path: Path) -> Path | None:
+    """The checks module a teacher's own set names (`metadata.course.checks`), or None (the course's own
+    sets import theirs from course_lib)."""
+    meta = read_notebook(solution_path).get("metadata", {}).get("course", {})
+    rel = meta.get("checks") if isinstance(meta, dict) else None
+    return (solution_path.parent / rel).resolve() if isinstance(rel, str) and rel else None
+
+
 @dataclass
 class BuildReport:
     written: list[Path] = field(default_factory=list)  # files (re)written
@@ -215,6 +243,7 @@ class BuildReport:
     errors: list[str] = field(default_factory=list)  # broken solution notebooks
     labels: list[str] = field(default_factory=list)  # point labels that disagree with the metadata
     check: bool = False  # --check: label problems fail the build (otherwise they are warnings)
+    folder: Path | None = None  # where the exercises go
 
     @property
     def ok(self) -> bool:
@@ -225,7 +254,7 @@ def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool 
           for_class: bool = False) -> BuildReport:
     """Build (or with `check`, only compare) every solution notebook in `solutions`; `for_class`:
     a class release (no `self-study` cells)."""
-    report = BuildReport(check=check)
+    report = BuildReport(check=check, folder=exercises)
     sources = sorted(solutions.glob("*.ipynb"))
     if names:
         wanted = {Path(n).name for n in names}
@@ -240,6 +269,18 @@ def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool 
             report.errors.append(str(err))
             continue
         report.labels += label_problems(read_notebook(src), str(src))
+        module = checks_module(src)
+        if module is not None:  # a teacher's own set: its checks travel with the notebook
+            if not module.is_file():
+                report.errors.append(f"{src}: its checks module {module} (metadata.course.checks) does not exist")
+                continue
+            copied, wanted = exercises / module.name, module.read_text(encoding="utf-8")
+            if copied.is_file() and copied.read_text(encoding="utf-8") == wanted:
+                report.unchanged.append(copied)
+            elif check:
+                report.stale.append(copied)
+            else:
+                planned.append((copied, wanted))
         target = exercises / src.name
         existing = target.read_text(encoding="utf-8") if target.is_file() else None
         if existing == text:
@@ -273,10 +314,12 @@ def print_report(report: BuildReport) -> int:
         for problem in report.labels:
             print(f"  {problem}")
     if report.stale:
-        print("These exercise notebooks differ from what `course build` would write:")
+        print("These files differ from what `course build` would write:")
         for path in report.stale:
             print(f"  {path}")
-        print("Run `course build` to regenerate them (exercises/ is generated: never edit it by hand).")
+        print("Run `course build` to regenerate them (exercises/ is generated: never edit it by hand); "
+              "for a class release, check it with the options that built it: `course build --check --class "
+              "--solutions DIR --exercises DIR`.")
     if report.orphans:
         print("These exercise notebooks have no solution notebook any more (delete them):")
         for path in report.orphans:
@@ -290,5 +333,6 @@ def print_report(report: BuildReport) -> int:
         print("`course build` again; to replace them with fresh blank copies, run `course build --force`.")
     if report.ok and not report.written and not report.labels:
         n = len(report.unchanged)
-        print(f"exercises/ is up to date ({n} notebook{'s' if n != 1 else ''}).")
+        where = f"{report.folder}/" if report.folder is not None else "exercises/"
+        print(f"{where} is up to date ({n} file{'s' if n != 1 else ''}).")
     return 0 if report.ok else 1

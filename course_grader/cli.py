@@ -1,12 +1,16 @@
-"""The teacher's `course` subcommands: build, new, grade, unpack, deadline, adjust, export, report.
+"""The teacher's `course` subcommands: build, new, seal, roster, unpack, grade, mark, deadline, adjust, export,
+report.
 
     course build      write exercises/ from solutions/        (see `build`)
     course new NN_x   start a new exercise set from a template (--title "Title")
-    course grade DIR  grade a folder of submissions into the gradebook (--roster, --student, --assignment)
+    course seal lessonNN  write a checks module's seals from its values file (solutions/seals/lessonNN.py)
+    course roster     keep the class list in the gradebook (import an LMS export, drop a student)
     course unpack ZIP unpack an LMS download (Canvas, Moodle) into submissions/<student_id>/
+    course grade DIR  grade a folder of submissions into the gradebook (--dry-run shows what would change)
+    course mark       mark written answers in the browser, one question for the whole class (`marking`)
     course deadline   set a deadline and late penalty;  course adjust: manual points with a reason
     course export     rewrite grades.csv, grades.json, feedback/ (--lms canvas|moodle: one column per assignment)
-    course report     per-exercise pass rates and the most common hints (report.md and a figure)
+    course report     who needs a look, the score distribution, per-exercise pass rates and hints
 
 They join the learner's `course` command (`course_lib.cli`): this package's metadata names
 `register` in the entry point group `course_lib.commands`, and `course` calls it with its
@@ -51,6 +55,16 @@ def register(sub) -> list[str]:
                        help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps "
                             "them private)")
 
+    p_seal = sub.add_parser("seal", help="write a checks module's table of seals from the plain values of its "
+                                         "hand-worked answers")
+    p_seal.add_argument("module", help="the checks module, e.g. lesson06 (course_lib/checks/lesson06.py)")
+    p_seal.add_argument("--values", type=Path, default=None,
+                        help="the values file (default: solutions/seals/MODULE.py, next to the solutions)")
+    p_seal.add_argument("--checks", type=Path, default=None,
+                        help="the folder of the checks module (default: course_lib/checks/)")
+    p_seal.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the module's seals are not what the values give")
+
     p_grade = sub.add_parser("grade", help="grade SUBMISSIONS_DIR/<student_id>/NN_name.ipynb into the gradebook")
     p_grade.add_argument("submissions", type=Path)
     p_grade.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
@@ -72,6 +86,18 @@ def register(sub) -> list[str]:
     p_grade.add_argument("--no-sandbox", action="store_true",
                          help="grade even where the bubblewrap sandbox is not available "
                               "(UNSAFE for untrusted submissions)")
+    p_grade.add_argument("--dry-run", action="store_true",
+                         help="grade, then show whose scores would change, old -> new, per exercise; write nothing")
+    p_grade.add_argument("--reason", default="",
+                         help="why you grade again (e.g. 'a hidden test of exercise 5 was too strict'): kept with the "
+                              "run and shown to every student whose work it regrades")
+    p_grade.add_argument("--max-size", type=float, default=20, metavar="MB",
+                         help="the most a notebook may weigh once its outputs are left aside (default 20)")
+    p_grade.add_argument("--hide-hidden-inputs", action="store_true",
+                         help="a failed hidden test says so without the check's message, which may show its inputs "
+                              "(for hidden tests you reuse)")
+    p_grade.add_argument("--id-column", default=None,
+                         help="the --roster column that holds the student ids (default: see the guide)")
 
     out_help = "the gradebook's folder (default: grading-output/)"
     p_deadline = sub.add_parser("deadline",
@@ -92,6 +118,9 @@ def register(sub) -> list[str]:
     p_adjust.add_argument("assignment", nargs="?")
     p_adjust.add_argument("points", nargs="?", type=float, help="e.g. 2 or -1.5")
     p_adjust.add_argument("--reason", default="", help="shown to the student in the feedback")
+    p_adjust.add_argument("--grader", default="", help="who makes the adjustment (default: your login name)")
+    p_adjust.add_argument("--cap", action="store_true",
+                          help="the final score stays at most the assignment's maximum (no extra credit)")
     p_adjust.add_argument("--list", action="store_true", help="show every adjustment, numbered")
     p_adjust.add_argument("--remove", type=int, metavar="N", help="remove adjustment number N")
     p_adjust.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
@@ -101,6 +130,13 @@ def register(sub) -> list[str]:
     p_export.add_argument("--lms", choices=("canvas", "moodle", "wide"), action="append",
                           help="also write canvas.csv / moodle.csv / wide.csv (one column per assignment); repeatable")
     p_export.add_argument("--assignment", action="append", help="the LMS file's columns, in this order (default: all)")
+    p_export.add_argument("--column", action="append", default=[], metavar="ASSIGNMENT=COLUMN",
+                          help="write an assignment into the LMS's existing column, e.g. "
+                               "'04_word_vectors=Word Vectors (12345)'; repeatable, remembered for later exports")
+    p_export.add_argument("--columns", type=Path, default=None, metavar="FILE",
+                          help="a CSV file of assignment,column lines (the same as --column, for every assignment)")
+    p_export.add_argument("--missing", dest="missing_work", choices=("empty", "zero"), default="empty",
+                          help="work never handed in: an empty cell (default; the LMS keeps what it has) or 0")
     p_export.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
     p_report = sub.add_parser("report",
@@ -113,18 +149,48 @@ def register(sub) -> list[str]:
     p_unpack.add_argument("--assignment", required=True, help="the assignment the zip holds, e.g. 06_attention")
     p_unpack.add_argument("--to", type=Path, default=Path("submissions"),
                           help="the submissions folder (default: submissions/)")
-    p_unpack.add_argument("--roster", type=Path, default=None, help="map LMS names and ids to your student ids")
-    p_unpack.add_argument("--layout", choices=("auto", "canvas", "moodle", "plain"), default="auto")
+    p_unpack.add_argument("--roster", type=Path, default=None,
+                          help="map LMS names and ids to your student ids (kept in the gradebook: later runs need not "
+                               "repeat it)")
+    p_unpack.add_argument("--id-column", default=None, help="the --roster column that holds the student ids")
+    p_unpack.add_argument("--out", type=Path, default=Path("grading-output"),
+                          help="the gradebook's folder, where the roster is kept and the unpacking is recorded "
+                               "(default: grading-output/)")
+    p_unpack.add_argument("--layout", choices=("auto", "canvas", "moodle", "plain"), default="auto",
+                          help="how the zip is laid out (default: detected)")
+    p_unpack.add_argument("--output-layout", choices=("course", "nbgrader"), default="course",
+                          help="course: TO/<id>/A.ipynb (default); nbgrader: TO/<id>/A/A.ipynb with timestamp.txt, "
+                               "nbgrader's submitted/ layout")
+    p_unpack.add_argument("--max-size", type=float, default=20, metavar="MB",
+                          help="the most a notebook may weigh once its outputs are left aside (default 20)")
+    p_unpack.add_argument("--canvas-times", type=Path, default=None, metavar="JSON",
+                          help="submission times from Canvas's submissions API (saved as JSON), for late penalties")
     p_unpack.add_argument("--overwrite", action="store_true", help="replace notebooks already unpacked")
     p_unpack.add_argument("--tz", default=None,
                           help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)")
+    p_roster = sub.add_parser("roster",
+                              help="keep the class list in the gradebook: import an LMS export, drop a student")
+    p_roster.add_argument("action", choices=("import", "list", "drop", "restore"),
+                          help="import FILE | list | drop ID | restore ID")
+    p_roster.add_argument("what", nargs="?", help="the roster file (import) or the student's id (drop, restore)")
+    p_roster.add_argument("--id-column", default=None, help="the column that holds the student ids (import)")
+    p_roster.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
+
+    p_mark = sub.add_parser("mark", help="mark written answers in your browser: one question, the whole class")
+    p_mark.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
+    p_mark.add_argument("--grader", default="", help="your name, recorded with each mark (default: your login name)")
+    p_mark.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
+    p_mark.add_argument("--list", action="store_true", help="print how many answers are marked, and stop")
+
     p_build.set_defaults(func=build_cmd)
     p_new.set_defaults(func=new_cmd)
+    p_seal.set_defaults(func=seal_cmd)
     p_grade.set_defaults(func=grade_cmd)
     for parser, command in ((p_unpack, unpack_cmd), (p_deadline, deadline_cmd), (p_adjust, adjust_cmd),
-                            (p_export, export_cmd), (p_report, report_cmd)):
+                            (p_export, export_cmd), (p_report, report_cmd), (p_roster, roster_cmd),
+                            (p_mark, mark_cmd)):
         parser.set_defaults(func=_explained(command))
-    return ["build", "new", "grade", "deadline", "adjust", "export", "report", "unpack"]
+    return ["build", "new", "seal", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
 
 
 def _explained(command):
@@ -134,7 +200,7 @@ def _explained(command):
 
         try:
             return command(args)
-        except (ValueError, RosterError) as err:
+        except (ValueError, RosterError, OSError) as err:
             print(f"ERROR: {err}")
             return 2
 
@@ -184,6 +250,28 @@ def new_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def seal_cmd(args: argparse.Namespace) -> int:
+    """`course seal lessonNN [--values FILE] [--check]`: see course_grader.seal."""
+    from .seal import SealError, seal_module
+
+    checks = args.checks or REPO / "course_lib" / "checks"
+    module = checks / f"{args.module.removesuffix('.py')}.py"
+    values = args.values or _default_dir(None, "solutions") / "seals" / module.name
+    try:
+        report = seal_module(module, values, check=args.check)
+    except SealError as err:
+        print(f"ERROR: {err}")
+        return 2
+    module, values = (p.relative_to(Path.cwd()) if p.is_relative_to(Path.cwd()) else p for p in (module, values))
+    if args.check:
+        state = f"out of date: run `course seal {args.module}`" if report.changed else "up to date"
+        print(f"{module}: {report.seals} seals of {report.answers} answers, {state} (values: {values})")
+        return 1 if report.changed else 0
+    state = "rewrote its SEALS table" if report.changed else "its SEALS table was already up to date"
+    print(f"{module}: {report.seals} seals of {report.answers} answers from {values}; {state}")
+    return 0
+
+
 def grade_cmd(args: argparse.Namespace) -> int:
     """`course grade SUBMISSIONS_DIR`: see course_grader.grade."""
     from course_lib.runner.process import Limits
@@ -206,14 +294,22 @@ def grade_cmd(args: argparse.Namespace) -> int:
         results = grade_all(args.submissions, solutions, args.out, jobs=args.jobs, limits=limits,
                             assignments=args.assignment, sandbox=not args.no_sandbox, roster=args.roster,
                             students=args.student, new_solutions=args.new_solutions,
-                            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade")
+                            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
+                            dry_run=args.dry_run, reason=args.reason, max_bytes=int(args.max_size * 2**20),
+                            hide_hidden=args.hide_hidden_inputs, id_column=args.id_column)
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")
         return 2
     except KeyboardInterrupt:
-        print(f"Interrupted. The submissions graded so far are kept in {args.out / 'gradebook.db'} (and in the "
-              "rewritten grades.csv, grades.json and feedback/); run the same command again to grade the rest.")
+        if args.dry_run:
+            print("Interrupted. A dry run writes nothing: the gradebook and its exports are as they were.")
+        else:
+            print(f"Interrupted. The submissions graded so far are kept in {args.out / 'gradebook.db'} (and in the "
+                  "rewritten grades.csv, grades.json and feedback/); run the same command again to grade the rest.")
         return 130
+    if args.dry_run:
+        print(f"Graded {len(results)} submission(s) for the dry run; nothing was written.")
+        return 0
     print(f"Graded {len(results)} submission(s) into {args.out / 'gradebook.db'}; rewrote {args.out / 'grades.csv'}, "
           f"{args.out / 'grades.json'} and {args.out / 'feedback'}/")
     return 0
@@ -270,19 +366,27 @@ def adjust_cmd(args: argparse.Namespace) -> int:
             if args.assignment is None or args.points is None:
                 raise ValueError("give the student, the assignment and the points, "
                                  "e.g. course adjust ada 06_attention 2 --reason '...'")
-            known = {(r.student, r.assignment) for r in book.rows()}
-            if (args.student, args.assignment) not in known:
+            rows = {(r.student, r.assignment): r for r in book.rows()}
+            if (args.student, args.assignment) not in rows:
+                known = sorted({a for _, a in rows})
                 raise ValueError(f"the gradebook has no grade of {args.assignment} for {args.student}; grade it first "
-                                 f"(known assignments: {', '.join(sorted({a for _, a in known})) or 'none'})")
-            number = book.add_adjustment(args.student, args.assignment, args.points, args.reason)
+                                 f"(known assignments: {', '.join(known) or 'none'})")
+            number = book.add_adjustment(args.student, args.assignment, args.points, args.reason, args.grader, args.cap)
             sign = "+" if args.points >= 0 else ""
-            print(f"adjustment {number}: {args.student} {args.assignment} {sign}{num(args.points)} ({args.reason})")
+            row = next(r for r in book.rows() if (r.student, r.assignment) == (args.student, args.assignment))
+            print(f"adjustment {number}: {args.student} {args.assignment} {sign}{num(args.points)} ({args.reason}); "
+                  f"final score now {num(row.final)} / {num(row.max_score)}")
+            if row.final > row.max_score:
+                print(f"  note: that is above the maximum (extra credit); to stop at {num(row.max_score)}, remove it "
+                      f"(--remove {number}) and add it again with --cap")
         elif not args.list:
             raise ValueError("give STUDENT ASSIGNMENT POINTS --reason TEXT, or --list, or --remove N")
         if args.list:
             for a in book.adjustments():
                 sign = "+" if a.points >= 0 else ""
-                print(f"{a.id:>4}  {a.student:<20} {a.assignment:<24} {sign}{num(a.points):<6} {a.reason}")
+                cap = " (capped)" if a.cap else ""
+                print(f"{a.id:>4}  {a.created_at[:16].replace('T', ' ')}  {a.grader or '?':<12} {a.student:<20} "
+                      f"{a.assignment:<24} {sign}{num(a.points):<6} {a.reason}{cap}")
         if args.remove is not None or args.student is not None:
             write_exports(book, args.out)
     return 0
@@ -292,13 +396,31 @@ def export_cmd(args: argparse.Namespace) -> int:
     """`course export [--lms canvas|moodle]`: see course_grader.export."""
     from .export import write_exports, write_lms
 
+    columns = {}
+    if args.columns is not None:
+        import csv
+
+        with open(args.columns, encoding="utf-8-sig", newline="") as f:
+            for line in csv.reader(f):
+                if len(line) >= 2 and line[0].strip() and line[0].strip().casefold() != "assignment":
+                    columns[line[0].strip()] = line[1].strip()
+    for given in args.column:
+        name, sep, column = given.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise ValueError("--column takes ASSIGNMENT=COLUMN, e.g. '04_word_vectors=Word Vectors (12345)'; "
+                             f"got {given!r}")
+        columns[name.strip()] = column.strip()
     with closing(_gradebook(args.out)) as book:
         rows = write_exports(book, args.out)
         print(f"wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/ "
               f"({len(rows)} rows)")
         for layout in args.lms or []:
-            path = write_lms(book, args.out / f"{layout}.csv", layout, args.assignment)
+            path = args.out / f"{layout}.csv"
+            export = write_lms(book, path, layout, args.assignment, columns=columns if layout != "wide" else None,
+                               missing=args.missing_work)
             print(f"wrote {path}")
+            for note in export.notes:
+                print(f"  {note}")
     return 0
 
 
@@ -314,16 +436,91 @@ def report_cmd(args: argparse.Namespace) -> int:
 
 
 def unpack_cmd(args: argparse.Namespace) -> int:
-    """`course unpack ZIP --assignment A`: see course_grader.lms."""
-    from .lms import unpack
+    """`course unpack ZIP --assignment A`: see course_grader.lms. The roster is the one given (then kept in
+    the gradebook at --out), else the one the gradebook keeps; every decision is recorded there."""
+    from .gradebook import open_gradebook
+    from .lms import read_canvas_times, unpack
     from .roster import read_roster
 
-    roster = None
+    roster, book_path = None, args.out / "gradebook.db"
     if args.roster is not None:
-        roster, warnings = read_roster(args.roster)
+        roster, warnings = read_roster(args.roster, args.id_column)
         for w in warnings:
             print(f"warning: {w}")
+        print(f"roster: {roster.describe()}")
+    elif book_path.is_file():
+        with closing(open_gradebook(args.out)) as book:
+            roster = book.roster()
+        if roster is not None:
+            print(f"roster: the one kept in {book_path} ({len(roster.active)} students)")
+    if roster is None:
+        print(f"warning: no roster (none given with --roster, none kept in {book_path}): each student's folder is "
+              "named from the LMS's name and id. Pass --roster FILE once (your LMS's export works as it is); "
+              "it is kept.")
+    times = read_canvas_times(args.canvas_times) if args.canvas_times is not None else None
     report = unpack(args.zip, args.to, assignment=args.assignment, roster=roster, layout=args.layout,
-                    overwrite=args.overwrite, tz=args.tz)
+                    overwrite=args.overwrite, tz=args.tz, max_bytes=int(args.max_size * 2**20),
+                    output_layout=args.output_layout, canvas_times=times)
+    with closing(open_gradebook(args.out)) as book:
+        if args.roster is not None:
+            book.set_roster(roster)
+        for sid, entry in report.entries.items():
+            book.record_unpacked(sid, report.assignment, entry, report.sha256.get(sid), sid in report.late,
+                                 report.decisions.get(sid, []), report.skipped.get(sid))
     print(report.summary())
+    print(f"recorded in {book_path}: what was decided for each student reaches their feedback when you grade")
     return 0
+
+
+def roster_cmd(args: argparse.Namespace) -> int:
+    """`course roster import FILE | list | drop ID | restore ID`: the class list kept in the gradebook."""
+    from .export import write_exports
+    from .gradebook import open_gradebook
+    from .roster import read_roster
+
+    if args.action == "import":
+        if not args.what:
+            raise ValueError("name the roster file: course roster import roster.csv --out grades")
+        roster, warnings = read_roster(Path(args.what), args.id_column)
+        for w in warnings:
+            print(f"warning: {w}")
+        with closing(open_gradebook(args.out)) as book:
+            book.set_roster(roster)
+            roster = book.roster()
+        print(roster.describe())
+        for s in roster.students:
+            if s.status != "active":
+                print(f"  {s.label}: {s.status}")
+        print(f"kept in {args.out / 'gradebook.db'}; `course unpack` and `course grade` use it from now on")
+        return 0
+    with closing(_gradebook(args.out)) as book:
+        roster = book.roster()
+        if roster is None:
+            raise ValueError(f"no roster is kept in {args.out / 'gradebook.db'}: "
+                             f"course roster import FILE --out {args.out}")
+        if args.action == "list":
+            print(roster.describe())
+            for s in roster.students:
+                print(f"  {s.id:<24} {s.name:<32} {s.email:<32} {s.status}")
+            return 0
+        if not args.what:
+            raise ValueError(f"name the student: course roster {args.action} ID --out {args.out}")
+        book.set_status(args.what, "dropped" if args.action == "drop" else "active")
+        label = roster.label(args.what)
+        now = "dropped (no missing-work rows, nothing in the LMS files)" if args.action == "drop" else "active"
+        print(f"{label}: {now}")
+        if book.rows():
+            write_exports(book, args.out)
+    return 0
+
+
+def mark_cmd(args: argparse.Namespace) -> int:
+    """`course mark`: see course_grader.marking."""
+    from .marking import progress_lines, serve
+
+    with closing(_gradebook(args.out)) as book:
+        lines = progress_lines(book)
+    if args.list:
+        print("\n".join(lines) or "No manually graded answers in the gradebook.")
+        return 0
+    return serve(args.out, grader=args.grader, port=args.port)

@@ -13,7 +13,10 @@ leaves the previous complete export.
   one of the export's own files, such as a student called "index.csv", get a folder name with a
   short hash: a student's folder never stands where the export's own files do).
 - canvas.csv / moodle.csv (`course export --lms`): one row per student, one column per assignment,
-  final scores, in the layouts the two LMSs import.
+  final scores, in the layouts the two LMSs import (see `lms_export`): each student's LMS ids filled
+  in from the roster, each assignment in the LMS's own column when it is known, and missing work
+  left empty, never 0: work never handed in, a dropped student, an LMS's test student. A submission
+  that could not be graded (unreadable, the wrong notebook) is a 0, and the export says whose.
 """
 from __future__ import annotations
 
@@ -23,13 +26,14 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_lib.feedback import feedback_markdown, num
 from course_lib.runner.notebook import write_atomic
 
 from .gradebook import Gradebook, Row
+from .roster import Student, normalize
 
 BOM = "\ufeff"
 RESERVED = {"index.csv"}  # the feedback folder's own files: never a student's folder name (in any case)
@@ -120,16 +124,18 @@ def write_feedback(rows: list[Row], out: Path) -> None:
 
 # --- grades.csv and grades.json ------------------------------------------------------------------------
 
-CSV_COLUMNS = ["student_id", "name", "assignment", "status", "score", "late_penalty", "adjustment", "final", "max_score",
-               "attempt", "submitted_at", "graded_at", "solutions_sha256", "feedback"]
+CSV_COLUMNS = ["student_id", "name", "assignment", "status", "score", "late_penalty", "adjustment", "final",
+               "max_score", "attempt", "submitted_at", "graded_at", "solutions_sha256", "feedback", "email", "to_mark",
+               "enrolment"]
 
 
 def grades_rows(rows: list[Row]) -> list[list]:
     table = [CSV_COLUMNS]
     for r in rows:
         table.append([r.student, r.name, r.assignment, r.status, num(r.score), num(r.late_penalty), num(r.manual),
-                      num(r.final), num(r.max_score), r.attempt, r.submitted_at or "", r.graded_at, r.solutions_sha256[:12],
-                      f"feedback/{safe_name(r.student)}/{r.assignment}.md"])
+                      num(r.final), num(r.max_score), r.attempt, r.submitted_at or "", r.graded_at,
+                      r.solutions_sha256[:12], f"feedback/{safe_name(r.student)}/{r.assignment}.md", r.email,
+                      r.to_mark, r.enrolment])
     return table
 
 
@@ -143,7 +149,8 @@ def write_exports(book: Gradebook, out: Path) -> list[Row]:
     fresh = draft_feedback(rows, out)
     try:
         data = {
-            "warnings": runs[-1]["warnings"] if runs else [],
+            # the last run's warnings, then what needs the teacher in the gradebook as it is now
+            "warnings": (runs[-1]["warnings"] if runs else []) + book.state_warnings(),
             "deadlines": {a: {**asdict(d), "due": d.due.isoformat()} for a, d in book.deadlines().items()},
             "results": [{"student_id": r.student, **{k: v for k, v in asdict(r).items() if k != "student"}}
                         for r in rows],
@@ -162,54 +169,152 @@ def write_exports(book: Gradebook, out: Path) -> list[Row]:
 
 # --- LMS gradebooks ------------------------------------------------------------------------------------
 
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_COLUMNS = ["Username", "ID number", "Email address", "Full name"]
+# a submission was made, but nothing could be graded (a checking process stopped at its deadline included)
+NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
 
-def _extra(student, *names: str) -> str:
+
+def _extra(student: Student | None, *names: str) -> str:
     if student is None:
         return ""
     lowered = {k.strip().casefold(): v for k, v in student.extra.items()}
     return next((lowered[n.casefold()] for n in names if lowered.get(n.casefold())), "")
 
 
-def lms_table(book: Gradebook, layout: str, assignments: list[str] | None = None) -> list[list]:
+def _lms_key(name: str) -> str:
+    """An assignment's name as LMSs decorate it, reduced to its words: "04 Word Vectors (12345)",
+    "Assignment: Word vectors (Real)" and "04_word_vectors" are all "vectors word" (a leading number,
+    the LMS's id in brackets, case, order and punctuation do not count)."""
+    name = re.sub(r"\s*\((\d+|real|percentage|letter)\)\s*$", "", name.strip(), flags=re.I)
+    name = re.sub(r"^(assignment|quiz|assign)\s*:\s*", "", name, flags=re.I)
+    name = re.sub(r"^\s*\d+[\s_.-]*", "", name.replace("_", " "))
+    return normalize(name)
+
+
+@dataclass
+class LmsExport:
+    table: list[list]
+    columns: dict[str, str]  # assignment -> the LMS column it was written to
+    notes: list[str] = field(default_factory=list)  # what the teacher should know before importing
+
+
+def lms_columns(book: Gradebook, layout: str, names: list[str], given: dict[str, str] | None = None) -> dict[str, str]:
+    """The LMS column each assignment goes to: given now (`--column A=COLUMN`, remembered in the gradebook
+    for the next export), given before, else the LMS's own column found in the roster's export when exactly
+    one fits the assignment's name (Canvas's "04 Word Vectors (12345)"), else the assignment's name."""
+    remembered = json.loads(book.meta(f"lms_columns_{layout}", "{}"))
+    if given:
+        remembered.update(given)
+        book.set_meta(f"lms_columns_{layout}", json.dumps(remembered, ensure_ascii=False))
+    roster = book.roster()
+    theirs = roster.lms_columns if roster and roster.kind == layout else []
+    found = {}
+    for a in names:
+        fits = [c for c in theirs if _lms_key(c) == _lms_key(a)]
+        found[a] = remembered.get(a) or (fits[0] if len(fits) == 1 else a)
+    return found
+
+
+def lms_export(book: Gradebook, layout: str, assignments: list[str] | None = None, *,
+               columns: dict[str, str] | None = None, missing: str = "empty") -> LmsExport:
     """One row per student (the roster's order, then any other graded student), one column per
-    assignment with the final score; a student with no row for an assignment gets an empty cell."""
+    assignment with the final score. Empty, never 0: no row (never graded), "not submitted" (unless
+    `missing="zero"`), a dropped student, an LMS's test student. A submission that could not be
+    graded is exported as 0, and `notes` says whose and why."""
+    if missing not in ("empty", "zero"):
+        raise ValueError(f"missing work is exported as 'empty' or 'zero', not {missing!r}")
     rows = book.rows()
     roster = book.roster()
     names = sorted({r.assignment for r in rows}) if not assignments else list(assignments)
-    finals = {(r.student, r.assignment): r.final for r in rows}
+    unknown = [a for a in names if a not in {r.assignment for r in rows}]
+    if unknown:
+        raise ValueError(f"the gradebook has no grades for {', '.join(unknown)} "
+                         f"(it has: {', '.join(sorted({r.assignment for r in rows})) or 'none'})")
+    mapped = lms_columns(book, layout, names, columns) if layout in ("canvas", "moodle") else {a: a for a in names}
+    by_row = {(r.student, r.assignment): r for r in rows}
     max_scores = {r.assignment: r.max_score for r in rows}
     students = [s.id for s in roster.students] if roster else []
     students += sorted({r.student for r in rows} - set(students))
     by_id = roster.by_id if roster else {}
+    notes: list[str] = []
+    zeros, unmarked, left_empty = [], [], {"dropped": [], "test": [], "not submitted": []}
+
+    def cell(sid: str, a: str) -> str:
+        r = by_row.get((sid, a))
+        s = by_id.get(sid)
+        status = s.status if s else "active"
+        if status in ("dropped", "test"):
+            if r is not None:
+                left_empty[status].append(f"{s.label} ({a})")
+            return ""
+        if r is None:
+            return ""
+        if r.status == "not submitted":
+            left_empty["not submitted"].append(f"{s.label if s else sid} ({a})")
+            return "0" if missing == "zero" else ""
+        if r.status in NOT_GRADED:
+            why = (r.notes[0] if r.notes else r.status).rstrip(".")
+            zeros.append(f"{s.label if s else sid} ({a}): {r.status}: {why}")
+        if r.to_mark:
+            unmarked.append(f"{s.label if s else sid} ({a})")
+        return num(r.final)
+
     if layout == "canvas":
-        # Canvas matches rows on ID, SIS User ID or SIS Login ID; "Points Possible" is an optional second row.
-        table = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *names],
+        # Canvas matches a row by ID, SIS User ID or SIS Login ID; "Points Possible" is its second row.
+        # From Canvas's own export, its identity columns as they were; from a teacher's file, what it has,
+        # and the student id as the login (the usual meaning of a teacher's ids).
+        own = roster is None or roster.kind != "canvas"
+        table = [[*CANVAS_COLUMNS, *(mapped[a] for a in names)],
                  ["    Points Possible", "", "", "", "", *(num(max_scores.get(a, 0)) for a in names)]]
         for sid in students:
             s = by_id.get(sid)
-            table.append([s.name if s else sid, _extra(s, "ID", "canvas_id", "canvas id"), _extra(s, "SIS User ID"),
-                          _extra(s, "SIS Login ID") or sid, _extra(s, "Section"),
-                          *(num(finals[(sid, a)]) if (sid, a) in finals else "" for a in names)])
-        return table
-    if layout == "moodle":
+            table.append([s.name if s and s.name else sid, _extra(s, "ID", "canvas_id", "canvas id"),
+                          _extra(s, "SIS User ID"), _extra(s, "SIS Login ID") or (sid if own else ""),
+                          _extra(s, "Section"), *(cell(sid, a) for a in names)])
+    elif layout == "moodle":
         # Moodle's "Import grades from CSV" maps one identifier column (chosen on import) and grade items.
-        table = [["Username", "ID number", "Email address", "Full name", *names]]
+        id_column = (roster.id_column if roster else "").casefold()
+        for_username = id_column in ("username", "login", "user", "student_id", "student id", "id") or roster is None
+        table = [[*MOODLE_COLUMNS, *(mapped[a] for a in names)]]
         for sid in students:
             s = by_id.get(sid)
-            table.append([sid, _extra(s, "ID number", "idnumber", "moodle_id"), s.email if s else "", s.name if s else "",
-                          *(num(finals[(sid, a)]) if (sid, a) in finals else "" for a in names)])
-        return table
-    if layout == "wide":
+            table.append([_extra(s, "Username") or (sid if for_username else ""),
+                          _extra(s, "ID number", "idnumber", "moodle_id") or (sid if id_column == "id number" else ""),
+                          s.email if s else "", s.name if s else "", *(cell(sid, a) for a in names)])
+    elif layout == "wide":
         table = [["student_id", "name", *names, "total"]]
         for sid in students:
             s = by_id.get(sid)
-            got = [finals.get((sid, a)) for a in names]
-            table.append([sid, s.name if s else "", *("" if g is None else num(g) for g in got),
-                          num(sum(g for g in got if g is not None))])
-        return table
-    raise ValueError(f"unknown LMS layout {layout!r}: expected canvas, moodle or wide")
+            got = [cell(sid, a) for a in names]
+            table.append([sid, s.name if s else "", *got, num(sum(float(g) for g in got if g))])
+    else:
+        raise ValueError(f"unknown LMS layout {layout!r}: expected canvas, moodle or wide")
+    if zeros:
+        notes.append(f"{len(zeros)} submission(s) that could not be graded were exported as 0: " + "; ".join(zeros))
+    if unmarked:
+        notes.append(f"{len(unmarked)} score(s) have written answers still to mark (`course mark`), exported with "
+                     "the points so far: " + ", ".join(unmarked[:10]) + (" ..." if len(unmarked) > 10 else ""))
+    for status, who in left_empty.items():
+        if who:
+            what = {"dropped": "dropped students", "test": "the LMS's test student",
+                    "not submitted": "work never handed in"}[status]
+            how = "0" if status == "not submitted" and missing == "zero" else "empty"
+            more = " ..." if len(who) > 8 else ""
+            notes.append(f"{len(who)} cell(s) left {how} for {what}: " + ", ".join(who[:8]) + more)
+    renamed = [f"{a} -> {c!r}" for a, c in mapped.items() if a != c]
+    if renamed:
+        notes.append("written to the LMS's own columns: " + ", ".join(renamed))
+    return LmsExport(table, mapped, notes)
 
 
-def write_lms(book: Gradebook, path: Path, layout: str, assignments: list[str] | None = None) -> Path:
-    write_atomic(Path(path), csv_text(lms_table(book, layout, assignments)))
-    return Path(path)
+def lms_table(book: Gradebook, layout: str, assignments: list[str] | None = None) -> list[list]:
+    """The table of `lms_export` alone."""
+    return lms_export(book, layout, assignments).table
+
+
+def write_lms(book: Gradebook, path: Path, layout: str, assignments: list[str] | None = None, *,
+              columns: dict[str, str] | None = None, missing: str = "empty") -> LmsExport:
+    export = lms_export(book, layout, assignments, columns=columns, missing=missing)
+    write_atomic(Path(path), csv_text(export.table))
+    return export

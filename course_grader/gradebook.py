@@ -20,11 +20,26 @@ Adjustments live here too and are applied in every export:
 
     final = max(0, score - late penalty + manual points)
 
+Nothing graded is ever lost. Grading the same file again (a regrade with changed hidden tests, say)
+replaces its attempt, and the replaced version goes into `history` first: its score, every test,
+the solutions' hash that graded it, when, and which run replaced it and why (`course grade
+--reason`). Every run records the scores it changed (`runs.changes`), and a student's feedback says
+when and why their work was regraded.
+
+Also kept here: the roster (with each student's status: active, dropped, or an LMS's test student),
+what `course unpack` decided about each student's files (`unpacked`: renamed, skipped, marked late
+by the LMS, too large), and the marks people gave to manually graded answers (`marks`: points, a
+rubric item, a comment, the grader's name), which join the score:
+
+    score = the tests' points + the marks;    final = max(0, score - late penalty + manual points)
+
 Exports are rewritten whole and atomically from the gradebook, never appended to, so a crash
 halfway leaves the previous complete files.
 """
 from __future__ import annotations
 
+import getpass
+import hashlib
 import json
 import math
 import sqlite3
@@ -34,7 +49,7 @@ from pathlib import Path
 
 from .roster import Roster, Student
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (
@@ -56,11 +71,44 @@ CREATE TABLE IF NOT EXISTS roster (student TEXT PRIMARY KEY, name TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, finished_at TEXT,
     command TEXT NOT NULL, solutions TEXT NOT NULL, warnings TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS history (
+    student TEXT NOT NULL, assignment TEXT NOT NULL, attempt INTEGER NOT NULL,
+    status TEXT NOT NULL, score REAL NOT NULL, max_score REAL NOT NULL,
+    solutions_sha256 TEXT NOT NULL, graded_at TEXT NOT NULL, run INTEGER,
+    tests TEXT NOT NULL, replaced_at TEXT NOT NULL, replaced_by_run INTEGER);
+CREATE TABLE IF NOT EXISTS unpacked (
+    student TEXT NOT NULL, assignment TEXT NOT NULL, entry TEXT NOT NULL, sha256 TEXT,
+    late INTEGER NOT NULL, notes TEXT NOT NULL, skipped TEXT, unpacked_at TEXT NOT NULL,
+    PRIMARY KEY (student, assignment));
+CREATE TABLE IF NOT EXISTS marks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, assignment TEXT NOT NULL,
+    grade_id TEXT NOT NULL, points REAL NOT NULL, rubric TEXT NOT NULL, comment TEXT NOT NULL,
+    grader TEXT NOT NULL, answer_sha256 TEXT NOT NULL, created_at TEXT NOT NULL);
 """
+# Columns added since schema 1 (an older gradebook gets them on opening, with these defaults).
+ADDED_COLUMNS = {
+    "results": [("manual", "TEXT NOT NULL DEFAULT '[]'")],
+    "adjustments": [("grader", "TEXT NOT NULL DEFAULT ''"), ("cap", "INTEGER NOT NULL DEFAULT 0")],
+    "roster": [("status", "TEXT NOT NULL DEFAULT 'active'")],
+    "runs": [("reason", "TEXT NOT NULL DEFAULT ''"), ("changes", "TEXT NOT NULL DEFAULT '[]'")],
+}
+BIG_CHANGE = 0.1  # a regrade that moves a score by this share of its maximum or more is "big" (course report)
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def whoami() -> str:
+    """The grader's name when none is given: this machine's login name."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def parse_time(text: str, tz=None) -> datetime:
@@ -99,6 +147,28 @@ class Deadline:
         percent = min(self.max_percent, self.percent_per_day * days)
         return round(max_score * percent / 100.0, 2), days
 
+    def describe(self, submitted_at: datetime, days: int) -> str:
+        """How late, in words, with the time in the deadline's own zone: "1 day 10 hours after the
+        deadline (2026-12-01 23:59 +01:00), at 2026-12-03 10:12 +01:00: 2 started days, -10% each"."""
+        zone = self.due.tzinfo
+        late = submitted_at - self.due
+        d, rest = divmod(int(late.total_seconds()) // 60, 24 * 60)
+        h, m = divmod(rest, 60)
+        parts = [f"{d} day{'s' if d != 1 else ''}"] if d else []
+        parts += [f"{h} hour{'s' if h != 1 else ''}"] if h else []
+        parts += [f"{m} minute{'s' if m != 1 else ''}"] if m and not d else []
+        shown = " ".join(parts) or "less than a minute"
+        started = f"{days} started day{'s' if days != 1 else ''}"
+        cap = f" (at most -{self.max_percent:g}%)" if self.max_percent < 100 else ""
+        return (f"{shown} after the deadline ({_clock(self.due, zone)}), at {_clock(submitted_at, zone)}: {started}, "
+                f"-{self.percent_per_day:g}% each{cap}")
+
+
+def _clock(when: datetime, zone) -> str:
+    shown = when.astimezone(zone)
+    return shown.strftime("%Y-%m-%d %H:%M ") + (shown.strftime("%z")[:3] + ":" + shown.strftime("%z")[3:]
+                                                if shown.utcoffset() else "UTC")
+
 
 @dataclass
 class Adjustment:
@@ -107,6 +177,23 @@ class Adjustment:
     assignment: str
     points: float
     reason: str
+    created_at: str
+    grader: str = ""  # who made it (`course adjust --grader`, by default the login name)
+    cap: bool = False  # `--cap`: the final score stays at most the assignment's maximum
+
+
+@dataclass
+class Mark:
+    """A person's mark for one manually graded answer."""
+    id: int
+    student: str
+    assignment: str
+    grade_id: str
+    points: float
+    rubric: str  # the rubric item chosen ("" for none)
+    comment: str  # for the student
+    grader: str
+    answer_sha256: str  # the answer it was given for: a changed answer needs marking again
     created_at: str
 
 
@@ -132,9 +219,16 @@ class Row:
     seconds: float  # how long grading it took
     solutions_path: str
     solutions_sha256: str
-    tests: list[dict]
+    tests: list[dict]  # every test's result, and the manually graded answers (`manual: true`) in notebook order
     notes: list[str]
     adjustments: list[Adjustment] = field(default_factory=list)
+    auto_score: float = 0.0  # the tests' points alone (score = auto_score + the marks)
+    to_mark: int = 0  # manually graded answers still waiting for a person
+    enrolment: str = "active"  # the roster's status: active | dropped | test
+    email: str = ""
+    lms_late: bool = False  # the LMS marked the submission late (Canvas's flag, from `course unpack`)
+    late_text: str = ""  # how late, in words and in the deadline's zone ("" when on time)
+    regrades: list[dict] = field(default_factory=list)  # {at, old, new, reason}: this attempt graded again
 
 
 class Gradebook:
@@ -147,11 +241,15 @@ class Gradebook:
         with self.db:
             self.db.executescript(SCHEMA)
             found = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if found is None:
-                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif int(found[0]) > SCHEMA_VERSION:
+            if found is not None and int(found[0]) > SCHEMA_VERSION:
                 raise ValueError(f"{self.path} was written by a newer course grader (gradebook schema {found[0]}, "
                                  f"this one reads {SCHEMA_VERSION}): update the course (course_lib and course_grader)")
+            for table, columns in ADDED_COLUMNS.items():
+                have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns:
+                    if name not in have:
+                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self.db.close()
@@ -164,27 +262,47 @@ class Gradebook:
 
     # --- runs and results --------------------------------------------------------------------------
 
-    def start_run(self, command: str, solutions: str) -> int:
+    def start_run(self, command: str, solutions: str, reason: str = "") -> int:
         with self.db:
-            return self.db.execute("INSERT INTO runs (started_at, command, solutions, warnings) VALUES (?, ?, ?, '[]')",
-                                   (now(), command, solutions)).lastrowid
+            return self.db.execute("INSERT INTO runs (started_at, command, solutions, warnings, reason) "
+                                   "VALUES (?, ?, ?, '[]', ?)", (now(), command, solutions, reason)).lastrowid
 
-    def finish_run(self, run: int, warnings: list[str]) -> None:
+    def finish_run(self, run: int, warnings: list[str], changes: list[dict] | None = None) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET finished_at=?, warnings=? WHERE id=?", (now(), json.dumps(warnings), run))
+            self.db.execute("UPDATE runs SET finished_at=?, warnings=?, changes=? WHERE id=?",
+                            (now(), json.dumps(warnings, ensure_ascii=False),
+                             json.dumps(changes or [], ensure_ascii=False), run))
 
     def runs(self) -> list[dict]:
-        cur = self.db.execute("SELECT id, started_at, finished_at, command, solutions, warnings FROM runs ORDER BY id")
-        return [dict(id=r[0], started_at=r[1], finished_at=r[2], command=r[3], solutions=r[4], warnings=json.loads(r[5]))
-                for r in cur]
+        cur = self.db.execute("SELECT id, started_at, finished_at, command, solutions, warnings, reason, changes "
+                              "FROM runs ORDER BY id")
+        return [dict(id=r[0], started_at=r[1], finished_at=r[2], command=r[3], solutions=r[4],
+                     warnings=json.loads(r[5]), reason=r[6], changes=json.loads(r[7])) for r in cur]
+
+    def history(self, student: str | None = None, assignment: str | None = None) -> list[dict]:
+        """Every replaced version of a graded attempt (oldest first), with the run that replaced it and why."""
+        reasons = {r["id"]: r["reason"] for r in self.runs()}
+        cur = self.db.execute("SELECT student, assignment, attempt, status, score, max_score, solutions_sha256, "
+                              "graded_at, run, tests, replaced_at, replaced_by_run FROM history "
+                              "WHERE (? IS NULL OR student=?) AND (? IS NULL OR assignment=?) ORDER BY rowid",
+                              (student, student, assignment, assignment))
+        keys = ("student", "assignment", "attempt", "status", "score", "max_score", "solutions_sha256", "graded_at",
+                "run", "tests", "replaced_at", "replaced_by_run")
+        found = []
+        for r in cur:
+            h = dict(zip(keys, r, strict=True))
+            h["tests"] = json.loads(h["tests"])
+            h["reason"] = reasons.get(h["replaced_by_run"], "")
+            found.append(h)
+        return found
 
     def record(self, result, *, file: str | None, submission_sha256: str | None, submitted_at: str | None,
                submitted_from: str | None, solutions_path: str, solutions_sha256: str, run: int | None) -> int:
         """Store one graded submission (a grade.SubmissionResult); returns its attempt number."""
         student, assignment = result.student_id, result.assignment
         with self.db:
-            last = self.db.execute("SELECT attempt, submission_sha256, status FROM results WHERE student=? AND assignment=? "
-                                   "ORDER BY attempt DESC LIMIT 1", (student, assignment)).fetchone()
+            last = self.db.execute("SELECT attempt, submission_sha256, status FROM results WHERE student=? "
+                                   "AND assignment=? ORDER BY attempt DESC LIMIT 1", (student, assignment)).fetchone()
             if last is None:
                 attempt = 1
             elif submission_sha256 is None and last[1] is not None:
@@ -193,12 +311,21 @@ class Gradebook:
                 attempt = last[0]  # the same file again (a regrade), or a first file after "not submitted"
             else:
                 attempt = last[0] + 1  # a new file: a new attempt; the earlier ones stay on record
-            tests = [t if isinstance(t, dict) else t.__dict__ for t in result.tests]
-            self.db.execute("INSERT OR REPLACE INTO results VALUES (?,?,?, ?,?,?, ?,?,?,?, ?,?, ?,?,?, ?,?)", (
+            tests = [t if isinstance(t, dict) else dict(t.__dict__) for t in result.tests]
+            manual = [t if isinstance(t, dict) else dict(t.__dict__) for t in getattr(result, "manual", [])]
+            # The version this replaces goes into the history first: an overwritten score is never lost.
+            self.db.execute("INSERT INTO history SELECT student, assignment, attempt, status, score, max_score, "
+                            "solutions_sha256, graded_at, run, tests, ?, ? FROM results "
+                            "WHERE student=? AND assignment=? AND attempt=?",
+                            (now(), run, student, assignment, attempt))
+            self.db.execute("INSERT OR REPLACE INTO results (student, assignment, attempt, status, score, max_score, "
+                            "file, submission_sha256, submitted_at, submitted_from, solutions_path, solutions_sha256, "
+                            "graded_at, seconds, run, tests, notes, manual) "
+                            "VALUES (?,?,?, ?,?,?, ?,?,?,?, ?,?, ?,?,?, ?,?,?)", (
                 student, assignment, attempt, result.status, float(result.score), float(result.max_score),
                 file, submission_sha256, submitted_at, submitted_from, solutions_path, solutions_sha256,
                 now(), float(result.seconds), run, json.dumps(tests, ensure_ascii=False),
-                json.dumps(list(result.notes), ensure_ascii=False)))
+                json.dumps(list(result.notes), ensure_ascii=False), json.dumps(manual, ensure_ascii=False)))
         return attempt
 
     def results_of_runs(self, runs: list[int]) -> dict[tuple[str, str], tuple[str, str | None, str]]:
@@ -211,13 +338,100 @@ class Gradebook:
                               f"WHERE run IN ({marks}) ORDER BY attempt", list(runs))
         return {(r[0], r[1]): (r[2], r[3], r[4]) for r in cur}
 
+    def latest(self, student: str, assignment: str) -> dict | None:
+        """The latest attempt of (student, assignment) as it was recorded: its tests and its manually graded
+        answers apart, no marks applied (a run that resumes an interrupted one returns it as this run's)."""
+        r = self.db.execute("SELECT status, score, max_score, seconds, tests, notes, manual FROM results "
+                            "WHERE student=? AND assignment=? ORDER BY attempt DESC LIMIT 1",
+                            (student, assignment)).fetchone()
+        if r is None:
+            return None
+        return dict(status=r[0], score=r[1], max_score=r[2], seconds=r[3], tests=json.loads(r[4]),
+                    notes=json.loads(r[5]), manual=json.loads(r[6]))
+
+    def file_hashes(self) -> dict[tuple[str, str], str | None]:
+        """The submitted file's hash behind each (student, assignment)'s latest attempt."""
+        cur = self.db.execute("SELECT student, assignment, submission_sha256 FROM results r WHERE attempt = (SELECT "
+                              "MAX(attempt) FROM results y WHERE y.student=r.student AND y.assignment=r.assignment)")
+        return {(r[0], r[1]): r[2] for r in cur}
+
     def has_file_graded(self, student: str, assignment: str) -> bool:
-        return self.db.execute("SELECT 1 FROM results WHERE student=? AND assignment=? AND submission_sha256 IS NOT NULL",
-                               (student, assignment)).fetchone() is not None
+        return self.db.execute("SELECT 1 FROM results WHERE student=? AND assignment=? "
+                               "AND submission_sha256 IS NOT NULL", (student, assignment)).fetchone() is not None
 
     def solutions_used(self, assignment: str) -> set[tuple[str, str]]:
-        """(path, sha256) of every solution notebook that graded the latest attempts of `assignment`."""
-        return {(r.solutions_path, r.solutions_sha256) for r in self.rows() if r.assignment == assignment}
+        """(path, sha256) of every solution notebook that graded the latest attempts of `assignment`
+        (a "not submitted" row graded nothing, so it does not count)."""
+        return {(r.solutions_path, r.solutions_sha256) for r in self.rows()
+                if r.assignment == assignment and r.status != "not submitted"}
+
+    def state_warnings(self) -> list[str]:
+        """What needs the teacher in the gradebook as it is now (not as it was during some run): an
+        assignment whose latest grades come from more than one version of its solutions."""
+        warnings = []
+        by_version: dict[str, dict[str, list[Row]]] = {}
+        for r in self.rows():
+            if r.status != "not submitted":
+                by_version.setdefault(r.assignment, {}).setdefault(r.solutions_sha256, []).append(r)
+        for assignment, versions in sorted(by_version.items()):
+            if len(versions) > 1:
+                newest = max(versions, key=lambda h: max(r.graded_at for r in versions[h]))
+                older = sorted({r.student for h, rows in versions.items() if h != newest for r in rows})
+                shown = ", ".join(f"{len(rows)} with sha256 {h[:12]}" for h, rows in versions.items())
+                warnings.append(f"{assignment}: the grades come from {len(versions)} versions of the solutions "
+                                f"({shown}); regrade the {len(older)} student(s) graded with the older one(s) to "
+                                "make them consistent: " + ", ".join(older[:10]) + (" ..." if len(older) > 10 else ""))
+        return warnings
+
+    # --- what `course unpack` decided -----------------------------------------------------------------
+
+    def record_unpacked(self, student: str, assignment: str, entry: str, sha256: str | None, late: bool,
+                        notes: list[str], skipped: str | None = None) -> None:
+        """What unpacking an LMS download did with one student's files (it reaches grades.json and the
+        feedback when `course grade` grades the file it wrote, or gives the row a reason when it wrote none)."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO unpacked VALUES (?,?,?,?,?,?,?,?)",
+                            (student, assignment, entry, sha256, int(late), json.dumps(notes, ensure_ascii=False),
+                             skipped, now()))
+
+    def unpacked(self, student: str, assignment: str) -> dict | None:
+        r = self.db.execute("SELECT entry, sha256, late, notes, skipped, unpacked_at FROM unpacked "
+                            "WHERE student=? AND assignment=?", (student, assignment)).fetchone()
+        if r is None:
+            return None
+        return {"entry": r[0], "sha256": r[1], "late": bool(r[2]), "notes": json.loads(r[3]), "skipped": r[4],
+                "unpacked_at": r[5]}
+
+    # --- marks for manually graded answers --------------------------------------------------------------
+
+    def add_mark(self, student: str, assignment: str, grade_id: str, points: float, *, rubric: str = "",
+                 comment: str = "", grader: str = "", answer_sha256: str) -> int:
+        """A person's mark for one manually graded answer (the latest mark for an answer counts)."""
+        if not math.isfinite(points) or points < 0:
+            raise ValueError(f"a mark is a number of points, 0 or more; got {points}")
+        entry = self.manual_answer(student, assignment, grade_id)
+        if entry is None:
+            raise ValueError(f"the gradebook has no answer to {grade_id} of {assignment} from {student}")
+        if points > entry["max_points"]:
+            raise ValueError(f"{grade_id} is worth at most {entry['max_points']:g} points; got {points:g}")
+        with self.db:
+            return self.db.execute("INSERT INTO marks (student, assignment, grade_id, points, rubric, comment, grader, "
+                                   "answer_sha256, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                                   (student, assignment, grade_id, float(points), rubric.strip(), comment.strip(),
+                                    grader.strip() or whoami(), answer_sha256, now())).lastrowid
+
+    def marks(self, assignment: str | None = None) -> list[Mark]:
+        cur = self.db.execute("SELECT id, student, assignment, grade_id, points, rubric, comment, grader, "
+                              "answer_sha256, created_at FROM marks WHERE (? IS NULL OR assignment=?) ORDER BY id",
+                              (assignment, assignment))
+        return [Mark(*r) for r in cur]
+
+    def manual_answer(self, student: str, assignment: str, grade_id: str) -> dict | None:
+        """The manually graded answer `grade_id` in the latest attempt, as the marking page shows it."""
+        for r in self.rows():
+            if r.student == student and r.assignment == assignment:
+                return next((t for t in r.tests if t.get("manual") and t["grade_id"] == grade_id), None)
+        return None
 
     # --- adjustments --------------------------------------------------------------------------------
 
@@ -233,14 +447,16 @@ class Gradebook:
         cur = self.db.execute("SELECT assignment, due, percent_per_day, max_percent, grace_minutes FROM deadlines")
         return {r[0]: Deadline(r[0], datetime.fromisoformat(r[1]), r[2], r[3], r[4]) for r in cur}
 
-    def add_adjustment(self, student: str, assignment: str, points: float, reason: str) -> int:
+    def add_adjustment(self, student: str, assignment: str, points: float, reason: str, grader: str = "",
+                       cap: bool = False) -> int:
         if not reason.strip():
             raise ValueError("an adjustment needs a reason (it is shown to the student in the feedback)")
         if not math.isfinite(points):
             raise ValueError(f"an adjustment is a finite number of points, got {points}")
         with self.db:
-            return self.db.execute("INSERT INTO adjustments (student, assignment, points, reason, created_at) VALUES (?,?,?,?,?)",
-                                   (student, assignment, float(points), reason.strip(), now())).lastrowid
+            values = (student, assignment, float(points), reason.strip(), now(), grader.strip() or whoami(), int(cap))
+            return self.db.execute("INSERT INTO adjustments (student, assignment, points, reason, created_at, grader, "
+                                   "cap) VALUES (?,?,?,?,?,?,?)", values).lastrowid
 
     def remove_adjustment(self, adjustment_id: int) -> None:
         with self.db:
@@ -248,57 +464,164 @@ class Gradebook:
                 raise ValueError(f"there is no adjustment number {adjustment_id} (see `course adjust --list`)")
 
     def adjustments(self) -> list[Adjustment]:
-        cur = self.db.execute("SELECT id, student, assignment, points, reason, created_at FROM adjustments ORDER BY id")
-        return [Adjustment(*r) for r in cur]
+        cur = self.db.execute("SELECT id, student, assignment, points, reason, created_at, grader, cap "
+                              "FROM adjustments ORDER BY id")
+        return [Adjustment(*r[:7], bool(r[7])) for r in cur]
 
     # --- the roster ---------------------------------------------------------------------------------
 
     def set_roster(self, roster: Roster) -> None:
+        """Keep `roster` as the class (replacing the one kept before). A student dropped before stays
+        dropped when a new export still lists them (an LMS lists inactive students on request)."""
+        dropped = {r[0] for r in self.db.execute("SELECT student FROM roster WHERE status='dropped'")}
         with self.db:
             self.db.execute("DELETE FROM roster")
-            self.db.executemany("INSERT INTO roster VALUES (?,?,?,?,?)", [
-                (s.id, s.name, s.email, json.dumps(s.extra, ensure_ascii=False), i) for i, s in enumerate(roster.students)])
+            self.db.executemany("INSERT INTO roster (student, name, email, extra, position, status) "
+                                "VALUES (?,?,?,?,?,?)", [
+                (s.id, s.name, s.email, json.dumps(s.extra, ensure_ascii=False), i,
+                 "dropped" if s.id in dropped and s.status == "active" else s.status)
+                for i, s in enumerate(roster.students)])
+            for key, value in (("roster_source", roster.source), ("roster_kind", roster.kind),
+                               ("roster_id_column", roster.id_column), ("lms_columns", json.dumps(roster.lms_columns))):
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def set_status(self, student: str, status: str) -> None:
+        """A roster student's status: active, dropped (no "not submitted" row, nothing in the LMS files) or test."""
+        with self.db:
+            if self.db.execute("UPDATE roster SET status=? WHERE student=?", (status, student)).rowcount == 0:
+                known = [r[0] for r in self.db.execute("SELECT student FROM roster ORDER BY position")]
+                none = "(it has none yet: `course roster import FILE` or `course grade --roster FILE`)"
+                raise ValueError(f"{student!r} is not on the roster kept in {self.path} "
+                                 + (f"(it has {len(known)} students: {', '.join(known[:5])} ...)" if known else none))
+
+    def meta(self, key: str, default: str = "") -> str:
+        found = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return found[0] if found else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def roster(self) -> Roster | None:
-        cur = self.db.execute("SELECT student, name, email, extra FROM roster ORDER BY position")
-        students = [Student(r[0], r[1], r[2], json.loads(r[3])) for r in cur]
-        return Roster(students, f"{self.path} (roster)") if students else None
+        cur = self.db.execute("SELECT student, name, email, extra, status FROM roster ORDER BY position")
+        students = [Student(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in cur]
+        if not students:
+            return None
+        return Roster(students, self.meta("roster_source", f"{self.path} (roster)"), self.meta("roster_kind", "csv"),
+                      self.meta("roster_id_column"), json.loads(self.meta("lms_columns", "[]")))
 
     # --- reading it back ----------------------------------------------------------------------------
 
     def rows(self) -> list[Row]:
-        """The latest attempt of every (student, assignment), adjustments applied, sorted."""
+        """The latest attempt of every (student, assignment), marks and adjustments applied, sorted."""
         roster = self.roster()
         deadlines = self.deadlines()
         by_key: dict[tuple[str, str], list[Adjustment]] = {}
         for adj in self.adjustments():
             by_key.setdefault((adj.student, adj.assignment), []).append(adj)
+        marks: dict[tuple[str, str, str], Mark] = {}
+        for m in self.marks():
+            marks[(m.student, m.assignment, m.grade_id)] = m  # the latest counts
+        late_flags = {(r[0], r[1]): (r[2], bool(r[3]))
+                      for r in self.db.execute("SELECT student, assignment, sha256, late FROM unpacked")}
+        replaced: dict[tuple[str, str, int], list[dict]] = {}
+        for h in self.history():
+            replaced.setdefault((h["student"], h["assignment"], h["attempt"]), []).append(h)
         cur = self.db.execute("""
-            SELECT r.*, (SELECT COUNT(*) FROM results x WHERE x.student=r.student AND x.assignment=r.assignment)
+            SELECT r.student, r.assignment, r.attempt, r.status, r.score, r.max_score, r.file, r.submission_sha256,
+                   r.submitted_at, r.submitted_from, r.solutions_path, r.solutions_sha256, r.graded_at, r.seconds,
+                   r.run, r.tests, r.notes, r.manual,
+                   (SELECT COUNT(*) FROM results x WHERE x.student=r.student AND x.assignment=r.assignment)
             FROM results r WHERE r.attempt = (SELECT MAX(attempt) FROM results y
                                               WHERE y.student=r.student AND y.assignment=r.assignment)""")
         rows = []
-        for (student, assignment, attempt, status, score, max_score, file, _sha, submitted_at, submitted_from,
-             sol_path, sol_sha, graded_at, seconds, _run, tests, notes, attempts) in cur:
+        for (student, assignment, attempt, status, auto, max_score, file, sha, submitted_at, submitted_from,
+             sol_path, sol_sha, graded_at, seconds, _run, tests, notes, manual, attempts) in cur:
+            tests, manual = json.loads(tests), json.loads(manual)
+            marked, to_mark = _apply_marks(manual, student, assignment, marks)
+            tests = _in_order(tests, manual)
+            score = round(auto + marked, 2)
+            max_score = round(max_score + sum(t["max_points"] for t in manual), 2)
             deadline = deadlines.get(assignment)
-            penalty, days = (0.0, 0)
+            penalty, days, late_text = 0.0, 0, ""
             if deadline is not None and submitted_at and status == "graded":
-                penalty, days = deadline.penalty(datetime.fromisoformat(submitted_at), max_score)
+                when = datetime.fromisoformat(submitted_at)
+                penalty, days = deadline.penalty(when, max_score)
+                late_text = deadline.describe(when, days) if penalty else ""
             adjs = by_key.get((student, assignment), [])
-            manual = round(sum(a.points for a in adjs), 2)
-            final = round(max(0.0, score - penalty + manual), 2)
-            rows.append(Row(student, roster.name(student) if roster else "", assignment, attempt, attempts, status,
-                            score, max_score, penalty, days, manual, final, file, submitted_at, submitted_from,
-                            graded_at, seconds, sol_path, sol_sha, json.loads(tests), json.loads(notes), adjs))
+            extra = round(sum(a.points for a in adjs), 2)
+            final = max(0.0, score - penalty + extra)
+            if any(a.cap for a in adjs):
+                final = min(final, max(max_score, score - penalty))  # --cap: no extra credit from adjustments
+            s = roster.by_id.get(student) if roster else None
+            regrades = _regrades(replaced.get((student, assignment, attempt), []), auto)
+            rows.append(Row(student, s.name if s else "", assignment, attempt, attempts, status,
+                            score, max_score, penalty, days, extra, round(final, 2), file, submitted_at, submitted_from,
+                            graded_at, seconds, sol_path, sol_sha, tests, json.loads(notes), adjs,
+                            auto_score=auto, to_mark=to_mark, enrolment=s.status if s else "active",
+                            email=s.email if s else "", lms_late=late_flags.get((student, assignment)) == (sha, True),
+                            late_text=late_text, regrades=regrades))
         order = {s.id: i for i, s in enumerate(roster.students)} if roster else {}
         rows.sort(key=lambda r: (order.get(r.student, len(order)), r.student, r.assignment))
         return rows
 
     def attempts(self, student: str, assignment: str) -> list[dict]:
-        cur = self.db.execute("SELECT attempt, status, score, max_score, file, submitted_at, graded_at, solutions_sha256 "
-                              "FROM results WHERE student=? AND assignment=? ORDER BY attempt", (student, assignment))
+        cur = self.db.execute("SELECT attempt, status, score, max_score, file, submitted_at, graded_at, "
+                              "solutions_sha256 FROM results WHERE student=? AND assignment=? ORDER BY attempt",
+                              (student, assignment))
         keys = ("attempt", "status", "score", "max_score", "file", "submitted_at", "graded_at", "solutions_sha256")
-        return [dict(zip(keys, r)) for r in cur]
+        return [dict(zip(keys, r, strict=True)) for r in cur]
+
+
+def _apply_marks(manual: list[dict], student: str, assignment: str, marks: dict) -> tuple[float, int]:
+    """Give each manually graded answer its latest mark (in place); (points marked, answers still to mark).
+    A mark given to another answer (the student handed in again and changed it) no longer applies."""
+    total, waiting = 0.0, 0
+    for t in manual:
+        t["manual"] = True
+        if t["status"] not in ("to be marked", "marked"):
+            continue  # not attempted, not submitted: nothing to mark
+        m = marks.get((student, assignment, t["grade_id"]))
+        if m is not None and m.answer_sha256 == t.get("answer_sha256"):
+            t.update(points=m.points, status="marked", rubric=m.rubric, comment=m.comment, grader=m.grader,
+                     marked_at=m.created_at)
+            t["message"] = "\n".join(x for x in (m.rubric, m.comment) if x)
+            total += m.points
+        else:
+            t.update(points=0.0, status="to be marked")
+            if m is not None:
+                t["message"] = "The answer changed since it was marked; it is to be marked again."
+            waiting += 1
+    return round(total, 2), waiting
+
+
+def _in_order(tests: list[dict], manual: list[dict]) -> list[dict]:
+    """The tests with each manually graded answer after the test it follows in the notebook (`after`)."""
+    if not manual:
+        return tests
+    merged = list(tests)
+    for t in manual:
+        after = t.get("after")
+        at = next((i + 1 for i, x in enumerate(merged) if x.get("grade_id") == after), 0 if not after else len(merged))
+        while at < len(merged) and merged[at].get("manual"):  # after the answers already placed there
+            at += 1
+        merged.insert(at, t)
+    return merged
+
+
+def _regrades(versions: list[dict], current: float) -> list[dict]:
+    """The times an attempt was graded again (not a first file replacing "not submitted"), with the
+    score before and after and the reason the teacher gave."""
+    found = []
+    scores = [v["score"] for v in versions] + [current]
+    for i, v in enumerate(versions):
+        if v["status"] == "not submitted":
+            continue
+        old, new = scores[i], scores[i + 1]
+        if old != new or v["reason"]:
+            found.append({"at": v["replaced_at"], "old": old, "new": new, "reason": v["reason"],
+                          "solutions_sha256": v["solutions_sha256"]})
+    return found
 
 
 def open_gradebook(out: Path) -> Gradebook:

@@ -6,7 +6,16 @@ trusting it), finds each student's notebook, maps the student to the roster's id
 
     dest/<student_id>/<assignment>.ipynb     the newest notebook the student handed in
     dest/<student_id>/timestamp.txt          its time, in nbgrader's format: 2026-11-23 14:03:07.000000 UTC
-                                             (not for Canvas, whose zip holds only the download time)
+                                             (for Canvas only from its submissions API: `canvas_times`)
+
+or, with `output_layout="nbgrader"` (`course unpack --output-layout nbgrader --to submitted`), nbgrader's
+own layout, `dest/<student_id>/<assignment>/<assignment>.ipynb` with `timestamp.txt` beside it, which
+`nbgrader autograde` reads as it is (and `course grade` too).
+
+What it decided about each student's files (renamed, several notebooks, files that are not notebooks,
+a notebook too large, Canvas's late flag) is in the report (`decisions`, `skipped`, `late`), which
+`course unpack` keeps in the gradebook: the notes reach grades.json and the student's feedback when
+`course grade` grades the file written, and a notebook not written gets a row with its reason.
 
 What the layouts look like (read from the LMSs' own code, and what this module relies on):
 
@@ -18,8 +27,10 @@ What the layouts look like (read from the LMSs' own code, and what this module r
   A file name the student had already used gets `-1`, `-2`, ... (`06_attention-1.ipynb`). Text and
   URL submissions come as `<login>_<user id>_text.html` / `_link.html`. Canvas writes the zip's
   entries when the zip is made, so their times are the time of the download, not of the submission:
-  no timestamp.txt is written (a warning says so), and the late flag, Canvas's own verdict, is reported. Between several notebooks of one
-  student the one with the highest attachment id (Canvas numbers uploads in order) is the newest.
+  no timestamp.txt is written from them (a warning says so; Canvas's submissions API gives the
+  times: `read_canvas_times`), and the late flag, Canvas's own verdict, is recorded. Between several
+  notebooks of one student the one with the highest attachment id (Canvas numbers uploads in order)
+  is the newest.
 - moodle: "Download all submissions" gives, by default (Moodle >= 3.1), a folder per participant
   and submission plugin, `<Full Name>_<participant id>_assignsubmission_file_/06_attention.ipynb`,
   or, with "Download submissions in folders" off, flat files
@@ -41,25 +52,32 @@ LMS key (`Zoe_Muller_123456`: letters and digits, accents dropped, the LMS id ke
 stay apart) and a warning names the entry; so do students the roster lacks, and every student when
 there is no roster (the warnings are the map back from folder to entry).
 
-Files: of a student's notebooks, those named like the assignment (case, `-1`, ` (1)` ignored) are
-the candidates, else all of them; the newest (zip time, then the resubmission number) is written,
-and a warning names the others. Files that are not notebooks are skipped with one warning per
+Files: of a student's notebooks, those named like the assignment once case, punctuation and what
+copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `grade.loose_stem`, the
+rule `course grade` follows too) are the candidates, else all of them; the newest (Canvas: the
+upload order; otherwise the zip time, then the resubmission number) is written, and the student is
+told which one was graded and which were not. Files that are not notebooks are skipped with one warning per
 student; `__MACOSX/`, `.DS_Store`, `Thumbs.db` and every hidden file or folder (`.ipynb_checkpoints/`)
 with one summary warning.
 
 Safety (the zip is untrusted): nothing is written by an entry's name, only to
 `dest/<id>/<assignment>.ipynb` and `dest/<id>/timestamp.txt`, with ids checked as single safe folder
 names; entries with absolute names, `..`, or that are symbolic links are skipped with a warning;
-declared sizes are checked against `max_notebook_bytes` and `max_total_bytes` before anything is
-written, and the bytes read are counted too; ids that would share a folder (also on a file system
-that ignores case) stop the unpacking with an error; an existing notebook is kept unless
+declared sizes are checked against `read_limit` (per notebook: one over it is not written, and the
+student's row says why) and `max_total_bytes` (all of them: a zip bomb stops everything) before
+anything is written, and the bytes read are counted too; a notebook larger than `max_bytes` is
+written only if it fits once its outputs are left aside (the grader reads only its answer cells);
+ids that would share a folder (also on a file system that ignores case) stop the unpacking with an
+error; an existing notebook is kept unless
 `overwrite=True`; every file is written to a temporary name first, and only when every notebook has
 been read are they renamed into place, so a failed unpacking leaves `dest` as it was.
 """
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import itertools
+import json
 import os
 import re
 import stat
@@ -74,8 +92,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .roster import Roster, Student
 
 MB = 1024 * 1024
-MAX_NOTEBOOK_BYTES = 20 * MB  # one notebook, uncompressed (a notebook with a few figures is well under 5 MB)
-MAX_TOTAL_BYTES = 2 * 1024 * MB  # every notebook written, uncompressed
+MAX_NOTEBOOK_BYTES = 20 * MB  # one notebook without its outputs (`--max-size`; figures can make a notebook 30 MB)
+READ_LIMIT = 1024 * MB  # one notebook as handed in: the most that is read at all (as `course grade`)
+MAX_TOTAL_BYTES = 4 * 1024 * MB  # every notebook written, uncompressed
 LAYOUTS = ("auto", "canvas", "moodle", "plain")
 ASSIGNMENT = re.compile(r"\d{2}_[A-Za-z0-9][A-Za-z0-9_-]*")
 SYSTEM_FILES = {"__macosx", ".ds_store", "thumbs.db", "desktop.ini"}
@@ -101,20 +120,35 @@ class UnpackReport:
     detected: bool  # True when `layout="auto"` chose it
     assignment: str  # the NN_name every notebook was written as
     dest: Path  # the submissions folder written to
-    students: dict[str, str] = field(default_factory=dict)  # id -> the zip entry written as dest/<id>/<assignment>.ipynb
-    kept: dict[str, str] = field(default_factory=dict)  # id -> the zip entry NOT written: that notebook existed (overwrite=False)
+    students: dict[str, str] = field(default_factory=dict)  # id -> the zip entry written as its notebook
+    kept: dict[str, str] = field(default_factory=dict)  # id -> the entry NOT written: its notebook was there
     times: dict[str, str] = field(default_factory=dict)  # id -> the time written to timestamp.txt
     late: set[str] = field(default_factory=set)  # ids whose submission Canvas marked late
     warnings: list[str] = field(default_factory=list)  # each names the zip entry it is about
+    decisions: dict[str, list[str]] = field(default_factory=dict)  # id -> what the student is told (feedback)
+    skipped: dict[str, str] = field(default_factory=dict)  # id -> why no notebook was written (the row's reason)
+    sha256: dict[str, str] = field(default_factory=dict)  # id -> the hash of the notebook written
+    entries: dict[str, str] = field(default_factory=dict)  # id -> the zip entry chosen (written or not)
+    labels: dict[str, str] = field(default_factory=dict)  # id -> "Zoë Müller (zm42)" for messages
+    output: str = "course"  # course | nbgrader: the folders written
+
+    def label(self, sid: str) -> str:
+        return self.labels.get(sid, sid)
 
     def summary(self) -> str:
         how = "detected" if self.detected else "as asked"
+        where = (f"{self.dest}/<id>/{self.assignment}/{self.assignment}.ipynb (nbgrader's layout)"
+                 if self.output == "nbgrader" else f"{self.dest}/<id>/{self.assignment}.ipynb")
         lines = [f"Read the zip as a {self.layout} download ({how}); {len(self.students)} notebook(s) written "
-                 f"to {self.dest}/<id>/{self.assignment}.ipynb"]
+                 f"to {where}"]
         if self.kept:
-            lines.append(f"Kept {len(self.kept)} existing notebook(s) (overwrite to replace them): {', '.join(sorted(self.kept))}")
+            lines.append(f"Kept {len(self.kept)} existing notebook(s) (overwrite to replace them): "
+                         + ", ".join(self.label(s) for s in sorted(self.kept)))
+        if self.skipped:
+            lines.append(f"Not written ({len(self.skipped)}; their rows will say why): "
+                         + "; ".join(f"{self.label(s)}: {why}" for s, why in sorted(self.skipped.items())))
         if self.late:
-            lines.append(f"Marked late by Canvas: {', '.join(sorted(self.late))}")
+            lines.append(f"Marked late by Canvas: {', '.join(self.label(s) for s in sorted(self.late))}")
         if self.warnings:
             lines.append(f"{len(self.warnings)} warning(s):")
             lines += [f"  - {w}" for w in self.warnings]
@@ -389,8 +423,10 @@ def _copy_capped(zf: zipfile.ZipFile, entry: _Entry, folder: Path, limit: int, b
             os.fsync(out.fileno())
     except BaseException as err:
         os.unlink(tmp)
-        if isinstance(err, (zipfile.BadZipFile, EOFError, OSError, NotImplementedError)) and not isinstance(err, UnpackError):
-            raise UnpackError(f"{entry.name} cannot be read from the zip ({err}); expected an intact zip as the LMS gave it") from err
+        broken = (zipfile.BadZipFile, EOFError, OSError, NotImplementedError)
+        if isinstance(err, broken) and not isinstance(err, UnpackError):
+            raise UnpackError(f"{entry.name} cannot be read from the zip ({err}); "
+                              "expected an intact zip as the LMS gave it") from err
         raise
     return Path(tmp)
 
@@ -410,34 +446,46 @@ def _names_list(entries: list[_Entry], limit: int = 3) -> str:
 
 def unpack(zip_path: Path | str, dest: Path | str, *, assignment: str, roster: Roster | None = None,
            layout: str = "auto", tz: dt.tzinfo | str | None = None, overwrite: bool = False,
-           max_notebook_bytes: int = MAX_NOTEBOOK_BYTES, max_total_bytes: int = MAX_TOTAL_BYTES) -> UnpackReport:
+           max_bytes: int = MAX_NOTEBOOK_BYTES, read_limit: int = READ_LIMIT, max_total_bytes: int = MAX_TOTAL_BYTES,
+           output_layout: str = "course", canvas_times: dict[str, dt.datetime] | None = None) -> UnpackReport:
     """Unpack an LMS's submissions zip into `dest/<student_id>/<assignment>.ipynb` (see the module's
     docstring for the layouts and rules). `tz` is the zone the zip's times were written in (an IANA
-    name or a tzinfo; default this machine's). Raises UnpackError, before writing anything, when
-    the zip or the arguments cannot be used."""
+    name or a tzinfo; default this machine's). `canvas_times`: Canvas user id -> submission time
+    (`read_canvas_times`). Raises UnpackError, before writing anything, when the zip or the arguments
+    cannot be used."""
     zip_path, dest = Path(zip_path), Path(dest)
     assignment = _check_assignment(assignment)
     if layout not in LAYOUTS:
         raise UnpackError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    if output_layout not in ("course", "nbgrader"):
+        raise UnpackError(f"unknown output layout {output_layout!r}; expected course or nbgrader")
     zone = _zone(tz)
     if not zip_path.is_file():
-        raise UnpackError(f"no zip file at {zip_path} (expected the .zip that the LMS's 'download all submissions' gives)")
+        raise UnpackError(f"no zip file at {zip_path} "
+                          "(expected the .zip that the LMS's 'download all submissions' gives)")
     if not zipfile.is_zipfile(zip_path):
-        raise UnpackError(f"{zip_path} is not a zip file (expected the .zip that the LMS's 'download all submissions' gives)")
+        raise UnpackError(f"{zip_path} is not a zip file "
+                          "(expected the .zip that the LMS's 'download all submissions' gives)")
     if dest.exists() and not dest.is_dir():
-        raise UnpackError(f"{dest} is a file; expected the submissions folder (a folder, or a path where one can be made)")
+        raise UnpackError(f"{dest} is a file; "
+                          "expected the submissions folder (a folder, or a path where one can be made)")
 
     try:
         zf = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as err:
         raise UnpackError(f"{zip_path} cannot be read as a zip ({err})") from err
     with zf:
-        return _unpack(zf, zip_path, dest, assignment, roster, layout, zone, overwrite, max_notebook_bytes, max_total_bytes)
+        return _unpack(zf, zip_path, dest, assignment, roster, layout, zone, overwrite, max_bytes, read_limit,
+                       max_total_bytes, output_layout, canvas_times)
 
 
 def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, roster: Roster | None, layout: str,
-            zone: dt.tzinfo | None, overwrite: bool, max_notebook_bytes: int, max_total_bytes: int) -> UnpackReport:
+            zone: dt.tzinfo | None, overwrite: bool, max_bytes: int, read_limit: int, max_total_bytes: int,
+            output_layout: str, canvas_times: dict[str, dt.datetime] | None) -> UnpackReport:
+    from .grade import loose_stem  # the rule `course grade` uses to match names
+
     warnings: list[str] = []
+    decisions: dict[str, list[str]] = {}
     files = [i for i in zf.infolist() if not i.is_dir()]
     if not files:
         raise UnpackError(f"{zip_path} is empty (no files); expected the submissions of the class")
@@ -473,10 +521,12 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
         else:
             entry.name = name
             entries.append(entry)
-    if layout == "canvas":
-        warnings.append("Canvas writes the time it made the zip, not the submission time, into the zip: no timestamp.txt "
-                        "is written, so `course deadline` cannot apply late penalties; Canvas's late flag is reported, and "
-                        "Canvas's own late policy applies when you import the grades")
+    if layout == "canvas" and canvas_times is None:
+        warnings.append("Canvas writes the time it made the zip, not the submission time, into the zip: "
+                        "no timestamp.txt is written, so `course deadline` cannot apply late penalties; "
+                        "Canvas's late flag is recorded (and told in the feedback), and Canvas's own late policy "
+                        "applies when you import the grades. For the submission times, save Canvas's submissions "
+                        "API as JSON and pass --canvas-times")
 
     # --- who is who -----------------------------------------------------------------------------
     by_key: dict[str, list[_Entry]] = {}
@@ -497,12 +547,14 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
         ids[key] = sid
         if roster is None:
             if sid != key:
-                warnings.append(f"{first.name}: no roster; the student is {sid!r} (made from {first.label or key!r}, LMS id {key})"
-                                if layout != "plain" else f"{first.name}: the folder name {key!r} is written as {sid!r}")
+                warnings.append(f"{first.name}: no roster; the student is {sid!r} "
+                                f"(made from {first.label or key!r}, LMS id {key})" if layout != "plain"
+                                else f"{first.name}: the folder name {key!r} is written as {sid!r}")
         elif how:
             warnings.append(f"{first.name}: not matched to the roster ({how}); written as {sid!r}")
         else:
-            warnings.append(f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; written as {sid!r}")
+            warnings.append(f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; "
+                            f"written as {sid!r}")
     folders: dict[str, str] = {}
     for key, sid in ids.items():
         clash = folders.get(sid.casefold())
@@ -511,30 +563,27 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
                               f"{sid!r}; expected one folder per student: fix the roster or the zip")
         folders[sid.casefold()] = key
 
-    # --- which notebook ---------------------------------------------------------------------------
+    # --- which notebook: the rule `course grade` follows too (grade.resolve_notebooks) -------------
     plan: list[tuple[str, _Entry]] = []
     late: set[str] = set()
     for key, group in by_key.items():
         sid = ids[key]
         if any(e.late for e in group):
             late.add(sid)
+        told = decisions.setdefault(sid, [])
         parts = [e for e in group if not e.text]
         notebooks = [e for e in parts if e.file.casefold().endswith(".ipynb")]
         others = [e for e in parts if e not in notebooks]
         if others:
             warnings.append(f"{sid}: {len(others)} file(s) that are not notebooks skipped ({_names_list(others)})")
+            told.append(f"Not graded, not being notebooks: {', '.join(f'`{_base(e.file)}`' for e in others)}.")
         if not notebooks:
             handed = [e for e in group if e.text and layout == "canvas"] + others
-            warnings.append(f"{sid}: no notebook in the submission{' (' + _names_list(handed) + ')' if handed else ''}; nothing written")
+            shown = f" ({_names_list(handed)})" if handed else ""
+            warnings.append(f"{sid}: no notebook in the submission{shown}; nothing written")
             continue
-        named = [e for e in notebooks if _resubmission(e.file)[0] == assignment.casefold()]
-        if named:
-            for e in notebooks:
-                if e not in named:
-                    warnings.append(f"{e.name}: not named {assignment}.ipynb while {named[0].name} is; skipped")
-            candidates = named
-        else:
-            candidates = notebooks
+        named = [e for e in notebooks if loose_stem(_stem(e.file)) == loose_stem(assignment)]
+        candidates = named or notebooks
         if layout == "canvas":
             newest = max(candidates, key=lambda e: (e.order, _resubmission(e.file)[1], _time(e.info, zone)))
         else:
@@ -543,55 +592,98 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             older = [e for e in candidates if e is not newest]
             warnings.append(f"{sid}: {len(candidates)} notebooks; kept the newest, {newest.name}; "
                             f"not written: {', '.join(e.name for e in older)}")
+            told.append(f"You handed in {len(candidates)} notebooks for {assignment}: the newest, "
+                        f"`{_base(newest.file)}`, was graded; not graded: "
+                        + ", ".join(f"`{_base(e.file)}`" for e in older) + ".")
+        for e in notebooks:
+            if e not in candidates:
+                warnings.append(f"{e.name}: not named {assignment}.ipynb while {named[0].name} is; skipped")
+                told.append(f"`{_base(e.file)}` is not named like {assignment}; it was not graded.")
         if not named:
             warnings.append(f"{newest.name}: not named {assignment}.ipynb; written as {sid}/{assignment}.ipynb")
+            told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
+        elif _stem(newest.file) != assignment:
+            told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
         if newest.nested:
             warnings.append(f"{newest.name}: was in a subfolder; written as {sid}/{assignment}.ipynb")
         plan.append((sid, newest))
     if not plan:
-        raise UnpackError(f"{zip_path} holds no notebook (.ipynb) for {assignment}: {len(entries)} file(s) read as {layout}, "
-                          f"none of them a notebook")
+        raise UnpackError(f"{zip_path} holds no notebook (.ipynb) for {assignment}: {len(entries)} file(s) read as "
+                          f"{layout}, none of them a notebook")
 
-    # --- limits, then what to keep ----------------------------------------------------------------
+    # --- limits: a notebook too big is one student's problem; a zip bomb stops everything --------
     total = 0
+    report = UnpackReport(layout, detected, assignment, dest, late=late, warnings=warnings, decisions=decisions,
+                          labels={sid: (roster.label(sid) if roster is not None else sid) for sid in ids.values()},
+                          output=output_layout)
+    kept_plan = []
     for sid, e in plan:
-        if e.info.file_size > max_notebook_bytes:
-            raise UnpackError(f"{e.name} unpacks to {e.info.file_size} bytes, over the limit of {max_notebook_bytes} bytes "
-                              "for one notebook; nothing was written (a zip bomb? if the notebook is real, raise the limit)")
+        if e.info.file_size > read_limit:
+            why = (f"The notebook you handed in, `{_base(e.file)}`, is {_mb(e.info.file_size)}, more than the "
+                   f"{_mb(read_limit)} the grader reads; it was not graded.")
+            report.skipped[sid] = why
+            warnings.append(f"{e.name}: {_mb(e.info.file_size)}, over the {_mb(read_limit)} read at all; not written")
+            continue
         total += e.info.file_size
+        kept_plan.append((sid, e))
     if total > max_total_bytes:
-        raise UnpackError(f"the notebooks in {zip_path} unpack to {total} bytes, over the limit of {max_total_bytes} bytes "
-                          "in all; nothing was written (a zip bomb? if the class's work is real, raise the limit)")
-    report = UnpackReport(layout, detected, assignment, dest, late=late, warnings=warnings)
+        raise UnpackError(f"the notebooks in {zip_path} unpack to {total} bytes, over the limit of {max_total_bytes} "
+                          "bytes in all; nothing was written (a zip bomb? if the class's work is real, split the zip)")
+    if canvas_times is not None and layout != "canvas":
+        raise UnpackError("--canvas-times is for a Canvas download; this zip was read as a " + layout + " download")
     todo = []
-    for sid, e in plan:
+    for sid, e in kept_plan:
         folder = dest / sid
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             warnings.append(f"{e.name}: {folder} exists and is not a folder; nothing written for {sid}")
             continue
-        target = folder / f"{assignment}.ipynb"
+        home = folder / assignment if output_layout == "nbgrader" else folder
+        target = home / f"{assignment}.ipynb"
         if (target.exists() or target.is_symlink()) and not overwrite:
             report.kept[sid] = e.name
             warnings.append(f"{e.name}: {target} exists; kept it (overwrite to replace it)")
             continue
-        todo.append((sid, e, folder, target))
+        todo.append((sid, e, folder, home, target))
 
     # --- write: every notebook to a temporary file, then all renamed into place --------------------
     made_folders, temps = [], []
     budget = [max_total_bytes]
     try:
         dest.mkdir(parents=True, exist_ok=True)
-        for sid, e, folder, target in todo:
-            if not folder.exists():
-                folder.mkdir()
-                made_folders.append(folder)
-            nb = _copy_capped(zf, e, folder, max_notebook_bytes, budget)
+        for sid, e, folder, home, target in todo:
+            for f in (folder, home):
+                if not f.exists():
+                    f.mkdir()
+                    made_folders.append(f)
+            nb = _copy_capped(zf, e, home, read_limit, budget)
+            size = nb.stat().st_size
+            if size > max_bytes:
+                kept = _without_outputs(nb)
+                if kept is None or kept > max_bytes:
+                    nb.unlink()
+                    shown = "" if kept is None else f", {_mb(kept)} without its outputs"
+                    report.skipped[sid] = (f"The notebook you handed in, `{_base(e.file)}`, is {_mb(size)}{shown}, "
+                                           f"over the limit of {_mb(max_bytes)}; it was not graded.")
+                    warnings.append(f"{e.name}: {_mb(size)}{shown}, over the limit of {_mb(max_bytes)} (--max-size); "
+                                    "not written")
+                    continue
+                decisions.setdefault(sid, []).append(
+                    f"Your notebook is {_mb(size)}, {_mb(size - kept)} of it outputs (figures, printed text); "
+                    "only the answer cells are graded, so the outputs were left aside.")
+                warnings.append(f"{e.name}: {_mb(size)}, {_mb(kept)} without its outputs: written (the grader reads "
+                                "only the answer cells)")
             temps.append((nb, target))
+            report.sha256[sid] = _sha256(nb)
+            when = None
             if layout == "canvas":
-                continue  # the zip's times are the download's: no submission time is better than a wrong one
-            when = _time(e.info, zone)
-            stamp = _write_text(folder / "timestamp.txt", when.strftime(TIME_FORMAT) + "\n")
-            temps.append((stamp, folder / "timestamp.txt"))
+                found = (canvas_times or {}).get(e.key)
+                if found is None:
+                    continue  # the zip's times are the download's: no submission time is better than a wrong one
+                when = found
+            else:
+                when = _time(e.info, zone)
+            stamp = _write_text(home / "timestamp.txt", when.strftime(TIME_FORMAT) + "\n")
+            temps.append((stamp, home / "timestamp.txt"))
             os.utime(nb, (when.timestamp(), when.timestamp()))
             os.utime(stamp, (when.timestamp(), when.timestamp()))
             report.times[sid] = when.strftime(TIME_FORMAT)
@@ -606,6 +698,68 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
         raise
     for tmp, final in temps:
         os.replace(tmp, final)
-    for sid, e, folder, target in todo:
-        report.students[sid] = e.name
+    for sid, e, *_ in todo:
+        if sid not in report.skipped:
+            report.students[sid] = e.name
+            report.entries[sid] = e.name
+    for sid in report.skipped:
+        report.entries[sid] = next(e.name for s2, e in plan if s2 == sid)
     return report
+
+
+def _base(file: str) -> str:
+    return file.rsplit("/", 1)[-1]
+
+
+def _stem(file: str) -> str:
+    base = _base(file)
+    return base[:-6] if base.casefold().endswith(".ipynb") else base
+
+
+def _mb(n: float) -> str:
+    return f"{n / MB:.1f} MB"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(MB):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _without_outputs(path: Path) -> int | None:
+    """The size of the notebook at `path` once its outputs are left aside (what the grader reads), or
+    None when it is not a notebook at all (`course grade` will say so)."""
+    try:
+        nb = json.loads(path.read_bytes())
+        cells = nb["cells"]
+        for cell in cells:
+            cell.pop("outputs", None)
+            cell.pop("attachments", None)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    return len(json.dumps(nb, ensure_ascii=False).encode("utf-8"))
+
+
+def read_canvas_times(path: Path) -> dict[str, dt.datetime]:
+    """Submission times from Canvas's submissions API, saved as JSON: the list that
+    `GET /api/v1/courses/:course/assignments/:assignment/submissions?per_page=100` returns (objects with
+    `user_id` and `submitted_at`, ISO 8601 in UTC), or several such pages in one list. Canvas user id ->
+    time; unsubmitted entries (`submitted_at: null`) are left out."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UnpackError(f"cannot read {path} as the JSON of Canvas's submissions API ({err})") from None
+    items = [x for page in (data if isinstance(data, list) else [data])
+             for x in (page if isinstance(page, list) else [page])]
+    found = {}
+    for item in items:
+        if not isinstance(item, dict) or "user_id" not in item:
+            raise UnpackError(f"{path}: expected the list of submissions Canvas's API returns (objects with "
+                              f"user_id and submitted_at); found {str(item)[:80]!r}")
+        when = item.get("submitted_at")
+        if when:
+            when = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+            found[str(item["user_id"])] = when.astimezone(dt.timezone.utc)
+    return found

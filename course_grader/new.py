@@ -6,7 +6,7 @@ It writes two files, and never overwrites either:
   (its total written from the metadata), the self-study cell, the setup cell, and three small but
   real exercises of different kinds, each a prompt, an answer cell and a test cell:
   1. implement a function, checked against a reference with a mistake table (`check_function`);
-  2. a value worked out by hand, checked against its seal (`check_sealed`), never a literal;
+  2. a value worked out by hand, checked against its seal (`SEALS.check`), never a literal;
   3. a prediction in several parts, each part checked and reported (`check_all`), earning its
      points part by part;
 - `course_lib/checks/lessonNN.py` (or `--checks DIR/lessonNN.py`): the references, the seals and
@@ -17,18 +17,27 @@ placeholders in double braces: `{{NN}}`, `{{NAME}}`, `{{TITLE}}`, `{{MODULE}}`, 
 import `{{SETUP_IMPORT}}`, and in the checks module the seals `{{SEAL_...}}`, computed here.
 
 How the notebook finds its checks. In the course's own folder the setup cell imports
-`from course_lib.checks import lessonNN`, like every lesson. A teacher's private folder (`--checks
-DIR`, e.g. to keep the hidden tests' helpers out of a public fork) is not a package the course
-knows: the setup cell puts DIR, as an absolute path, on `sys.path` and imports `lessonNN`. That
-works where the tests run: in `course check` (the learner's kernel), in `course grade` (the tests
-run in the grader's own process, which runs the setup cell too; the sandboxed kernel that runs the
-answers cannot see DIR and does not need it) and in nbgrader (which runs a copy of the notebook in
-another folder, hence the absolute path).
+`from course_lib.checks import lessonNN`, like every lesson. A teacher's own folder (`--checks DIR`)
+is not a package the course knows, and its path is the teacher's business: no absolute path is
+written anywhere a student sees. The notebook's metadata names the module relative to the notebook
+(`metadata.course.checks = "../checks/lessonNN.py"`), and the setup cell looks, by relative paths
+only, beside the notebook and in that folder:
+
+- `course build` copies the module beside each built notebook, so a class release carries it: a
+  student with the notebook and `lessonNN.py` in one folder runs `course check` with full marks for
+  right answers;
+- the teacher's own runs of the solution notebook find it in the checks folder;
+- `course grade` puts the checks folder (from the metadata) first on its own import path before the
+  tests run in its process, so a copy a student hands in is never used; the sandboxed kernel that runs
+  the answers cannot see the folder and does not need it;
+- nbgrader runs the notebook in its own folders: put the checks folder on `PYTHONPATH` for
+  `nbgrader autograde` (docs/nbgrader/README.md).
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -59,24 +68,37 @@ def _lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + [parts[-1]]
 
 
-def _setup_import(module: str, checks_dir: Path) -> str:
+def _relative(folder: Path, start: Path) -> str:
+    """`folder` relative to `start`, with forward slashes ("../checks"); "." when there is no relative
+    path (another drive): the module is then found beside the notebook, or on PYTHONPATH."""
+    try:
+        return Path(os.path.relpath(folder.resolve(), start.resolve())).as_posix()
+    except ValueError:
+        return "."
+
+
+def _setup_import(module: str, checks_dir: Path, solutions: Path) -> str:
     if checks_dir.resolve() == COURSE_CHECKS:
         return f"from course_lib.checks import {module}"
-    return (f"# This set's checks live in a folder of the teacher's own, not in course_lib: put it on the\n"
-            f"# import path (absolute, so nbgrader's copy of the notebook finds it too), then import them.\n"
-            f"# Last in the cell: the grader's sandbox, where the answers run, cannot see the folder and needs\n"
-            f"# nothing from it; the tests run in the grader's own process, which can.\n"
-            f"CHECKS_DIR = {str(checks_dir.resolve())!r}\n"
-            f"if CHECKS_DIR not in sys.path:\n"
-            f"    sys.path.insert(0, CHECKS_DIR)\n"
+    rel = _relative(checks_dir, solutions)
+    folders = '(".",)' if rel == "." else f'(".", "{rel}")'
+    return (f"# This set's checks, {module}.py, travel with the notebook: `course build` puts a copy\n"
+            f"# beside it (keep the two together); the teacher's copy is in {rel}/. Last in the cell:\n"
+            f"# the grader's sandbox, where the answers run, does not need them.\n"
+            f"import os\n"
+            f"\n"
+            f'sys.path += [d for d in {folders} if os.path.isfile(os.path.join(d, "{module}.py"))]\n'
             f"import {module}")
 
 
-def solution_notebook(name: str, title: str, module: str, checks_dir: Path) -> dict:
+def solution_notebook(name: str, title: str, module: str, checks_dir: Path, solutions: Path | None = None) -> dict:
     """The new set's solution notebook, from templates/NN_template.ipynb."""
+    solutions = solutions if solutions is not None else checks_dir
     values = {"NN": NAME.match(name)["nn"], "NAME": name, "TITLE": title, "MODULE": module,
-              "SETUP_IMPORT": _setup_import(module, checks_dir)}
+              "SETUP_IMPORT": _setup_import(module, checks_dir, solutions)}
     nb = json.loads((TEMPLATES / "NN_template.ipynb").read_text(encoding="utf-8"))
+    if checks_dir.resolve() != COURSE_CHECKS:  # `course build` copies it, `course grade` imports it from there
+        nb["metadata"]["course"] = {"checks": f"{_relative(checks_dir, solutions)}/{module}.py"}
     for cell in nb["cells"]:
         cell["source"] = fill("".join(cell["source"]), values)
     relabel(nb)  # the headings' points and the intro's total, from the metadata
@@ -122,7 +144,7 @@ def new_set(name: str, title: str, solutions: Path, checks_dir: Path) -> list[Pa
     if taken:
         raise NewSetError("nothing was written: " + ", ".join(map(str, taken)) + " already exist(s); "
                           "choose another number, or move the existing files away first.")
-    nb = solution_notebook(name, title.strip(), module, checks_dir)
+    nb = solution_notebook(name, title.strip(), module, checks_dir, solutions)
     problems = validate_solution_notebook(nb, notebook.name)
     assert not problems, problems  # the template itself is broken: a bug here, not the teacher's
     write_atomic(checks_file, checks_module(name, title.strip(), module))

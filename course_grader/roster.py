@@ -1,14 +1,34 @@
-"""A class roster: who is in the class, read from the CSV file a teacher already has.
+"""A class roster: who is in the class, read from the file a teacher already has.
 
-    student_id,name,email
-    ab123,Ada Byron,ada@example.org
-    zm42,Zoë Müller,zoe@example.org
+Three kinds of file are read as they are, without edits:
 
-The id is the name of the student's folder under `submissions/` and the key of the gradebook.
-Column names are matched loosely, so a spreadsheet or an LMS export works as it is: the id is the
-first of `student_id`, `id`, `username`, `login`, `user`; the name is `name`, `full name`,
-`student` or `student name` (or `first name` and `last name`); `email` or `email address`. Every
-other column is kept (`extra`) for the LMS exports (Canvas's `SIS User ID`, Moodle's `ID number`, ...).
+- **Canvas's gradebook export** (*Grades › Export*), recognised by its `SIS User ID` and `SIS Login ID`
+  columns: `Student, ID, SIS User ID, SIS Login ID, [Integration ID,] Section, <assignments>, ...`,
+  names written "Last, First". Its `Points Possible` row (and a `Manual Posting` row, where Canvas
+  writes one) are not students; "Student, Test" (Canvas's test student, what *Student View* adds)
+  is kept with the status `test`: graded if it hands something in, never counted as missing work
+  and never exported with a score. `SIS Login ID` is taken as the email when it is one.
+- **Moodle's grade export** (*Grades › Export › Plain text file*), recognised by `ID number` next to
+  `First name`/`Last name` or `Email address`: `First name, Last name, ID number, Institution,
+  Department, Email address, <grade items>, Last downloaded from this course`.
+- **Any other CSV**, e.g. a spreadsheet: `student_id,name,email`, one row per student.
+
+Which column becomes the student id (the name of the student's folder under `submissions/`, the
+gradebook's key), unless the teacher names one (`--id-column`):
+
+- Canvas: `SIS User ID` when every student has one, else `SIS Login ID`, else Canvas's `ID`;
+- Moodle: `ID number` when every student has one, else `Username` (when exported), else `Email address`;
+- other CSV files: the first of `student_id`, `student id`, `id`, `username`, `login`, `user`.
+
+The other identity columns are kept (`extra`): Canvas's `ID`, `SIS User ID`, `SIS Login ID`,
+`Integration ID` and `Section`, Moodle's `ID number`, `Institution`, `Department`, ... They match the
+LMS's own ids in a download (`course unpack`) and fill the LMS's columns in an export
+(`course export --lms`). The LMS's grade columns (Canvas's `Word Vectors (12345)`, Moodle's
+`Assignment: Word vectors (Real)`) are not students' data: their names are kept (`lms_columns`) so
+that an export can fill the LMS's existing columns. Names and emails stay attached to every id.
+
+A student's status is `active`, `dropped` (`course roster drop ID`: no "not submitted" row, no
+score in the LMS files) or `test` (an LMS's test student).
 
 The file may be UTF-8 (with or without the byte-order mark Excel writes) or, as Excel on Windows
 saves "CSV", Windows-1252; commas, semicolons (Excel in many European locales) and tabs all work.
@@ -23,8 +43,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ID_COLUMNS = ("student_id", "student id", "id", "username", "login", "user")
+CANVAS_ID_COLUMNS = ("sis user id", "sis login id", "id")
+MOODLE_ID_COLUMNS = ("id number", "username", "email address")
 NAME_COLUMNS = ("name", "full name", "student", "student name")
 EMAIL_COLUMNS = ("email", "email address", "e-mail")
+CANVAS_IDENTITY = ("student", "id", "sis user id", "sis login id", "integration id", "section", "root account")
+MOODLE_IDENTITY = ("first name", "last name", "id number", "institution", "department", "email address", "username",
+                   "phone", "mobile phone", "city/town", "country")
+# Canvas's computed columns ("Current Score", "Assignments Final Points", ...) and Moodle's "Last downloaded ..."
+LMS_COMPUTED = re.compile(r"(?i)^(.*\b)?(current|final|unposted current|unposted final|override)\s+"
+                          r"(score|points|grade)$|^last downloaded from this course$|^course total\b.*")
+LMS_GRADE_ITEM = re.compile(r".*\(\d+\)\s*$|.*\((real|percentage|letter)\)\s*$", re.I)
+STATUSES = ("active", "dropped", "test")
 
 
 class RosterError(ValueError):
@@ -36,7 +66,13 @@ class Student:
     id: str  # the folder name under submissions/ and the gradebook's key
     name: str = ""  # as the roster spells it (shown in exports and feedback)
     email: str = ""
-    extra: dict[str, str] = field(default_factory=dict)  # every other column, by its header as written
+    extra: dict[str, str] = field(default_factory=dict)  # the other identity columns, by their header as written
+    status: str = "active"  # active | dropped | test (an LMS's test student)
+
+    @property
+    def label(self) -> str:
+        """How messages name the student: "Zoë Müller (zm42)", or the id alone."""
+        return f"{self.name} ({self.id})" if self.name and self.name != self.id else self.id
 
 
 def normalize(text: str) -> str:
@@ -51,6 +87,9 @@ def normalize(text: str) -> str:
 class Roster:
     students: list[Student]
     source: str = ""  # where it was read from (for messages)
+    kind: str = "csv"  # canvas | moodle | csv: what the file was read as
+    id_column: str = ""  # the column the ids came from, as written in the file
+    lms_columns: list[str] = field(default_factory=list)  # the LMS's grade columns (for `course export --column`)
 
     def __post_init__(self) -> None:
         self.by_id = {s.id: s for s in self.students}
@@ -65,16 +104,40 @@ class Roster:
         s = self.by_id.get(student_id)
         return s.name if s else ""
 
+    def label(self, student_id: str) -> str:
+        """"Zoë Müller (zm42)" for a roster student, the id for anyone else."""
+        s = self.by_id.get(student_id)
+        return s.label if s else student_id
+
+    def status(self, student_id: str) -> str:
+        s = self.by_id.get(student_id)
+        return s.status if s else "active"
+
+    @property
+    def active(self) -> list[Student]:
+        """The students whose missing work counts as missing: not dropped, not an LMS's test student."""
+        return [s for s in self.students if s.status == "active"]
+
+    def describe(self) -> str:
+        """One line on how the file was read, for the teacher."""
+        kinds = {"canvas": "a Canvas gradebook export", "moodle": "a Moodle grade export", "csv": "a CSV roster"}
+        what = kinds[self.kind]
+        others = [f"{sum(s.status == st for s in self.students)} {st}" for st in ("dropped", "test")
+                  if any(s.status == st for s in self.students)]
+        return (f"{self.source}: read as {what}: {len(self.active)} student(s)"
+                + (f" ({', '.join(others)})" if others else "") + f", ids from the column {self.id_column!r}")
+
     def find(self, key: str) -> tuple[Student | None, str]:
         """The student a folder name or an LMS label `key` stands for, and how it was matched
         ("" for the exact id). Tried in order: the id, the id ignoring case, the email or its part
-        before the @, the name (loosely, see `normalize`), any extra column's value (an LMS user id).
+        before the @, the name (loosely, see `normalize`), any identity column's value (an LMS user id).
         A key that fits several students matches none of them."""
         if key in self.by_id:
             return self.by_id[key], ""
         tries = [
             ("id", lambda s: s.id.casefold() == key.casefold()),
-            ("email", lambda s: bool(s.email) and key.casefold() in (s.email.casefold(), s.email.split("@")[0].casefold())),
+            ("email", lambda s: bool(s.email)
+             and key.casefold() in (s.email.casefold(), s.email.split("@")[0].casefold())),
             ("name", lambda s: bool(s.name) and normalize(s.name) == normalize(key) != ""),
             ("LMS id", lambda s: key.strip() != "" and key.strip() in s.extra.values()),
         ]
@@ -91,7 +154,8 @@ def _decode(raw: bytes, source: str) -> tuple[str, str]:
     try:
         return raw.decode("utf-8-sig"), ""
     except UnicodeDecodeError:
-        return raw.decode("cp1252", errors="replace"), f"{source} is not UTF-8; it was read as Windows-1252 (Excel's 'CSV')"
+        return (raw.decode("cp1252", errors="replace"),
+                f"{source} is not UTF-8; it was read as Windows-1252 (Excel's 'CSV')")
 
 
 def _column(headers: dict[str, str], names: tuple[str, ...]) -> str | None:
@@ -101,10 +165,34 @@ def _column(headers: dict[str, str], names: tuple[str, ...]) -> str | None:
     return None
 
 
-def parse_roster(text: str, source: str = "roster") -> Roster:
+def _kind(headers: dict[str, str]) -> str:
+    if "sis login id" in headers or {"student", "id", "section"} <= set(headers):  # a TA's export lacks SIS User ID
+        return "canvas"
+    if "id number" in headers and ({"first name", "last name", "email address"} & set(headers)):
+        return "moodle"
+    return "csv"
+
+
+def _canvas_meta_row(row: dict, student_col: str | None, id_cols: list[str]) -> bool:
+    """Canvas's rows under the header that are not students: `Points Possible`, `Manual Posting`."""
+    who = (row.get(student_col) or "").strip().casefold() if student_col else ""
+    if who in ("points possible", "manual posting"):
+        return True
+    return not who and not any((row.get(c) or "").strip() for c in id_cols)
+
+
+def _is_test_student(name: str) -> bool:
+    return normalize(name) == normalize("Test Student")  # Canvas: "Student, Test"
+
+
+def parse_roster(text: str, source: str = "roster", id_column: str | None = None) -> Roster:
+    """The roster in `text` (see the module's docstring for the kinds of file and the id rule);
+    `id_column` names the column the ids come from, overriding the rule."""
+    text = text.lstrip("\ufeff")  # Excel's and Canvas's byte-order mark is not part of the first column's name
     lines = text.splitlines()
     if not lines or not lines[0].strip():
-        raise RosterError(f"{source} is empty; expected a CSV file whose first line names the columns, e.g. student_id,name,email")
+        raise RosterError(f"{source} is empty; expected a CSV file whose first line names the columns, "
+                          "e.g. student_id,name,email")
     try:
         dialect = csv.Sniffer().sniff(lines[0], delimiters=",;\t")
     except csv.Error:
@@ -112,43 +200,88 @@ def parse_roster(text: str, source: str = "roster") -> Roster:
     reader = csv.DictReader(io.StringIO(text), dialect=dialect)
     written = [h for h in (reader.fieldnames or []) if h is not None]
     headers = {h.strip().casefold(): h for h in written}
-    id_col = _column(headers, ID_COLUMNS)
-    if id_col is None:
-        raise RosterError(f"{source} has the columns {written}; expected one of them to be the student id, "
-                          f"named one of: {', '.join(ID_COLUMNS)}")
-    name_col = _column({k: v for k, v in headers.items() if v != id_col}, NAME_COLUMNS)
-    first, last = _column(headers, ("first name", "first", "given name")), _column(headers, ("last name", "surname", "family name"))
+    kind = _kind(headers)
+    rows = [row for row in reader
+            if any((v or "").strip() for k, v in row.items() if k is not None and isinstance(v, str))]
+    student_col = headers.get("student") if kind == "canvas" else None
+    canvas_ids = [headers[c] for c in CANVAS_ID_COLUMNS if c in headers]
+    if kind == "canvas":
+        rows = [r for r in rows if not _canvas_meta_row(r, student_col, canvas_ids)]
+
+    if kind == "canvas":
+        name_col = student_col
+        first = last = None
+    else:
+        name_col = _column(headers, NAME_COLUMNS)
+        first = _column(headers, ("first name", "first", "given name"))
+        last = _column(headers, ("last name", "surname", "family name"))
+
+    def name_of(row: dict) -> str:
+        if name_col:
+            return (row.get(name_col) or "").strip()
+        return " ".join(p for p in ((row.get(first) or "").strip() if first else "",
+                                    (row.get(last) or "").strip() if last else "") if p)
+
+    real = [r for r in rows if not (kind == "canvas" and _is_test_student(name_of(r)))]
+    if id_column is not None:
+        id_col = headers.get(id_column.strip().casefold())
+        if id_col is None:
+            raise RosterError(f"{source} has no column {id_column!r} (--id-column); its columns are {written}")
+    else:
+        candidates = {"canvas": CANVAS_ID_COLUMNS, "moodle": MOODLE_ID_COLUMNS, "csv": ID_COLUMNS}[kind]
+        present = [headers[c] for c in candidates if c in headers]
+        if not present:
+            raise RosterError(f"{source} has the columns {written}; expected one of them to be the student id, "
+                              f"named one of: {', '.join(ID_COLUMNS)} (or name it with --id-column)")
+        full = [c for c in present if all((r.get(c) or "").strip() for r in real)]
+        id_col = full[0] if full else present[0]
+    if name_col == id_col:
+        name_col = None
     email_col = _column(headers, EMAIL_COLUMNS)
-    used = {id_col, name_col, email_col} - {None}
+    if kind == "canvas":
+        identity = {headers[c] for c in CANVAS_IDENTITY if c in headers}
+    elif kind == "moodle":
+        identity = {headers[c] for c in MOODLE_IDENTITY if c in headers}
+    else:
+        identity = None  # a teacher's own file: every column is kept
+    lms_columns = [h for h in written if kind != "csv" and h not in identity and LMS_GRADE_ITEM.fullmatch(h.strip())
+                   and not LMS_COMPUTED.match(h.strip())]
+    used = {id_col, name_col, email_col, first, last} - {None}
     students, seen, problems = [], {}, []
-    for line, row in enumerate(reader, start=2):
+    for line, row in enumerate(rows, start=2):
+        name = name_of(row)
+        test = kind == "canvas" and _is_test_student(name)
         sid = (row.get(id_col) or "").strip()
-        if not any((v or "").strip() for k, v in row.items() if k is not None):
-            continue  # a blank line
+        if not sid and test:  # Canvas's test student has no SIS ids: its Canvas id keeps it apart
+            sid = next(((row.get(c) or "").strip() for c in canvas_ids if (row.get(c) or "").strip()), "test_student")
         if not sid:
-            problems.append(f"line {line} has no {id_col!r}")
+            problems.append(f"the student {name or '(no name)'} (line {line}) has no {id_col!r}")
             continue
         if sid in seen:
             problems.append(f"the id {sid!r} is on lines {seen[sid]} and {line}")
             continue
         seen[sid] = line
-        if name_col:
-            name = (row.get(name_col) or "").strip()
-        else:
-            name = " ".join(p for p in ((row.get(first) or "").strip() if first else "", (row.get(last) or "").strip() if last else "") if p)
-        extra = {k: (v or "").strip() for k, v in row.items() if k is not None and k not in used and isinstance(v, str)}
-        students.append(Student(sid, name, (row.get(email_col) or "").strip() if email_col else "", extra))
+        email = (row.get(email_col) or "").strip() if email_col else ""
+        if not email and kind == "canvas":
+            login = (row.get(headers.get("sis login id", "")) or "").strip()
+            email = login if "@" in login else ""
+        extra = {k: (v or "").strip() for k, v in row.items()
+                 if k is not None and isinstance(v, str) and (k not in used or k == id_col and kind != "csv")
+                 and (identity is None or k in identity)}
+        students.append(Student(sid, name, email, extra, "test" if test else "active"))
     if problems:
-        raise RosterError(f"{source}: " + "; ".join(problems[:10]) + (" ..." if len(problems) > 10 else ""))
+        hint = "" if id_column else " (choose the id column with --id-column)"
+        raise RosterError(f"{source}: " + "; ".join(problems[:10]) + (" ..." if len(problems) > 10 else "") + hint)
     if not students:
         raise RosterError(f"{source} names no students (only the header line {lines[0]!r})")
-    return Roster(students, source)
+    return Roster(students, source, kind, id_col, lms_columns)
 
 
-def read_roster(path: Path) -> tuple[Roster, list[str]]:
+def read_roster(path: Path, id_column: str | None = None) -> tuple[Roster, list[str]]:
     """The roster in `path`, and warnings about how it was read."""
     path = Path(path)
     if not path.is_file():
-        raise RosterError(f"no roster file at {path} (expected a CSV file: student_id,name,email)")
+        raise RosterError(f"no roster file at {path} (expected a CSV file: student_id,name,email, or your LMS's "
+                          "gradebook export)")
     text, warning = _decode(path.read_bytes(), str(path))
-    return parse_roster(text, str(path)), [warning] if warning else []
+    return parse_roster(text, str(path), id_column), [warning] if warning else []

@@ -27,6 +27,8 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
+from course_lib._validate import check_int
+
 __all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "KVCache", "MultiHeadAttention"]
 
 
@@ -143,10 +145,8 @@ def causal_mask(T: int, device: torch.device | str | None = None, *, past: int =
     is ``(T, past + T)``: new token i sits at position past + i and may attend to every cached
     position and to the new ones up to itself.
     """
-    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be a positive int (the number of positions), got {T!r}")
-    if isinstance(past, bool) or not isinstance(past, int) or past < 0:
-        raise ValueError(f"past must be a non-negative int (the number of cached positions), got {past!r}")
+    check_int("T", T, what="the number of positions")
+    check_int("past", past, minimum=0, what="the number of cached positions")
     return torch.ones(T, past + T, dtype=torch.bool, device=device).tril(diagonal=past)  # (T, past + T)
 
 
@@ -163,8 +163,7 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, T: int, device: torch.de
             f"lengths must be a 1-D sequence of ints (one length per sequence), got dtype {lengths.dtype} "
             f"and shape {tuple(lengths.shape)}"
         )
-    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be a positive int (the padded length), got {T!r}")
+    check_int("T", T, what="the padded length")
     if len(lengths) and (int(lengths.min()) < 0 or int(lengths.max()) > T):
         raise ValueError(f"every length must be between 0 and T={T}, got {lengths.tolist()}")
     positions = torch.arange(T, device=lengths.device)  # (T,)

@@ -6,9 +6,9 @@
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 
 and the teacher's commands, from the grader (`course_grader`, a second package installed by teachers):
-build, new, grade, unpack, deadline, adjust, export, report. The grader registers them through the
-entry point group `course_lib.commands` (a function that adds its subparsers, each with a `func`
-default); without it each of them prints one line saying how to install it.
+build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report. The grader registers them
+through the entry point group `course_lib.commands` (a function that adds its subparsers, each with a
+`func` default); without it each of them prints one line saying how to install it.
 """
 from __future__ import annotations
 
@@ -26,12 +26,15 @@ DOCTOR_GROUP = "course_lib.doctor"  # functions that return more (name, state) l
 TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of them when it is not installed
     "build": "write exercises/ from solutions/",
     "new": "start a new exercise set from a template",
+    "seal": "write a checks module's seals from the values of its hand-worked answers",
     "grade": "grade a folder of submissions into the gradebook",
     "deadline": "set an assignment's deadline and late penalty",
     "adjust": "add points to (or take them from) one student's assignment",
     "export": "rewrite grades.csv, grades.json and feedback/ from the gradebook",
     "report": "per-exercise pass rates and the most common hints",
     "unpack": "unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/",
+    "roster": "keep the class list in the gradebook: import an LMS export, drop a student",
+    "mark": "mark written answers in your browser: one question, the whole class",
 }
 INSTALL_GRADER = ("`course {command}` is a teacher's command and comes with the grader, which {state}: "
                   "run `make install` in the course's folder, or `pip install -e ./course_grader` there "

@@ -1,13 +1,13 @@
 """The course's text data: bundled corpora, a train/validation split, batches for language models,
-and tiny Shakespeare.
+and real text downloaded once (Tiny Shakespeare, WikiText-2, GPT-2's vocabulary).
 
-The bundled corpora live in ``course_lib/data/`` as plain text, one sentence per line. They were
-written for this course (see ``course_lib/data/README.md``):
+The bundled corpora live in ``course_lib/corpora/`` as plain text, one sentence per line. They were
+written for this course (see ``course_lib/corpora/README.md``):
 
 - ``commands``: the voice commands of lesson 02, counted so that a first-order model gives
   directories / files / photos = 20% / 30% / 50% after "my", and down / please = 40% / 60% after "ran";
 - ``commands_long``: the two long commands of lesson 03, 50/50;
-- ``english``: about 130,000 words of simple English sentences (made by ``data/make_english.py``) in
+- ``english``: about 130,000 words of simple English sentences (made by ``corpora/make_english.py``) in
   which king/queen, man/woman, paris/france, rome/italy... appear in parallel contexts, so that
   counting models, word2vec, BPE and a small GPT all have something to learn.
 
@@ -21,6 +21,8 @@ Typical use::
     sentences = load_sentences("english")             # [["the", "king", "ruled", ...], ...]
     train, val = train_val_split(sentences)            # the last 10% is validation
     x, y = get_batch(token_ids, block_size=8, batch_size=4)   # (4, 8) each, y is x shifted by one
+
+Lesson 10's made-up translation task is generated, not read: it lives in `course_lib.translation`.
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+from course_lib._validate import check_int, is_number
+
+CORPORA_DIR = Path(__file__).resolve().parent / "corpora"  # the bundled corpora (a data-only folder)
 
 # The standard tiny Shakespeare file (40,000 lines of the plays, 1,115,394 characters, 65 distinct).
 TINY_SHAKESPEARE_URL = (
@@ -54,8 +58,8 @@ _WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)
 # ------------------------------------------------------------------------------------------------
 
 def available_corpora() -> list[str]:
-    """The names of the bundled corpora (the .txt files in course_lib/data/), sorted."""
-    return sorted(path.stem for path in DATA_DIR.glob("*.txt"))
+    """The names of the bundled corpora (the .txt files in course_lib/corpora/), sorted."""
+    return sorted(path.stem for path in CORPORA_DIR.glob("*.txt"))
 
 
 def load_corpus(name: str) -> str:
@@ -67,7 +71,7 @@ def load_corpus(name: str) -> str:
     names = available_corpora()
     if name not in names:
         raise ValueError(f"unknown corpus {name!r}; available: {', '.join(names)}")
-    return (DATA_DIR / f"{name}.txt").read_text(encoding="utf-8")
+    return (CORPORA_DIR / f"{name}.txt").read_text(encoding="utf-8")
 
 
 def tokenize(line: str, lowercase: bool = True) -> list[str]:
@@ -98,7 +102,7 @@ def train_val_split(items, val_fraction: float = 0.1):
     Text is not shuffled on purpose: neighbouring sentences are alike, so a shuffled split would put
     near-copies of the training text into validation and flatter the model.
     """
-    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) or not (
+    if not is_number(val_fraction) or not (
         0.0 < float(val_fraction) < 1.0
     ):
         raise ValueError(f"val_fraction must be a number strictly between 0 and 1, got {val_fraction!r}")
@@ -133,9 +137,8 @@ def get_batch(
         raise ValueError(f"data must be 1-D (a single sequence of token ids), got shape {tuple(data.shape)}")
     if data.dtype.is_floating_point or data.dtype.is_complex or data.dtype == torch.bool:
         raise ValueError(f"data must hold integer token ids, got dtype {data.dtype}")
-    for label, value in [("block_size", block_size), ("batch_size", batch_size)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{label} must be a positive integer, got {value!r}")
+    check_int("block_size", block_size)
+    check_int("batch_size", batch_size)
     if len(data) < block_size + 1:
         # A window needs block_size inputs plus one more token for the last target.
         raise ValueError(
@@ -328,209 +331,3 @@ def google_analogies(path: str | os.PathLike | None = None, lowercase: bool = Tr
             raise ValueError(f"{path}, line {number}: expected a ': section' line or four words, got {line!r}")
         sections[current].append(tuple(words))
     return sections
-
-
-# ------------------------------------------------------------------------------------------------
-# A synthetic translation task (lesson 10)
-# ------------------------------------------------------------------------------------------------
-#
-# English-like sentences, subject-verb-object with an optional place at the end, translated into a
-# made-up language with its own words and another word order:
-#
-#     source:  DET [ADJ] NOUN  VERB  DET [ADJ] NOUN  [PREP DET [ADJ] NOUN]
-#     target:  NOUN [ADJ] DET ka  [NOUN [ADJ] DET PREP]  NOUN [ADJ] DET mo  VERB
-#
-# Inside a noun phrase the order is reversed (noun, adjective, article), the verb goes to the end,
-# the place phrase moves between subject and object with its preposition AFTER the noun phrase (a
-# postposition), and two words with no source counterpart mark the roles: "ka" after the subject,
-# "mo" after the object. So a model must learn a vocabulary (every word has its own translation)
-# and a reordering (what to say next depends on the sentence's structure, not on the word at the
-# same position); cross-attention plots show where each target word looks.
-#
-#     the big dog sees a small cat near the tall man
-#  -> kano grun lo ka toma vel lo ap miru pim na mo vidat
-
-import random  # noqa: E402  (this section's own imports, kept with it)
-from dataclasses import dataclass  # noqa: E402
-
-TRANSLATION_LEXICON: dict[str, dict[str, str]] = {
-    "det": {"the": "lo", "a": "na"},
-    "adj": {"big": "grun", "small": "pim", "red": "rosk", "tall": "vel", "happy": "jol", "quiet": "sut"},
-    "noun": {
-        "dog": "kano", "cat": "miru", "bird": "pita", "man": "toma", "woman": "suna",
-        "child": "bimi", "teacher": "doka", "farmer": "gelo", "horse": "hipa", "fish": "piska",
-    },
-    "verb": {
-        "sees": "vidat", "likes": "amat", "follows": "sekat", "helps": "jutat",
-        "finds": "trovat", "calls": "vokat", "feeds": "nutrat", "watches": "spekat",
-    },
-    "prep": {"near": "ap", "behind": "pos", "with": "kun"},
-}
-SUBJECT_MARKER, OBJECT_MARKER = "ka", "mo"  # target-only words after the subject and the object
-TRANSLATION_SPECIALS = ("<pad>", "<bos>", "<eos>")  # ids 0, 1, 2 in both vocabularies
-
-
-def _noun_phrase(words: list[str], start: int) -> tuple[list[str], int]:
-    """Parse DET [ADJ] NOUN at words[start:]; return its translation (NOUN [ADJ] DET) and the next index."""
-    lex = TRANSLATION_LEXICON
-    i = start
-    if i >= len(words) or words[i] not in lex["det"]:
-        raise ValueError(f"expected an article ({'/'.join(lex['det'])}) at word {i} of {' '.join(words)!r}")
-    det = lex["det"][words[i]]
-    i += 1
-    adj = None
-    if i < len(words) and words[i] in lex["adj"]:
-        adj = lex["adj"][words[i]]
-        i += 1
-    if i >= len(words) or words[i] not in lex["noun"]:
-        raise ValueError(f"expected a noun at word {i} of {' '.join(words)!r}")
-    noun = lex["noun"][words[i]]
-    return [noun] + ([adj] if adj else []) + [det], i + 1
-
-
-def translate(sentence: str | list[str]) -> list[str]:
-    """The reference translation of one source sentence (a string or a list of words).
-
-    >>> " ".join(translate("the big dog sees a small cat near the tall man"))
-    'kano grun lo ka toma vel lo ap miru pim na mo vidat'
-
-    A sentence outside the grammar raises ValueError saying where it stopped making sense.
-    """
-    words = sentence.split() if isinstance(sentence, str) else list(sentence)
-    lex = TRANSLATION_LEXICON
-    subject, i = _noun_phrase(words, 0)
-    if i >= len(words) or words[i] not in lex["verb"]:
-        raise ValueError(f"expected a verb at word {i} of {' '.join(words)!r}")
-    verb = lex["verb"][words[i]]
-    obj, i = _noun_phrase(words, i + 1)
-    place: list[str] = []
-    if i < len(words):
-        if words[i] not in lex["prep"]:
-            raise ValueError(f"expected a preposition or the end at word {i} of {' '.join(words)!r}")
-        prep = lex["prep"][words[i]]
-        phrase, i = _noun_phrase(words, i + 1)
-        place = phrase + [prep]
-        if i != len(words):
-            raise ValueError(f"unexpected words after the sentence's end in {' '.join(words)!r}")
-    return subject + [SUBJECT_MARKER] + place + obj + [OBJECT_MARKER, verb]
-
-
-def random_source_sentence(rng, p_adjective: float = 0.5, p_place: float = 0.5) -> list[str]:
-    """One random sentence of the source grammar, drawn with `rng` (a `random.Random`)."""
-    lex = {pos: sorted(words) for pos, words in TRANSLATION_LEXICON.items()}
-
-    def noun_phrase() -> list[str]:
-        adj = [rng.choice(lex["adj"])] if rng.random() < p_adjective else []
-        return [rng.choice(lex["det"])] + adj + [rng.choice(lex["noun"])]
-
-    words = noun_phrase() + [rng.choice(lex["verb"])] + noun_phrase()
-    if rng.random() < p_place:
-        words += [rng.choice(lex["prep"])] + noun_phrase()
-    return words
-
-
-@dataclass
-class TranslationTask:
-    """Sentence pairs and the two vocabularies of the translation task (see `translation_task`).
-
-    Ids: 0 ``<pad>``, 1 ``<bos>``, 2 ``<eos>`` in both vocabularies, then the words in sorted order.
-    """
-
-    src_vocab: list[str]  # source id -> word
-    tgt_vocab: list[str]  # target id -> word
-    train: list[tuple[list[str], list[str]]]  # (source words, target words) pairs to learn from
-    test: list[tuple[list[str], list[str]]]  # held-out pairs: no source sentence of them is in train
-    pad_id: int = 0  # padding, in both vocabularies
-    bos_id: int = 1  # start of a target sentence (the decoder's first input)
-    eos_id: int = 2  # end of a target sentence (the decoder's last prediction)
-
-    def __post_init__(self):
-        self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
-        self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
-
-    def encode_src(self, words: list[str]) -> list[int]:
-        """Source word ids (no <bos>/<eos>: the encoder sees the whole sentence at once)."""
-        return [self._lookup(self.src_index, w, "source") for w in words]
-
-    def encode_tgt(self, words: list[str]) -> list[int]:
-        """<bos>, the target word ids, <eos>."""
-        return [self.bos_id] + [self._lookup(self.tgt_index, w, "target") for w in words] + [self.eos_id]
-
-    def decode_tgt(self, ids) -> list[str]:
-        """Target ids back to words, dropping <bos> and <pad> and stopping at the first <eos>."""
-        words = []
-        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
-            if i == self.eos_id:
-                break
-            if i not in (self.bos_id, self.pad_id):
-                words.append(self.tgt_vocab[i])
-        return words
-
-    @staticmethod
-    def _lookup(index: dict[str, int], word: str, side: str) -> int:
-        if word not in index:
-            raise KeyError(f"{word!r} is not in the {side} vocabulary")
-        return index[word]
-
-    def batch(self, pairs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Pad a list of pairs into ``(src, tgt_in, tgt_out)``, LongTensors padded with `pad_id`.
-
-        src ``(B, S)``: source ids. tgt_in ``(B, T)``: <bos> + target ids, the decoder's input (the
-        target shifted right: teacher forcing). tgt_out ``(B, T)``: target ids + <eos>, what each
-        position must predict. Train with ``ignore_index=pad_id`` so padding costs nothing.
-        """
-        if len(pairs) == 0:
-            raise ValueError("batch needs at least one (source, target) pair")
-        src = [self.encode_src(s) for s, _ in pairs]
-        tgt = [self.encode_tgt(t) for _, t in pairs]
-        S, T = max(map(len, src)), max(map(len, tgt)) - 1
-        src_t = torch.full((len(pairs), S), self.pad_id, dtype=torch.long)  # (B, S)
-        tgt_in = torch.full((len(pairs), T), self.pad_id, dtype=torch.long)  # (B, T)
-        tgt_out = torch.full((len(pairs), T), self.pad_id, dtype=torch.long)  # (B, T)
-        for b, (s, t) in enumerate(zip(src, tgt)):
-            src_t[b, : len(s)] = torch.tensor(s)
-            tgt_in[b, : len(t) - 1] = torch.tensor(t[:-1])  # drop <eos>: nothing comes after it
-            tgt_out[b, : len(t) - 1] = torch.tensor(t[1:])  # drop <bos>: it is never predicted
-        return src_t, tgt_in, tgt_out
-
-    def get_batch(self, split: str, generator: torch.Generator, batch_size: int = 64):
-        """A random batch of `split` ("train", or "val"/"test" for the held-out pairs), for `training.train`."""
-        if split == "train":
-            pairs = self.train
-        elif split in ("val", "test"):
-            pairs = self.test
-        else:
-            raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
-        index = torch.randint(len(pairs), (batch_size,), generator=generator)  # (B,)
-        return self.batch([pairs[i] for i in index.tolist()])
-
-
-def translation_task(n_train: int = 20_000, n_test: int = 1_000, seed: int = 0, *, p_adjective: float = 0.5,
-                     p_place: float = 0.5) -> TranslationTask:
-    """The translation task: `n_train` + `n_test` distinct random sentences with their translations.
-
-    Deterministic for a given seed (Python's `random.Random(seed)`, independent of torch). The test
-    sentences are distinct from every training sentence, so test accuracy measures generalisation to
-    new combinations of known words, not memory.
-    """
-    for name, value in [("n_train", n_train), ("n_test", n_test)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    rng = random.Random(seed)
-    seen: set[tuple[str, ...]] = set()
-    sentences: list[list[str]] = []
-    while len(sentences) < n_train + n_test:
-        words = random_source_sentence(rng, p_adjective, p_place)
-        if tuple(words) not in seen:
-            seen.add(tuple(words))
-            sentences.append(words)
-    pairs = [(words, translate(words)) for words in sentences]
-    lex = TRANSLATION_LEXICON
-    src_words = sorted(w for pos in lex.values() for w in pos)
-    tgt_words = sorted({t for pos in lex.values() for t in pos.values()} | {SUBJECT_MARKER, OBJECT_MARKER})
-    return TranslationTask(
-        src_vocab=list(TRANSLATION_SPECIALS) + src_words,
-        tgt_vocab=list(TRANSLATION_SPECIALS) + tgt_words,
-        train=pairs[:n_train],
-        test=pairs[n_train:],
-    )

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from course_lib._validate import check_int
+
 CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
@@ -71,8 +73,7 @@ def get_device() -> torch.device:
 
 def seed_everything(seed: int = 0) -> None:
     """Seed Python's, numpy's and torch's generators (CPU and every GPU) with `seed`."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    check_int("seed", seed, minimum=0)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds CUDA and MPS generators

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .runner.notebook import UNDEFINED_NAME, is_solution, is_test, source
+from .runner.notebook import UNDEFINED_NAME, is_manual, is_solution, is_test, source
 
 if TYPE_CHECKING:
     from .runner.process import CellRun
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 # failed (a check said what is wrong), not attempted (the answer still raises NotImplementedError),
 # not submitted (the grader found no answer cell for it), error (anything else went wrong).
 STATUSES = ("passed", "partial", "failed", "not attempted", "not submitted", "error")
+# A manually graded answer (nbgrader's `grade: true, solution: true`): a person marks it, not a test.
+MANUAL_STATUS, MARKED = "to be marked", "marked"
+MANUAL_NOTE = ("a person marks this answer (your teacher or a teaching assistant), not `course check`: "
+               "it is marked after you hand the notebook in")
 NOT_ATTEMPTED_NAMES = {"NotAttempted"}
 FAILED_NAMES = {"CheckFailed", "AssertionError"}
 
@@ -65,7 +69,7 @@ def exercise_titles(nb: dict) -> dict[int, str]:
     points ("Exercise 3: Title (★★☆, 3 points)" -> "Exercise 3: Title"): tables give them a column."""
     titles, current = {}, ""
     for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "markdown":
+        if cell["cell_type"] == "markdown" and not is_manual(cell):  # a written answer's headings are the learner's
             for line in source(cell).splitlines():
                 if line.startswith("#"):
                     current = re.sub(r"\s*\([^()]*\bpoints?\)\s*$", "", line.lstrip("#").strip())
@@ -94,7 +98,7 @@ def explain(status: str, message: str, answer_runs: list[CellRun]) -> tuple[str,
     "your answer cell stopped with NameError: ..." explains more than the test's own complaint."""
     for arun in answer_runs:
         if not arun.ok and arun.ename != "NotImplementedError":
-            cause = f"your answer cell stopped with {classify(arun)[1]}"
+            cause = f"your answer cell {stopped(arun)}"
             if status == "not attempted":  # the answer never got defined: the cause is enough
                 return "error", cause
             return "error", cause + (f"; then the test said: {message}" if message else "")
@@ -112,6 +116,14 @@ def classify(run: CellRun) -> tuple[str, str]:
     if run.status in ("timeout", "output-limit", "memory-limit", "died"):
         return "error", run.evalue
     return "error", f"{run.ename}: {run.evalue}".strip(": ")
+
+
+def stopped(run: CellRun) -> str:
+    """How an answer cell ended, as the rest of a sentence: "stopped with NameError: ...", or for a
+    limit, "was stopped: the cell ran longer than the time limit (60 s)"."""
+    message = classify(run)[1]
+    return f"was stopped: {message}" if run.status in ("timeout", "output-limit", "memory-limit", "died") else \
+        f"stopped with {message}"
 
 
 def score(status: str, run: CellRun, max_points: float) -> tuple[str, float]:
@@ -171,14 +183,18 @@ def print_table(path: Path, rows: list[TestResult], skipped: list = ()) -> int:
     print(f"  {'Exercise':<{width}}  {'Points':>6}  Result")
     for r in rows:
         label = (r.exercise or r.grade_id)[:width]
-        pts = f"{r.max_points:g}" if r.status == "passed" else f"{r.points:g}/{r.max_points:g}"
+        pts = f"{r.max_points:g}" if r.status == "passed" else "-" if r.status == MANUAL_STATUS else \
+            f"{r.points:g}/{r.max_points:g}"
         print(f"  {label:<{width}}  {pts:>6}  {r.status}")
         if r.status != "passed" and r.message:
             for line in r.message.strip().splitlines():  # all of it: a hint may be on the next line
                 print(f"  {'':<{width}}  {'':>6}    {line}")
-    earned = sum(r.points for r in rows)
-    total = sum(r.max_points for r in rows)
-    print(f"  {'Total':<{width}}  {earned:g}/{total:g}  (visible tests only: your teacher's hidden tests may lower it)")
+    tested = [r for r in rows if r.status != MANUAL_STATUS]
+    earned = sum(r.points for r in tested)
+    total = sum(r.max_points for r in tested)
+    manual = sum(r.max_points for r in rows if r.status == MANUAL_STATUS)
+    print(f"  {'Total':<{width}}  {earned:g}/{total:g}  (visible tests only: your teacher's hidden tests may lower it"
+          + (f"; {manual:g} more point(s) for written answers, marked by a person)" if manual else ")"))
     if skipped:
         print()
         print("Not run (the grader does not run these cells either):")
@@ -187,7 +203,7 @@ def print_table(path: Path, rows: list[TestResult], skipped: list = ()) -> int:
             below = f", below {s.below}" if s.below else ""
             print(f"  cell {s.position}{below}: {first}")
             print(f"    {s.why}")
-    return 0 if all(r.status == "passed" for r in rows) else 1
+    return 0 if all(r.status in ("passed", MANUAL_STATUS) for r in rows) else 1
 
 
 # --- the feedback file -----------------------------------------------------------------------------------------
@@ -243,30 +259,49 @@ def feedback_markdown(r) -> str:
     may come from a learner is quoted with `md_text` or `md_block`."""
     who = f"{r.name} ({r.student})" if r.name else r.student
     lines = [f"# Feedback on {r.assignment}", "", f"For {md_text(who)}", ""]
+    to_mark = getattr(r, "to_mark", 0)
     if r.status != "graded":
         lines += [f"**Score: {num(r.final)} / {num(r.max_score)}** ({r.status})", ""]
     else:
-        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}**", ""]
+        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}**"
+                  + (f" (so far: {to_mark} written answer(s) still to be marked)" if to_mark else ""), ""]
         if r.late_penalty or r.adjustments:
-            lines += [f"- Tests: {num(r.score)} / {num(r.max_score)}"]
+            lines += [f"- Exercises: {num(r.score)} / {num(r.max_score)}"]
             if r.late_penalty:
-                days = f"{r.days_late} day{'s' if r.days_late != 1 else ''}"
-                lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {days} after the deadline, "
-                          f"at {r.submitted_at})"]
+                when = getattr(r, "late_text", "") or f"at {r.submitted_at}"
+                lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {when})"]
             for a in r.adjustments:
                 lines += [f"- {'+' if a.points >= 0 else ''}{num(a.points)}: {a.reason}"]
             lines += [""]
+    if getattr(r, "lms_late", False):
+        lines += ["Your LMS marked this submission late.", ""]
+    for g in getattr(r, "regrades", []):
+        why = f" ({g['reason']})" if g.get("reason") else ""
+        change = (f"your score for the exercises went from {num(g['old'])} to {num(g['new'])}" if g["old"] != g["new"]
+                  else "your score did not change")
+        lines += [f"Regraded on {g['at'][:10]}{why}: {change}.", ""]
     if r.attempts > 1:
         lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); "
                   "it is the one that counts.", ""]
     if r.notes:
-        lines += ["## Notes", ""] + [f"- {md_text(n)}" for n in r.notes] + [""]
+        lines += ["## Notes", ""] + [f"- {md_text(n)}" for n in dict.fromkeys(r.notes)] + [""]
     if r.tests:
         lines += ["| Exercise | Points | Result |", "|---|---|---|"]
         for t in r.tests:
             label = md_text(t.get("exercise") or t.get("grade_id") or "").replace("|", "/")
-            lines.append(f"| {label} | {num(t['points'])} / {num(t['max_points'])} | {md_text(t['status'])} |")
-    details = [t for t in r.tests if t["status"] not in ("passed", "not submitted") and t.get("message")]
+            pts = "–" if t["status"] == MANUAL_STATUS else num(t["points"])
+            lines.append(f"| {label} | {pts} / {num(t['max_points'])} | {md_text(t['status'])} |")
+    # A row that was not graded (unreadable, not submitted) has one reason, said once above.
+    details = [t for t in r.tests if t["status"] not in ("passed", "not submitted", MANUAL_STATUS, MARKED)
+               and t.get("message") and r.status == "graded"]
+    marked = [t for t in r.tests if t["status"] == MARKED and t.get("message")]
+    if marked:
+        lines += ["", "## Your written answers", ""]
+        for t in marked:
+            title = md_text(t.get("exercise") or t["grade_id"])
+            lines += [f"### {title} ({num(t['points'])} / {num(t['max_points'])})", ""]
+            lines += [f"> {md_text(line)}" if line.strip() else ">" for line in str(t["message"]).strip().splitlines()]
+            lines += [""]
     if details:
         lines += ["", "## What to look at", ""]
         for t in details:

@@ -14,9 +14,12 @@ Importing this module runs nothing.
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn as nn
 
+from course_lib._validate import check_int, is_int, is_number
 
 # ================================================================================================
 # Decoder-only generation
@@ -37,17 +40,16 @@ def _check_logits(name: str, logits) -> None:
 
 
 def _check_top_k(top_k) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be a positive int (how many of the most likely tokens to keep), got {top_k!r}")
+    check_int("top_k", top_k, what="how many of the most likely tokens to keep")
 
 
 def _check_top_p(top_p) -> None:
-    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0.0 < top_p <= 1.0:
+    if not is_number(top_p) or not 0.0 < top_p <= 1.0:
         raise ValueError(f"top_p must be a number in (0, 1] (the probability mass to keep), got {top_p!r}")
 
 
 def _check_temperature(temperature) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0.0:
+    if not is_number(temperature) or not temperature >= 0.0:
         raise ValueError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
 
 
@@ -139,22 +141,6 @@ def sample_next_token(
     return torch.multinomial(probs, num_samples=1, generator=generator).to(logits.device)  # (B, 1)
 
 
-def _block_size(model: nn.Module) -> int | None:
-    """The longest context the model takes: ``model.config.block_size`` or ``model.block_size``."""
-    size = getattr(getattr(model, "config", None), "block_size", None)
-    if size is None:
-        size = getattr(model, "block_size", None)
-    return size
-
-
-def _last_logits(out) -> torch.Tensor:
-    logits = out[0] if isinstance(out, (tuple, list)) else out  # GPT returns (logits, loss)
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 3:
-        got = f"shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(f"the model must return logits shaped (B, T, V) (or a tuple that starts with them), got {got}")
-    return logits[:, -1, :]  # (B, V): only the last position's distribution is used
-
-
 @torch.no_grad()
 def generate(
     model: nn.Module,
@@ -189,51 +175,79 @@ def generate(
     The model runs in eval mode (no dropout) and without gradients; afterwards every submodule is
     back in the train/eval mode it had.
     """
+    _check_generate(model, idx, max_new_tokens, temperature, top_k, top_p)
+    idx = idx.long()
+    if max_new_tokens == 0:
+        return idx.clone()
+    block_size = _block_size(model)
+    cache = model.new_kv_cache() if use_cache and hasattr(model, "new_kv_cache") else None
+    with _eval_mode(model):
+        logits = _last_logits(model, _window(idx, block_size), cache)  # (B, V); the prompt fills the cache
+        for step in range(max_new_tokens):
+            nxt = sample_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
+                                    generator=generator)  # (B, 1)
+            idx = torch.cat([idx, nxt.to(idx.device)], dim=1)  # (B, T + step + 1)
+            if step == max_new_tokens - 1:
+                break  # the last token needs no logits after it
+            if cache is not None and block_size is not None and idx.shape[1] > block_size:
+                cache = None  # past block_size a cache of absolute positions is stale: recompute the window
+            # With a cache only the new token goes in (the rest is cached); without, the whole window.
+            logits = _last_logits(model, nxt if cache is not None else _window(idx, block_size), cache)  # (B, V)
+    return idx
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module):
+    """Run the block with `model` in eval mode (dropout off), then put every submodule back in the
+    train/eval mode it had (even a model whose parts were in different modes)."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
+def _block_size(model: nn.Module) -> int | None:
+    """The longest context the model takes: ``model.config.block_size`` or ``model.block_size``."""
+    size = getattr(getattr(model, "config", None), "block_size", None)
+    if size is None:
+        size = getattr(model, "block_size", None)
+    return size
+
+
+def _window(idx: torch.Tensor, block_size: int | None) -> torch.Tensor:
+    return idx if block_size is None else idx[:, -block_size:]  # (B, <= block_size): the context the model sees
+
+
+def _last_logits(model: nn.Module, tokens: torch.Tensor, cache: list | None) -> torch.Tensor:
+    """The model's logits for the token after the last of `tokens` (B, T): (B, V)."""
+    out = model(tokens) if cache is None else model(tokens, kv_cache=cache)
+    logits = out[0] if isinstance(out, (tuple, list)) else out  # GPT returns (logits, loss)
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 3:
+        got = f"shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(f"the model must return logits shaped (B, T, V) (or a tuple that starts with them), got {got}")
+    return logits[:, -1, :]  # (B, V): only the last position's distribution is used
+
+
+def _check_generate(model, idx, max_new_tokens, temperature, top_k, top_p) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+    if (not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point or idx.dtype.is_complex
+            or idx.dtype == torch.bool):
         got = f"dtype {idx.dtype}" if isinstance(idx, torch.Tensor) else type(idx).__name__
         raise TypeError(f"idx must be a tensor of integer token ids shaped (B, T), got {got}")
     if idx.ndim != 2 or idx.shape[1] == 0:
         hint = "; for a single prompt use idx[None]" if idx.ndim == 1 else ""
-        raise ValueError(f"idx must be shaped (B, T) with at least one token per row, got shape {tuple(idx.shape)}{hint}")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+        raise ValueError(f"idx must be shaped (B, T) with at least one token per row, got shape "
+                         f"{tuple(idx.shape)}{hint}")
+    check_int("max_new_tokens", max_new_tokens, minimum=0)
     _check_temperature(temperature)
     if top_k is not None:
         _check_top_k(top_k)
     if top_p is not None:
         _check_top_p(top_p)
-    idx = idx.long()
-    if max_new_tokens == 0:
-        return idx.clone()
-
-    block_size = _block_size(model)
-    modes = [(module, module.training) for module in model.modules()]  # restored exactly at the end
-    model.eval()
-    try:
-        def window(seq: torch.Tensor) -> torch.Tensor:
-            return seq if block_size is None else seq[:, -block_size:]  # (B, <= block_size)
-
-        cache = model.new_kv_cache() if use_cache and hasattr(model, "new_kv_cache") else None
-        if cache is not None:
-            logits = _last_logits(model(window(idx), kv_cache=cache))  # (B, V): the prompt fills the cache
-        else:
-            logits = _last_logits(model(window(idx)))  # (B, V)
-        for step in range(max_new_tokens):
-            nxt = sample_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)  # (B, 1)
-            idx = torch.cat([idx, nxt.to(idx.device)], dim=1)  # (B, T + step + 1)
-            if step == max_new_tokens - 1:
-                break  # the last token needs no logits after it
-            if cache is not None and (block_size is None or idx.shape[1] <= block_size):
-                logits = _last_logits(model(nxt, kv_cache=cache))  # (B, V): one new token, the rest cached
-            else:
-                cache = None  # past block_size a cache of absolute positions is stale: recompute the window
-                logits = _last_logits(model(window(idx)))  # (B, V)
-    finally:
-        for module, mode in modes:
-            module.training = mode
-    return idx
 
 
 # ================================================================================================
@@ -279,8 +293,9 @@ def _seq2seq_ids(model: nn.Module, src) -> tuple[int, int, int, int]:
 def _check_max_len(max_len, limit: int) -> int:
     if max_len is None:
         return limit
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or not 1 <= max_len <= limit:
-        raise ValueError(f"max_len must be an int from 1 to the model's max_len={limit} (tokens after <bos>), got {max_len!r}")
+    if not is_int(max_len) or not 1 <= max_len <= limit:
+        raise ValueError(f"max_len must be an int from 1 to the model's max_len={limit} (tokens after <bos>), "
+                         f"got {max_len!r}")
     return max_len
 
 
@@ -325,9 +340,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = Non
     """
     bos, eos, pad, limit = _seq2seq_ids(model, src)
     max_len = _check_max_len(max_len, limit - 1)
-    was_training = model.training
-    model.eval()
-    try:
+    with _eval_mode(model):
         memory = model.encode(src)  # (B, S, C): the source is encoded once
         memory_kv, cache = _caches(model, memory, use_cache)  # keys and values computed once, kept
         B = src.shape[0]
@@ -344,8 +357,6 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = Non
             done |= best == eos
             if bool(done.all()):
                 break
-    finally:
-        model.train(was_training)
     return tokens, log_prob
 
 
@@ -370,13 +381,10 @@ def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len
     """
     bos, eos, pad, limit = _seq2seq_ids(model, src)
     max_len = _check_max_len(max_len, limit - 1)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
+    check_int("beam_size", beam_size)
+    if not is_number(length_penalty) or length_penalty < 0:
         raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
-    was_training = model.training
-    model.eval()
-    try:
+    with _eval_mode(model):
         B, K, device = src.shape[0], beam_size, src.device
         memory = model.encode(src)  # (B, S, C): once per source, not once per hypothesis
         memory_kv, cache = _caches(model, memory, use_cache)  # per layer (k, v), (B, n_heads, S, head_dim)
@@ -415,8 +423,6 @@ def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len
         best = rank.argmax(dim=-1)  # (B,)
         rows = best + torch.arange(B, device=device) * K  # (B,)
         return tokens[rows], scores.gather(1, best[:, None])[:, 0]
-    finally:
-        model.train(was_training)
 
 
 @torch.no_grad()
@@ -427,12 +433,8 @@ def sequence_log_prob(model: nn.Module, src: torch.Tensor, tokens: torch.Tensor)
     the sum runs over every token after <bos> up to and including the first <eos> (padding adds nothing).
     """
     bos, eos, pad, _ = _seq2seq_ids(model, src)
-    was_training = model.training
-    model.eval()
-    try:
+    with _eval_mode(model):
         logits = model(src, tokens[:, :-1])  # (B, L, V): position t predicts tokens[:, t + 1]
         logp = torch.log_softmax(logits.float(), dim=-1).gather(2, tokens[:, 1:, None])[..., 0]  # (B, L)
         real = tokens[:, 1:] != pad  # (B, L)
         return (logp * real).sum(dim=1)  # (B,)
-    finally:
-        model.train(was_training)

@@ -11,11 +11,12 @@ the feed-forward network.
   It matches `torch.nn.RMSNorm(d, eps=eps)`.
 - `FeedForward(d_model)` is the position-wise network d_model -> d_ff -> d_model with ReLU or GELU
   in between, applied to every position separately with the same weights.
-- `TransformerBlock` wires self-attention, optional cross-attention and the feed-forward network
-  with residual connections, pre-norm (``x + f(norm(x))``) or post-norm (``norm(x + f(x))``). With
-  the same weights it computes exactly what `torch.nn.TransformerEncoderLayer` (self-attention
-  only) and `torch.nn.TransformerDecoderLayer` (``cross_attention=True``) compute with
-  ``batch_first=True``; `copy_torch_weights` copies such a layer's weights into a block.
+- `EncoderBlock` wires self-attention and the feed-forward network with residual connections,
+  pre-norm (``x + f(norm(x))``) or post-norm (``norm(x + f(x))``); it is also GPT's block (with a
+  causal mask). `DecoderBlock` adds cross-attention into an encoder's output between the two. With
+  the same weights they compute exactly what `torch.nn.TransformerEncoderLayer` and
+  `torch.nn.TransformerDecoderLayer` compute with ``batch_first=True``; `copy_torch_weights` copies
+  such a layer's weights into a block.
 
 Masks follow the course's convention: boolean, **True = may attend** (torch's transformer layers
 use the opposite, True = blocked).
@@ -28,9 +29,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from course_lib._validate import check_int
 from course_lib.attention import MultiHeadAttention
 
-__all__ = ["LayerNorm", "RMSNorm", "FeedForward", "TransformerBlock", "copy_torch_weights"]
+__all__ = ["LayerNorm", "RMSNorm", "FeedForward", "EncoderBlock", "DecoderBlock", "copy_torch_weights"]
 
 
 def _check_last_dim(name: str, x, d: int) -> None:
@@ -53,15 +55,12 @@ class LayerNorm(nn.Module):
     ``bias=False`` drops the learned bias, but the mean is still subtracted.
 
     ``fused=True`` computes the same numbers with torch's one-kernel ``F.layer_norm`` (faster, and what
-    lesson 11's GPT uses; tests check the two agree, forward and backward). It is an attribute that
-    can be flipped after construction.
+    lesson 11's GPT uses; tests check the two agree, forward and backward).
     """
 
     def __init__(self, d: int, eps: float = 1e-5, bias: bool = True, fused: bool = False):
         super().__init__()
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise ValueError(f"d must be a positive int (the number of features to normalise), got {d!r}")
-        self.d = d  # number of features normalised together
+        self.d = check_int("d", d, what="the number of features to normalise")  # features normalised together
         self.eps = eps  # added to the variance inside the square root
         self.weight = nn.Parameter(torch.ones(d))  # (d,) gain, starts at 1
         self.bias = nn.Parameter(torch.zeros(d)) if bias else None  # (d,) shift, starts at 0
@@ -92,9 +91,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d: int, eps: float = 1e-6):
         super().__init__()
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise ValueError(f"d must be a positive int (the number of features to normalise), got {d!r}")
-        self.d = d  # number of features normalised together
+        self.d = check_int("d", d, what="the number of features to normalise")  # features normalised together
         self.eps = eps  # added to the mean square inside the square root
         self.weight = nn.Parameter(torch.ones(d))  # (d,) gain, starts at 1
 
@@ -111,12 +108,13 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}  # GELU here is the exact (erf) 
 
 
 class FeedForward(nn.Module):
-    """The position-wise feed-forward network: lin2(dropout(activation(lin1(x)))).
+    """The position-wise feed-forward network: linear2(dropout(activation(linear1(x)))).
 
     Every position goes through the same two linear maps, d_model -> d_ff -> d_model, on its own:
     positions do not mix here (attention does that). The element-wise activation in the middle is
     the non-linearity that attention's value path lacks. d_ff defaults to 4 · d_model, as in the
-    original transformer (512 -> 2048 -> 512).
+    original transformer (512 -> 2048 -> 512). The two maps are named ``linear1`` and ``linear2``, as
+    in torch's transformer layers.
     """
 
     def __init__(
@@ -129,47 +127,27 @@ class FeedForward(nn.Module):
         self.d_model = d_model  # input and output width
         self.d_ff = d_ff  # hidden width
         self.activation = activation  # name of the element-wise non-linearity
-        self.lin1 = nn.Linear(d_model, d_ff, bias=bias)
-        self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)  # on the hidden activations, as in torch's layers
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_last_dim("FeedForward", x, self.d_model)
-        h = _ACTIVATIONS[self.activation](self.lin1(x))  # (..., d_model) -> (..., d_ff)
-        return self.lin2(self.dropout(h))  # (..., d_ff) -> (..., d_model)
+        h = _ACTIVATIONS[self.activation](self.linear1(x))  # (..., d_model) -> (..., d_ff)
+        return self.linear2(self.dropout(h))  # (..., d_ff) -> (..., d_model)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
 
 
-class TransformerBlock(nn.Module):
-    """One transformer layer: self-attention, optional cross-attention, feed-forward network.
+class _Block(nn.Module):
+    """What an encoder's and a decoder's block share: their settings, and their parts built in
+    torch's order and under torch's names. Self-attention ``self_attn``, the decoder's
+    cross-attention ``cross_attn``, the feed-forward network ``ff``, then one LayerNorm and one
+    dropout per sub-layer (``norm1``, ``norm2``, ...; ``dropout1``, ``dropout2``, ...).
+    `EncoderBlock` and `DecoderBlock` wire them in their ``forward``."""
 
-    Sub-layers run in torch's order, each wrapped in a residual connection and a LayerNorm:
-
-    - pre-norm (``norm_first=True``, GPT-2 and most modern models): ``x = x + dropout(f(norm(x)))``;
-    - post-norm (``norm_first=False``, the 2017 paper's "Add & Norm"): ``x = norm(x + dropout(f(x)))``.
-
-    Submodule names follow torch's layers so weights map one to one:
-
-    - self-attention only (like `nn.TransformerEncoderLayer`): ``self_attn`` with ``norm1`` and
-      ``dropout1``; ``ff`` with ``norm2`` and ``dropout2``; ``cross_attn``, ``norm3`` and
-      ``dropout3`` are None.
-    - ``cross_attention=True`` (like `nn.TransformerDecoderLayer`): ``self_attn`` with ``norm1`` /
-      ``dropout1``; ``cross_attn`` with ``norm2`` / ``dropout2``; ``ff`` with ``norm3`` / ``dropout3``.
-
-    ``dropout`` is used on each sub-layer's output (before the residual add), on the attention
-    weights and inside the feed-forward network, as torch does. It is active only in training mode.
-
-    ``forward(x, mask=None, *, context=None, context_mask=None, cache=None, context_kv=None)``:
-    x ``(B, T, d_model)``;
-    ``mask`` (True = may attend) for the self-attention, e.g. ``causal_mask(T)``; ``context``
-    ``(B, T_ctx, d_model)`` (e.g. the encoder's output) and ``context_mask`` for the
-    cross-attention, required when ``cross_attention=True``; ``cache`` (an ``attention.KVCache``)
-    is handed to the self-attention; ``context_kv``, the context's keys and values computed once by
-    ``cross_attn.context_keys_values(context)``, is handed to the cross-attention (for decoding,
-    where the context stays the same at every step). Returns ``(B, T, d_model)``.
-    """
+    cross_attention = False  # True for a decoder's block: a third sub-layer, attention to the memory
 
     def __init__(
         self,
@@ -179,74 +157,131 @@ class TransformerBlock(nn.Module):
         dropout: float = 0.0,
         *,
         norm_first: bool = True,
-        cross_attention: bool = False,
         activation: str = "relu",
         bias: bool = True,
         norm_eps: float = 1e-5,
+        keep_weights: bool = True,
+        fused_norm: bool = False,
     ):
         super().__init__()
         self.d_model = d_model  # width of the residual stream, C
         self.norm_first = norm_first  # True: pre-norm, False: post-norm (Add & Norm)
-        self.has_cross_attention = cross_attention  # whether the block also attends to a context
-        self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias, dropout=dropout) if cross_attention else None
+        attention = dict(bias=bias, dropout=dropout, keep_weights=keep_weights)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, **attention)
+        if self.cross_attention:  # queries from the block's input, keys and values from the memory
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, **attention)
         self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
-        self.norm1 = LayerNorm(d_model, eps=norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=norm_eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=norm_eps, bias=bias) if cross_attention else None
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout) if cross_attention else None
+        n_sublayers = 3 if self.cross_attention else 2
+        for i in range(1, n_sublayers + 1):  # norm1, norm2 (, norm3): one per sub-layer, in the order they run
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=norm_eps, bias=bias, fused=fused_norm))
+        for i in range(1, n_sublayers + 1):  # dropout1, dropout2 (, dropout3): on each sub-layer's output
+            setattr(self, f"dropout{i}", nn.Dropout(dropout))
 
-    def _self_attention(self, h: torch.Tensor, mask, cache) -> torch.Tensor:
-        if cache is None:  # older MultiHeadAttention versions have no `cache` keyword
-            return self.self_attn(h, mask=mask)  # (B, T, C)
-        return self.self_attn(h, mask=mask, cache=cache)  # (B, T, C)
+    def _sa_block(self, x: torch.Tensor, mask: torch.Tensor | None, cache) -> torch.Tensor:
+        return self.dropout1(self.self_attn(x, mask=mask, cache=cache))  # (B, T, C)
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}"
+
+
+class EncoderBlock(_Block):
+    """One encoder layer: self-attention, then the feed-forward network (`nn.TransformerEncoderLayer`).
+
+    ``EncoderBlock(d_model, n_heads, d_ff=None, dropout=0.0, *, norm_first=True, activation="relu",
+    bias=True, norm_eps=1e-5, keep_weights=True, fused_norm=False)``.
+
+    It is also the block of a decoder-only model such as GPT: the same two sub-layers, with a causal
+    mask (and a KV cache when generating). Each sub-layer is wrapped in a residual connection and a
+    LayerNorm, in one of two ways:
+
+    - pre-norm (``norm_first=True``, GPT-2 and most modern models): ``x = x + dropout(f(norm(x)))``;
+    - post-norm (``norm_first=False``, the 2017 paper's "Add & Norm"): ``x = norm(x + dropout(f(x)))``.
+
+    Submodules: ``self_attn`` with ``norm1`` and ``dropout1``; ``ff`` (whose ``linear1`` and
+    ``linear2`` are torch's) with ``norm2`` and ``dropout2``: torch's names, so `copy_torch_weights`
+    maps weights one to one. ``dropout`` is used on each sub-layer's output (before the residual add),
+    on the attention weights and inside the feed-forward network, as torch does; it is active only in
+    training mode. ``d_ff`` (torch's ``dim_feedforward``) defaults to 4 · d_model.
+
+    Fast paths, chosen once when the block is built: ``keep_weights=False`` runs torch's fused
+    attention kernel (the same numbers, no weights kept on ``self_attn.last_weights``) and
+    ``fused_norm=True`` torch's one-kernel ``F.layer_norm``; lesson 11's GPT uses both.
+
+    ``forward(x, mask=None, *, cache=None)``: x ``(B, T, d_model)``; ``mask`` (True = may attend) for
+    the self-attention, e.g. ``causal_mask(T)`` or a key-padding mask; ``cache``, an
+    ``attention.KVCache`` for the self-attention (generation). Returns ``(B, T, d_model)``.
+    """
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
+        _check_stream("x", x, self.d_model)
+        if self.norm_first:  # pre-norm: x + f(norm(x)), the residual stream itself is never normalised
+            x = x + self._sa_block(self.norm1(x), mask, cache)  # (B, T, C)
+            x = x + self._ff_block(self.norm2(x))  # (B, T, C)
+        else:  # post-norm ("Add & Norm"): norm(x + f(x)), every residual sum is normalised
+            x = self.norm1(x + self._sa_block(x, mask, cache))  # (B, T, C)
+            x = self.norm2(x + self._ff_block(x))  # (B, T, C)
+        return x
+
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout2(self.ff(x))  # (B, T, C)
+
+
+class DecoderBlock(_Block):
+    """One decoder layer of an encoder-decoder: causal self-attention, cross-attention into the
+    encoder's output (the "memory"), then the feed-forward network (`nn.TransformerDecoderLayer`).
+
+    Built with `EncoderBlock`'s arguments. The wiring is `EncoderBlock`'s (pre- or post-norm, dropout
+    on each sub-layer's output) with one more sub-layer in the middle: the target's positions ask
+    (queries) and the memory's positions answer (keys and values). Submodules, as torch names them:
+    ``self_attn`` with ``norm1`` / ``dropout1``; ``cross_attn`` (torch's ``multihead_attn``) with
+    ``norm2`` / ``dropout2``; ``ff`` with ``norm3`` / ``dropout3``. The fast paths ``keep_weights``
+    and ``fused_norm`` are `EncoderBlock`'s.
+
+    ``forward(x, memory, mask=None, memory_mask=None, *, cache=None, memory_kv=None)``: x
+    ``(B, T, d_model)`` the target so far; memory ``(B, S, d_model)``; ``mask`` (True = may attend)
+    for the self-attention, e.g. ``causal_mask(T)``; ``memory_mask`` for the cross-attention, e.g. the
+    source's key padding ``(B, 1, 1, S)``; ``cache``, an ``attention.KVCache`` for the self-attention;
+    ``memory_kv``, the memory's keys and values computed once by
+    ``cross_attn.context_keys_values(memory)`` (the memory stays the same at every decoding step).
+    Returns ``(B, T, d_model)``.
+    """
+
+    cross_attention = True  # self-attention, cross-attention, the feed-forward network
 
     def forward(
         self,
         x: torch.Tensor,
+        memory: torch.Tensor,
         mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
         *,
-        context: torch.Tensor | None = None,
-        context_mask: torch.Tensor | None = None,
         cache=None,
-        context_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+        memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
-            got = f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must be shaped (B, T, d_model={self.d_model}), got {got}")
-        if self.cross_attn is not None and context is None:
-            raise ValueError(
-                "this block has cross-attention (cross_attention=True): pass context=, the (B, T_ctx, d_model) "
-                "sequence to attend to (e.g. the encoder's output)"
-            )
-        if self.cross_attn is None and (context is not None or context_mask is not None or context_kv is not None):
-            raise ValueError(
-                "this block has no cross-attention (cross_attention=False), so context= and context_mask= "
-                "cannot be used; build it with cross_attention=True"
-            )
-
-        if self.norm_first:  # pre-norm: x + f(norm(x)), the residual stream itself is never normalised
-            x = x + self.dropout1(self._self_attention(self.norm1(x), mask, cache))  # (B, T, C)
-            if self.cross_attn is not None:
-                x = x + self.dropout2(self.cross_attn(self.norm2(x), context=context, mask=context_mask,
-                                                      context_kv=context_kv))  # (B, T, C)
-                x = x + self.dropout3(self.ff(self.norm3(x)))  # (B, T, C)
-            else:
-                x = x + self.dropout2(self.ff(self.norm2(x)))  # (B, T, C)
-        else:  # post-norm ("Add & Norm"): norm(x + f(x)), every residual sum is normalised
-            x = self.norm1(x + self.dropout1(self._self_attention(x, mask, cache)))  # (B, T, C)
-            if self.cross_attn is not None:
-                x = self.norm2(x + self.dropout2(self.cross_attn(x, context=context, mask=context_mask,
-                                                                 context_kv=context_kv)))  # (B, T, C)
-                x = self.norm3(x + self.dropout3(self.ff(x)))  # (B, T, C)
-            else:
-                x = self.norm2(x + self.dropout2(self.ff(x)))  # (B, T, C)
+        _check_stream("x", x, self.d_model)
+        if self.norm_first:  # pre-norm: x + f(norm(x))
+            x = x + self._sa_block(self.norm1(x), mask, cache)  # (B, T, C)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_kv)  # (B, T, C)
+            x = x + self._ff_block(self.norm3(x))  # (B, T, C)
+        else:  # post-norm ("Add & Norm"): norm(x + f(x))
+            x = self.norm1(x + self._sa_block(x, mask, cache))  # (B, T, C)
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_kv))  # (B, T, C)
+            x = self.norm3(x + self._ff_block(x))  # (B, T, C)
         return x
 
-    def extra_repr(self) -> str:
-        return f"norm_first={self.norm_first}, cross_attention={self.has_cross_attention}"
+    def _mha_block(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None,
+                   memory_kv) -> torch.Tensor:
+        # the target asks, the memory answers: (B, T, C) queries against (B, S, C) keys and values
+        return self.dropout2(self.cross_attn(x, memory, memory_mask, context_kv=memory_kv))  # (B, T, C)
+
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout3(self.ff(x))  # (B, T, C)
+
+
+def _check_stream(name: str, x, d_model: int) -> None:
+    if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
+        got = f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be shaped (B, T, d_model={d_model}), got {got}")
 
 
 def _copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
@@ -265,31 +300,28 @@ def _copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> 
 
 
 @torch.no_grad()
-def copy_torch_weights(block: TransformerBlock, layer: nn.Module) -> TransformerBlock:
-    """Copy the weights of a `nn.TransformerEncoderLayer` / `nn.TransformerDecoderLayer` into `block`.
+def copy_torch_weights(block: EncoderBlock | DecoderBlock, layer: nn.Module) -> EncoderBlock | DecoderBlock:
+    """Copy the weights of a `nn.TransformerEncoderLayer` into an `EncoderBlock`, or of a
+    `nn.TransformerDecoderLayer` into a `DecoderBlock`.
 
-    The block must have the same shape (d_model, d_ff, bias) and, for a decoder layer,
-    ``cross_attention=True``. Returns the block. Norm-first, activation and eps are not weights:
-    build the block with the layer's settings.
+    The block must have the same shape (d_model, d_ff, bias). Returns the block. Norm-first,
+    activation and eps are not weights: build the block with the layer's settings.
     """
-    is_decoder = isinstance(layer, nn.TransformerDecoderLayer)
-    if not is_decoder and not isinstance(layer, nn.TransformerEncoderLayer):
-        raise TypeError(f"expected nn.TransformerEncoderLayer or nn.TransformerDecoderLayer, got {type(layer).__name__}")
-    if is_decoder != (block.cross_attn is not None):
-        raise ValueError(
-            f"a {type(layer).__name__} needs a block with cross_attention={is_decoder}, "
-            f"got one with cross_attention={block.cross_attn is not None}"
-        )
+    kinds = {nn.TransformerEncoderLayer: EncoderBlock, nn.TransformerDecoderLayer: DecoderBlock}
+    if type(layer) not in kinds:
+        raise TypeError(f"expected nn.TransformerEncoderLayer or nn.TransformerDecoderLayer, "
+                        f"got {type(layer).__name__}")
+    if not isinstance(block, kinds[type(layer)]):
+        raise TypeError(f"the weights of nn.{type(layer).__name__} go into layers.{kinds[type(layer)].__name__}, "
+                        f"not into {type(block).__name__}")
+    decoder = isinstance(block, DecoderBlock)
     _copy_attention(block.self_attn, layer.self_attn)
-    if is_decoder:
+    if decoder:
         _copy_attention(block.cross_attn, layer.multihead_attn)
-    for ours, theirs in [(block.ff.lin1, layer.linear1), (block.ff.lin2, layer.linear2)]:
-        ours.weight.copy_(theirs.weight)
-        if theirs.bias is not None:
-            ours.bias.copy_(theirs.bias)
-    norms = ["norm1", "norm2", "norm3"] if is_decoder else ["norm1", "norm2"]
-    for name in norms:
-        ours, theirs = getattr(block, name), getattr(layer, name)
+    # (ours, torch's): the same names but for the feed-forward network, which is a module of its own here
+    pairs = [("ff.linear1", "linear1"), ("ff.linear2", "linear2"), ("norm1", "norm1"), ("norm2", "norm2")]
+    for ours_name, theirs_name in pairs + ([("norm3", "norm3")] if decoder else []):
+        ours, theirs = block.get_submodule(ours_name), layer.get_submodule(theirs_name)
         ours.weight.copy_(theirs.weight)
         if theirs.bias is not None:
             ours.bias.copy_(theirs.bias)

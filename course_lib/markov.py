@@ -2,7 +2,6 @@
 model with skips lives in `skips.py`."""
 from __future__ import annotations
 
-
 # --- Markov chains (lesson 02) -------------------------------------------------------------------
 #
 # A Markov chain of order n predicts the next token from the last n tokens only, with probabilities
@@ -16,19 +15,20 @@ from __future__ import annotations
 #     command starts with show").
 # With a single boundary token the first-order transition matrix is square, (V, V), over the words
 # plus "<end>", and EVERY row sums to 1: each token seen in training has at least one successor.
-
 import math
 from collections import Counter
 from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 
+from course_lib._validate import is_int, is_number
+
 END = "<end>"  # the sentence boundary: appended after each sentence, padded before it
 UNK = "<unk>"  # what `replace_unknown` puts in place of out-of-vocabulary words
 
 
 def _check_order(order) -> int:
-    if isinstance(order, bool) or not isinstance(order, (int, np.integer)):
+    if not is_int(order):
         raise TypeError(f"order must be an int (1 for a first-order chain), got {type(order).__name__} {order!r}")
     if order < 1:
         raise ValueError(f"order must be at least 1 (the number of previous tokens used), got {order}")
@@ -92,7 +92,7 @@ class MarkovChain:
 
     def __init__(self, order: int = 1, smoothing: float = 0.0):
         self.order = _check_order(order)
-        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float, np.integer, np.floating)):
+        if not is_number(smoothing):
             raise TypeError(f"smoothing must be a number k >= 0, got {type(smoothing).__name__} {smoothing!r}")
         if not (smoothing >= 0 and math.isfinite(smoothing)):
             raise ValueError(f"smoothing must be a finite number k >= 0, got {smoothing}")
@@ -338,7 +338,7 @@ def table_entries(vocab_size: int, order: int) -> int:
     125000000000000
     """
     order = _check_order(order)
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
+    if not is_int(vocab_size) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
     return int(vocab_size) ** order * int(vocab_size)
 
@@ -375,7 +375,7 @@ def bigram_counts(ids, vocab_size: int) -> np.ndarray:
     >>> bigram_counts([0, 1, 1, 0], 2).tolist()
     [[0.0, 1.0], [1.0, 1.0]]
     """
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
+    if not is_int(vocab_size) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
     arr = _ids(ids, vocab_size)
     V = int(vocab_size)
@@ -392,7 +392,7 @@ def add_k_probabilities(counts, k: float = 0.0) -> np.ndarray:
     c = np.asarray(counts, dtype=float)
     if c.ndim != 2 or c.shape[0] != c.shape[1]:
         raise ValueError(f"counts must be a square (V, V) table, got shape {c.shape}")
-    if isinstance(k, bool) or not isinstance(k, (int, float, np.floating, np.integer)) or k < 0:
+    if not is_number(k) or k < 0:
         raise ValueError(f"k must be a number >= 0, got {k!r}")
     totals = c.sum(axis=1, keepdims=True) + k * c.shape[1]  # (V, 1)
     if np.any(totals == 0):

@@ -1,14 +1,17 @@
-"""Whole models assembled from the pieces in `layers`: the encoder-decoder transformer of lesson 10
-and the decoder-only GPT of lesson 11.
+"""Whole models assembled from the pieces in `layers`, in lesson order: the encoder-decoder
+transformer of lesson 10, then the decoder-only GPT of lesson 11.
 
 Sections:
 
-- "Encoder-decoder": `TransformerEncoder`, `TransformerDecoder`, `Seq2SeqTransformer` (lesson 10);
+- "Encoder-decoder": `Seq2SeqConfig`, `TransformerEncoder`, `TransformerDecoder`,
+  `Seq2SeqTransformer` (lesson 10), and `copy_from_torch_transformer`, which gives it the weights of a
+  `torch.nn.Transformer` (the reference for tests);
 - "GPT": `GPTConfig`, `GPT`, the parameter and FLOP counts of a GPT (lesson 11), and `BuiltinGPT`, the
   same architecture from torch's own layers (the reference for tests and benchmarks).
 
-Shapes use the vocabulary of `course_lib.attention`: ``B`` batch, ``T`` positions, ``C`` = ``n_embd``
-= ``d_model`` features per position, ``V`` vocabulary size.
+Shapes use the vocabulary of `course_lib.attention`: ``B`` batch, ``T`` positions (``S`` for a
+source), ``C`` = ``d_model`` (a GPT config calls it ``n_embd``) features per position, ``V``
+vocabulary size.
 
 Importing this module runs nothing.
 """
@@ -21,275 +24,35 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_lib import attention, layers
+from course_lib import attention, layers, positional
+from course_lib._validate import check_int, is_int, is_number
 
 
-# ================================================================================================
-# GPT
-# ================================================================================================
-#
-# A decoder-only language model (GPT-2's layout, as in nanoGPT and minGPT):
-#
-#     idx (B, T) token ids
-#       -> token embedding + position embedding            (B, T, C)
-#       -> n_layer pre-norm TransformerBlocks, causal mask  (B, T, C)
-#       -> final LayerNorm                                  (B, T, C)
-#       -> lm_head, the "de-embedding" C -> V               (B, T, V) logits
-#
-# Position t's logits are the model's distribution for token t + 1, computed from tokens 0..t only.
+def _expect_config(model: nn.Module, config, kind: type):
+    """`config` if it is a `kind`, else a TypeError that shows how a model is built."""
+    if not isinstance(config, kind):
+        name = type(model).__name__
+        raise TypeError(f"{name} expects a {kind.__name__}, got {type(config).__name__}: build it as "
+                        f"{name}({kind.__name__}(...))")
+    return config
 
 
-def _positive_int(owner: str, name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}.{name} must be a positive int, got {value!r}")
-
-
-@dataclass
-class GPTConfig:
-    """The shape of a GPT. The defaults are nanoGPT's small CPU recipe for character-level Tiny
-    Shakespeare (about 0.8 million parameters)."""
-
-    vocab_size: int = 65  # V: number of distinct tokens (Tiny Shakespeare has 65 characters)
-    block_size: int = 64  # longest context in tokens; the learned position table has this many rows
-    n_layer: int = 4  # number of transformer blocks, each with its own weights
-    n_head: int = 4  # attention heads per block; n_embd must be a multiple of it
-    n_embd: int = 128  # C = d_model: width of every token's vector in the residual stream
-    dropout: float = 0.0  # dropout on embeddings, attention weights and sub-layer outputs (training only)
-    bias: bool = True  # biases in the Linear layers and LayerNorms (GPT-2 has them; nanoGPT's recipe does not)
-    tie_weights: bool = False  # use the token embedding matrix as the de-embedding too (one V x C matrix)
-
-    def __post_init__(self):
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            _positive_int("GPTConfig", name, getattr(self, name))
-        if self.n_embd % self.n_head != 0:
-            raise ValueError(
-                f"GPTConfig.n_embd must be a multiple of n_head (each head gets n_embd // n_head features), "
-                f"got n_embd={self.n_embd} and n_head={self.n_head}"
-            )
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"GPTConfig.dropout must be a number in [0, 1), got {self.dropout!r}")
-        for name in ("bias", "tie_weights"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"GPTConfig.{name} must be True or False, got {getattr(self, name)!r}")
-
-
-class GPT(nn.Module):
-    """A decoder-only transformer language model.
-
-    ``forward(idx, targets=None, *, kv_cache=None) -> (logits, loss)``:
-
-    - idx: ``(B, T)`` integer token ids, ``T <= block_size``;
-    - targets: optional ``(B, T)`` token ids, the token that follows each position (``-100`` = no
-      loss there); ``loss`` is the mean cross-entropy over the positions, or None without targets;
-    - kv_cache: optional list of `attention.KVCache`, one per block, from `new_kv_cache`. The
-      keys and values of ``idx`` are appended to it and ``idx`` is placed at the positions after
-      the cached ones, so a sequence can be fed one token at a time (see `generation.generate`).
-
-    Returns logits ``(B, T, V)``: row t is the (unnormalised) distribution of the token after
-    position t, computed from tokens 0..t only (a causal mask; a later token never changes it).
-
-    Submodules: ``tok_emb`` (V x C), ``pos_emb`` (block_size x C), ``drop``, ``blocks`` (n_layer
-    pre-norm `layers.TransformerBlock` with GELU), ``ln_f`` (the final LayerNorm), ``lm_head``
-    (C -> V, no bias; with ``tie_weights`` its weight *is* ``tok_emb.weight``).
-    """
-
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        if not isinstance(config, GPTConfig):
-            raise TypeError(f"GPT expects a GPTConfig, got {type(config).__name__}; e.g. GPT(GPTConfig(vocab_size=65))")
-        self.config = config
-        C = config.n_embd
-        self.tok_emb = nn.Embedding(config.vocab_size, C)  # token id -> vector, (V, C)
-        self.pos_emb = nn.Embedding(config.block_size, C)  # position -> vector, (block_size, C): learned, absolute
-        self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(
-            layers.TransformerBlock(
-                C, config.n_head, 4 * C, config.dropout, norm_first=True, activation="gelu", bias=config.bias
-            )
-            for _ in range(config.n_layer)
+def _check_config(config, sizes: tuple[str, ...], *, width: str, heads: str, switches: tuple[str, ...]) -> None:
+    """The checks every model config needs: its `sizes` are positive ints, the `width` splits evenly
+    into `heads`, ``dropout`` is a rate in [0, 1), and its `switches` are True or False."""
+    owner = type(config).__name__
+    for name in sizes:
+        check_int(f"{owner}.{name}", getattr(config, name))
+    if getattr(config, width) % getattr(config, heads) != 0:
+        raise ValueError(
+            f"{owner}.{width} must be a multiple of {heads} (each head gets {width} // {heads} features), "
+            f"got {width}={getattr(config, width)} and {heads}={getattr(config, heads)}"
         )
-        self.ln_f = layers.LayerNorm(C, bias=config.bias)  # pre-norm blocks leave the stream unnormalised: do it once at the end
-        # The de-embedding: one score per vocabulary entry, a dot product of the final vector with
-        # that token's row of a (V, C) matrix, the same shape as the token embedding.
-        self.lm_head = nn.Linear(C, config.vocab_size, bias=False)
-        if config.tie_weights:
-            # One matrix both ways: a token's input vector is also the direction that predicts it.
-            # Saves V x C parameters (most of a small-vocabulary model's embedding cost is elsewhere,
-            # but for GPT-2's 50,257 tokens it is 38 million).
-            self.lm_head.weight = self.tok_emb.weight
-        self._init_weights()
-        for block in self.blocks:
-            # Fast path: F.scaled_dot_product_attention (same numbers, no (T, T) weights kept).
-            # Set `block.self_attn.keep_weights = True` to keep the weights for plotting.
-            block.self_attn.keep_weights = False
-        for module in self.modules():
-            if isinstance(module, layers.LayerNorm):
-                module.fused = True  # F.layer_norm: the same numbers as the from-scratch LayerNorm, one kernel
-
-    @torch.no_grad()
-    def _init_weights(self) -> None:
-        """GPT-2's initialisation: every weight matrix and embedding N(0, 0.02), biases 0, LayerNorms
-        (1, 0). The projections that write into the residual stream (attention's w_o and the FFN's
-        lin2) get std 0.02 / sqrt(2 * n_layer): 2 * n_layer of them add up along the stream, so the
-        stream's variance does not grow with depth. Small weights also make the first logits nearly
-        equal, so the loss starts near ln(V)."""
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                module.weight.normal_(0.0, 0.02)
-                if getattr(module, "bias", None) is not None:
-                    module.bias.zero_()
-        residual_std = 0.02 / math.sqrt(2 * self.config.n_layer)
-        for block in self.blocks:
-            block.self_attn.w_o.weight.normal_(0.0, residual_std)
-            block.ff.lin2.weight.normal_(0.0, residual_std)
-
-    def new_kv_cache(self) -> list:
-        """An empty key/value cache for generation: one `attention.KVCache` per block."""
-        return [attention.KVCache() for _ in self.blocks]
-
-    def _check_idx(self, idx, past: int) -> None:
-        if not isinstance(idx, torch.Tensor):
-            raise TypeError(f"idx must be a torch.Tensor of token ids shaped (B, T), got {type(idx).__name__}")
-        if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
-            raise TypeError(f"idx must hold integer token ids (torch.long), got dtype {idx.dtype}")
-        if idx.ndim != 2 or idx.shape[1] == 0:
-            hint = "; for a single sequence use idx[None]" if idx.ndim == 1 else ""
-            raise ValueError(f"idx must be shaped (B, T) with T >= 1, got shape {tuple(idx.shape)}{hint}")
-        T, block_size = idx.shape[1], self.config.block_size
-        if past + T > block_size:
-            where = f" after {past} cached positions" if past else ""
-            raise ValueError(
-                f"cannot run a sequence of {T} tokens{where}: that makes {past + T} positions, but block_size "
-                f"is {block_size} (the position table has {block_size} rows); crop the context to its last "
-                f"{block_size - past} tokens (generation.generate does this)"
-            )
-        # Reading the ids costs a host synchronisation on a GPU, but an out-of-range id there would
-        # otherwise end in a device-side assert instead of a sentence. (The meta device has no values.)
-        if idx.device.type != "meta" and (int(idx.min()) < 0 or int(idx.max()) >= self.config.vocab_size):
-            raise ValueError(
-                f"token ids must be in 0..{self.config.vocab_size - 1} (vocab_size={self.config.vocab_size}), "
-                f"got ids from {int(idx.min())} to {int(idx.max())}"
-            )
-
-    def forward(
-        self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, kv_cache: list | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        past = 0
-        if kv_cache is not None:
-            if not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != len(self.blocks):
-                got = f"a {type(kv_cache).__name__} of length {len(kv_cache)}" if isinstance(kv_cache, (list, tuple)) else type(kv_cache).__name__
-                raise ValueError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from new_kv_cache()), got {got}")
-            past = len(kv_cache[0])  # positions already cached
-        self._check_idx(idx, past)
-        B, T = idx.shape
-        if targets is not None and (not isinstance(targets, torch.Tensor) or targets.shape != idx.shape):
-            got = f"shape {tuple(targets.shape)}" if isinstance(targets, torch.Tensor) else type(targets).__name__
-            raise ValueError(f"targets must be a tensor of token ids shaped like idx, {tuple(idx.shape)}, got {got}")
-
-        positions = torch.arange(past, past + T, device=idx.device)  # (T,): 0..T-1, or after the cached ones
-        x = self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C) + (T, C) -> (B, T, C)
-        x = self.drop(x)
-        # New token i (at position past + i) may attend to every cached position and to new tokens 0..i.
-        # One new token may attend to everything, so it needs no mask (and the fast path is faster without).
-        mask = attention.causal_mask(T, past=past, device=idx.device) if T > 1 else None  # (T, past + T)
-        for i, block in enumerate(self.blocks):
-            x = block(x, mask=mask, cache=None if kv_cache is None else kv_cache[i])  # (B, T, C)
-        x = self.ln_f(x)  # (B, T, C)
-        logits = self.lm_head(x)  # (B, T, C) -> (B, T, V)
-
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T).long(), ignore_index=-100)  # mean over positions
-        return logits, loss
-
-    def num_parameters(self) -> int:
-        """The number of distinct parameters (a tied matrix counts once)."""
-        return sum(p.numel() for p in self.parameters())
-
-    def extra_repr(self) -> str:
-        c = self.config
-        return f"n_layer={c.n_layer}, n_head={c.n_head}, n_embd={c.n_embd}, block_size={c.block_size}, vocab_size={c.vocab_size}"
-
-
-def gpt_parameter_count(config: GPTConfig) -> dict[str, int]:
-    """The parameters of ``GPT(config)`` by part, worked out from the shapes (``"total"`` is the sum).
-
-    Per block: attention 4·C² weights (+ 4·C biases), the FFN 2·4C·C (+ 4C + C biases), two
-    LayerNorms 2·C gains (+ 2·C biases). None of it depends on the sequence length T.
-    """
-    if not isinstance(config, GPTConfig):
-        raise TypeError(f"expected a GPTConfig, got {type(config).__name__}")
-    V, C, L, b = config.vocab_size, config.n_embd, config.n_layer, int(config.bias)
-    counts = {
-        "token embedding": V * C,
-        "position embedding": config.block_size * C,
-        "attention": L * (4 * C * C + b * 4 * C),
-        "feed-forward": L * (2 * 4 * C * C + b * (4 * C + C)),
-        "layer norms": L * 2 * (C + b * C) + (C + b * C),
-        "de-embedding": 0 if config.tie_weights else V * C,
-    }
-    counts["total"] = sum(counts.values())
-    return counts
-
-
-def gpt_forward_flops(config: GPTConfig, T: int) -> int:
-    """Floating-point operations of the matrix products in one forward pass over ``T`` tokens.
-
-    A product of an (m, k) by a (k, n) matrix costs 2·m·k·n (a multiply and an add each). Per
-    token: 2 FLOPs for every weight of a matrix (attention 4·C², FFN 8·C², de-embedding V·C), so
-    2·N_matmul per token, growing linearly in T; plus attention's two products q·kᵀ and weights·v,
-    each 2·T·C per token and layer, so 4·L·T²·C in all: the one term that grows as T². Embedding
-    lookups, LayerNorms, softmax and biases are not matrix products and are left out (they are
-    small). The causal mask saves nothing here: the masked scores are computed and then discarded.
-    """
-    if not isinstance(config, GPTConfig):
-        raise TypeError(f"expected a GPTConfig, got {type(config).__name__}")
-    _positive_int("gpt_forward_flops", "T", T)
-    V, C, L = config.vocab_size, config.n_embd, config.n_layer
-    matmul_weights = L * (4 * C * C + 8 * C * C) + V * C
-    return 2 * matmul_weights * T + L * 4 * T * T * C
-
-
-class BuiltinGPT(nn.Module):
-    """The same architecture as `GPT`, assembled from torch's own layers (nn.Embedding,
-    nn.TransformerEncoderLayer with a causal mask, pre-norm and GELU, nn.LayerNorm, nn.Linear): the
-    independent reference that the tests compare `GPT` with and the benchmarks time it against."""
-
-    def __init__(self, c: GPTConfig):
-        super().__init__()
-        self.tok = nn.Embedding(c.vocab_size, c.n_embd)
-        self.pos = nn.Embedding(c.block_size, c.n_embd)
-        self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
-                                       batch_first=True, norm_first=True, bias=c.bias)
-            for _ in range(c.n_layer)
-        )
-        self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
-        self.head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
-        if c.tie_weights:
-            self.head.weight = self.tok.weight
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        T = idx.shape[1]
-        x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))  # (B, T, C)
-        blocked = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu(1)  # torch's convention: True = blocked
-        for layer in self.layers:
-            x = layer(x, src_mask=blocked, is_causal=True)  # (B, T, C)
-        return self.head(self.ln(x))  # (B, T, V)
-
-
-@torch.no_grad()
-def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
-    """Give the course's GPT the weights of a `BuiltinGPT`, so that both compute the same function."""
-    ours.tok_emb.weight.copy_(ref.tok.weight)
-    ours.pos_emb.weight.copy_(ref.pos.weight)
-    for block, layer in zip(ours.blocks, ref.layers):
-        layers.copy_torch_weights(block, layer)
-    ours.ln_f.weight.copy_(ref.ln.weight)
-    if ref.ln.bias is not None:
-        ours.ln_f.bias.copy_(ref.ln.bias)
-    ours.lm_head.weight.copy_(ref.head.weight)
-    return ours
+    if not is_number(config.dropout) or not 0.0 <= config.dropout < 1.0:
+        raise ValueError(f"{owner}.dropout must be a number in [0, 1), got {config.dropout!r}")
+    for name in switches:
+        if not isinstance(getattr(config, name), bool):
+            raise TypeError(f"{owner}.{name} must be True or False, got {getattr(config, name)!r}")
 
 
 # ================================================================================================
@@ -300,7 +63,7 @@ def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
 #
 #     src (B, S) source ids                          tgt_in (B, T) <bos> + target ids (shifted right)
 #       -> embedding * sqrt(C) + sinusoids (B, S, C)   -> embedding * sqrt(C) + sinusoids   (B, T, C)
-#       -> encoder: blocks with NO causal mask         -> decoder: blocks with causal self-attention,
+#       -> encoder: EncoderBlocks, NO causal mask      -> decoder: DecoderBlocks, causal self-attention,
 #          (every source word sees every other)           cross-attention into the encoder's LAST
 #       -> final LayerNorm: memory (B, S, C)  ------>     layer's output (memory), feed-forward
 #                                                      -> final LayerNorm, linear to logits (B, T, V_tgt)
@@ -308,8 +71,6 @@ def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
 # Padding: source keys that are <pad> get no attention, in the encoder and in the cross-attention;
 # target keys that are <pad> get none in the decoder's self-attention. Position t's logits are the
 # distribution of target word t + 1 given the whole source and target words 0..t.
-
-from course_lib import positional  # noqa: E402  (used by this section only)
 
 
 @dataclass
@@ -331,26 +92,17 @@ class Seq2SeqConfig:
     bos_id: int = 1  # the decoder's first input
     eos_id: int = 2  # the token that ends a target sentence
     tie_weights: bool = False  # one (V_tgt, C) matrix for the target embedding and the output layer
+    keep_weights: bool = False  # keep every attention layer's weights for plots (False: torch's fused kernel)
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
-                     "n_decoder_layers", "max_len"):
-            _positive_int("Seq2SeqConfig", name, getattr(self, name))
-        if self.d_ff is not None:
-            _positive_int("Seq2SeqConfig", "d_ff", self.d_ff)
-        if self.d_model % self.n_heads != 0:
-            raise ValueError(
-                f"Seq2SeqConfig.d_model must be a multiple of n_heads (each head gets d_model // n_heads "
-                f"features), got d_model={self.d_model} and n_heads={self.n_heads}"
-            )
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"Seq2SeqConfig.dropout must be a number in [0, 1), got {self.dropout!r}")
+        sizes = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers",
+                 "max_len") + (("d_ff",) if self.d_ff is not None else ())
+        _check_config(self, sizes, width="d_model", heads="n_heads", switches=("tie_weights", "keep_weights"))
         for name in ("pad_id", "bos_id", "eos_id"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.tgt_vocab_size:
-                raise ValueError(f"Seq2SeqConfig.{name} must be a target id in [0, {self.tgt_vocab_size}), got {value!r}")
-        if not isinstance(self.tie_weights, bool):
-            raise TypeError(f"Seq2SeqConfig.tie_weights must be True or False, got {self.tie_weights!r}")
+            if not is_int(value) or not 0 <= value < self.tgt_vocab_size:
+                raise ValueError(f"Seq2SeqConfig.{name} must be a target id in [0, {self.tgt_vocab_size}), "
+                                 f"got {value!r}")
 
 
 def _check_ids(name: str, ids, vocab_size: int, max_len: int, past: int = 0) -> None:
@@ -365,23 +117,26 @@ def _check_ids(name: str, ids, vocab_size: int, max_len: int, past: int = 0) -> 
                          f"table has max_len rows (a larger max_len builds a longer one, but a model trained on "
                          f"shorter sentences has never used those positions)")
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{name} ids must be in [0, {vocab_size}), got values from {int(ids.min())} to {int(ids.max())}")
+        raise ValueError(f"{name} ids must be in [0, {vocab_size}), got values from {int(ids.min())} to "
+                         f"{int(ids.max())}")
 
 
 class TransformerEncoder(nn.Module):
-    """``n_layers`` `layers.TransformerBlock` without a causal mask, then a final LayerNorm.
+    """``n_layers`` `layers.EncoderBlock` without a causal mask, then a final LayerNorm.
 
     ``forward(x, mask=None)``: x ``(B, S, C)``; mask (True = may attend), e.g. a source key-padding
     mask ``(B, 1, 1, S)``. Returns ``(B, S, C)``: one vector per source token, each computed from
     the whole sentence. The final norm matches `torch.nn.Transformer`'s ``encoder_norm`` (needed
     after pre-norm blocks, whose stream is never normalised; torch keeps it for post-norm too).
+    ``norm_first``, ``activation`` and ``keep_weights`` are every block's (see `layers.EncoderBlock`).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
-                 norm_first: bool = True, activation: str = "relu"):
+                 norm_first: bool = True, activation: str = "relu", keep_weights: bool = True):
         super().__init__()
         self.layers = nn.ModuleList(
-            layers.TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation)
+            layers.EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation,
+                               keep_weights=keep_weights)
             for _ in range(n_layers)
         )
         self.norm = layers.LayerNorm(d_model)
@@ -393,23 +148,24 @@ class TransformerEncoder(nn.Module):
 
 
 class TransformerDecoder(nn.Module):
-    """``n_layers`` `layers.TransformerBlock` with cross-attention, then a final LayerNorm.
+    """``n_layers`` `layers.DecoderBlock`, then a final LayerNorm.
 
-    ``forward(y, memory, mask=None, memory_mask=None, *, memory_kv=None)``: y ``(B, T, C)`` the
-    target so far; memory ``(B, S, C)`` the encoder's output (its LAST layer, after the final norm:
-    every decoder layer attends to the same memory); mask for the self-attention (causal, and target
-    padding); memory_mask for the cross-attention (source padding); memory_kv, optionally, each
-    layer's cross-attention keys and values of the memory, computed once for a whole decoding (see
-    `Seq2SeqTransformer.memory_keys_values`); cache, optionally, one `attention.KVCache` per layer
-    for the self-attention (y then holds only the new positions). Returns ``(B, T, C)``.
+    ``forward(y, memory, mask=None, memory_mask=None, *, memory_kv=None, cache=None)``: y
+    ``(B, T, C)`` the target so far; memory ``(B, S, C)`` the encoder's output (its LAST layer, after
+    the final norm: every decoder layer attends to the same memory); mask for the self-attention
+    (causal, and target padding); memory_mask for the cross-attention (source padding); memory_kv,
+    optionally, each layer's cross-attention keys and values of the memory, computed once for a
+    whole decoding (see `Seq2SeqTransformer.memory_keys_values`); cache, optionally, one
+    `attention.KVCache` per layer for the self-attention (y then holds only the new positions).
+    Returns ``(B, T, C)``. ``norm_first``, ``activation`` and ``keep_weights`` are every block's.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
-                 norm_first: bool = True, activation: str = "relu"):
+                 norm_first: bool = True, activation: str = "relu", keep_weights: bool = True):
         super().__init__()
         self.layers = nn.ModuleList(
-            layers.TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, cross_attention=True,
-                                    activation=activation)
+            layers.DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation,
+                               keep_weights=keep_weights)
             for _ in range(n_layers)
         )
         self.norm = layers.LayerNorm(d_model)
@@ -424,7 +180,7 @@ class TransformerDecoder(nn.Module):
         for i, block in enumerate(self.layers):
             kv = None if memory_kv is None else memory_kv[i]  # this layer's cross-attention keys and values
             layer_cache = None if cache is None else cache[i]  # this layer's own past keys and values
-            y = block(y, mask, context=memory, context_mask=memory_mask, context_kv=kv, cache=layer_cache)  # (B, T, C)
+            y = block(y, memory, mask, memory_mask, memory_kv=kv, cache=layer_cache)  # (B, T, C)
         return self.norm(y)  # (B, T, C)
 
 
@@ -442,23 +198,23 @@ class Seq2SeqTransformer(nn.Module):
 
     The model is pre-norm (``norm_first=True``) with a final LayerNorm after each stack, as most
     transformers are today; ``norm_first=False`` gives the 2017 paper's post-norm "Add & Norm".
-    By default no attention weights are kept (``.last_weights`` is None): call
-    `keep_attention_weights` before a forward pass whose weights you want to plot.
+    By default the attention layers run torch's fused kernel and keep no weights (``.last_weights``
+    is None); a model built with ``keep_weights=True`` in its config keeps them for plots (see
+    `cross_attention_weights`), with the same numbers.
     """
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
-        if not isinstance(config, Seq2SeqConfig):
-            raise TypeError(f"Seq2SeqTransformer expects a Seq2SeqConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = _expect_config(self, config, Seq2SeqConfig)
         C = config.d_model
         self.src_emb = nn.Embedding(config.src_vocab_size, C)  # (V_src, C)
         self.tgt_emb = nn.Embedding(config.tgt_vocab_size, C)  # (V_tgt, C)
         self.register_buffer("positions", positional.sinusoidal_encoding(config.max_len, C), persistent=False)
         self.drop = nn.Dropout(config.dropout)
-        kwargs = dict(norm_first=config.norm_first, activation=config.activation)
-        self.encoder = TransformerEncoder(C, config.n_heads, config.n_encoder_layers, config.d_ff, config.dropout, **kwargs)
-        self.decoder = TransformerDecoder(C, config.n_heads, config.n_decoder_layers, config.d_ff, config.dropout, **kwargs)
+        blocks = dict(d_ff=config.d_ff, dropout=config.dropout, norm_first=config.norm_first,
+                      activation=config.activation, keep_weights=config.keep_weights)
+        self.encoder = TransformerEncoder(C, config.n_heads, config.n_encoder_layers, **blocks)
+        self.decoder = TransformerDecoder(C, config.n_heads, config.n_decoder_layers, **blocks)
         self.lm_head = nn.Linear(C, config.tgt_vocab_size)  # the de-embedding, C -> V_tgt
         with torch.no_grad():
             # Embedding entries of size 1 / sqrt(C), times sqrt(C) in `_embed`: token vectors of the
@@ -469,15 +225,6 @@ class Seq2SeqTransformer(nn.Module):
             # The paper's tying: the row that embeds a target word also scores it at the output
             # (saves V_tgt x C parameters; the output layer keeps its own bias).
             self.lm_head.weight = self.tgt_emb.weight
-        self.keep_attention_weights(False)
-
-    def keep_attention_weights(self, keep: bool = True) -> "Seq2SeqTransformer":
-        """Keep every attention layer's weights on ``.last_weights`` (for plots), or use torch's fused
-        kernel (faster, same numbers) and keep none. Returns the model."""
-        for module in self.modules():
-            if isinstance(module, attention.MultiHeadAttention) and hasattr(module, "keep_weights"):
-                module.keep_weights = keep
-        return self
 
     def _embed(self, ids: torch.Tensor, table: nn.Embedding, start: int = 0) -> torch.Tensor:
         # Entries initialised N(0, 1/C) give token vectors of length about 1; times sqrt(C) they are as
@@ -543,17 +290,19 @@ class Seq2SeqTransformer(nn.Module):
         return self.lm_head(y)  # (B, T, V_tgt)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        if isinstance(src, torch.Tensor) and isinstance(tgt_in, torch.Tensor) and src.ndim == 2 and tgt_in.ndim == 2 \
-                and src.shape[0] != tgt_in.shape[0]:
-            raise ValueError(f"src and tgt_in must have the same batch size, got {tuple(src.shape)} and {tuple(tgt_in.shape)}")
+        if (isinstance(src, torch.Tensor) and isinstance(tgt_in, torch.Tensor) and src.ndim == 2 and tgt_in.ndim == 2
+                and src.shape[0] != tgt_in.shape[0]):
+            raise ValueError(f"src and tgt_in must have the same batch size, got {tuple(src.shape)} and "
+                             f"{tuple(tgt_in.shape)}")
         return self.decode(tgt_in, self.encode(src), src)  # (B, T, V_tgt)
 
     def cross_attention_weights(self) -> list[torch.Tensor]:
         """The last forward pass's cross-attention weights, one ``(B, n_heads, T, S)`` per decoder layer
-        (call `keep_attention_weights` first)."""
+        (for a model built with ``keep_weights=True`` in its config)."""
         weights = [block.cross_attn.last_weights for block in self.decoder.layers]
         if any(w is None for w in weights):
-            raise RuntimeError("no attention weights were kept: call model.keep_attention_weights(True) before the forward pass")
+            raise RuntimeError("no attention weights were kept: build the model with Seq2SeqConfig(..., "
+                               "keep_weights=True) (and load the trained weights into it) to keep them")
         return weights
 
     def num_parameters(self) -> int:
@@ -572,8 +321,270 @@ def copy_from_torch_transformer(model: Seq2SeqTransformer, reference: nn.Transfo
     for ours, theirs in pairs:
         if len(ours.layers) != len(theirs.layers):
             raise ValueError(f"layer counts differ: ours {len(ours.layers)}, torch's {len(theirs.layers)}")
-        for block, layer in zip(ours.layers, theirs.layers):
+        for block, layer in zip(ours.layers, theirs.layers, strict=True):
             layers.copy_torch_weights(block, layer)
         ours.norm.weight.copy_(theirs.norm.weight)
         ours.norm.bias.copy_(theirs.norm.bias)
     return model
+
+
+# ================================================================================================
+# GPT
+# ================================================================================================
+#
+# A decoder-only language model (GPT-2's layout, as in nanoGPT and minGPT):
+#
+#     idx (B, T) token ids
+#       -> token embedding + position embedding            (B, T, C)
+#       -> n_layer pre-norm EncoderBlocks, causal mask     (B, T, C)
+#       -> final LayerNorm                                  (B, T, C)
+#       -> lm_head, the "de-embedding" C -> V               (B, T, V) logits
+#
+# Its block is an encoder's (self-attention and a feed-forward network, no cross-attention) made
+# causal by its mask. Position t's logits are the model's distribution for token t + 1, computed
+# from tokens 0..t only.
+
+
+@dataclass
+class GPTConfig:
+    """The shape of a GPT. The defaults are nanoGPT's small CPU recipe for character-level Tiny
+    Shakespeare (about 0.8 million parameters)."""
+
+    vocab_size: int = 65  # V: number of distinct tokens (Tiny Shakespeare has 65 characters)
+    block_size: int = 64  # longest context in tokens; the learned position table has this many rows
+    n_layer: int = 4  # number of transformer blocks, each with its own weights
+    n_head: int = 4  # attention heads per block; n_embd must be a multiple of it
+    n_embd: int = 128  # C = d_model: width of every token's vector in the residual stream
+    dropout: float = 0.0  # dropout on embeddings, attention weights and sub-layer outputs (training only)
+    bias: bool = True  # biases in the Linear layers and LayerNorms (GPT-2 has them; nanoGPT's recipe does not)
+    tie_weights: bool = False  # use the token embedding matrix as the de-embedding too (one V x C matrix)
+    keep_weights: bool = False  # keep each attention layer's weights (plots; plain matrix products) instead of
+    #                             torch's fused kernel, which computes the same numbers faster and keeps none
+
+    def __post_init__(self):
+        _check_config(self, ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"), width="n_embd",
+                      heads="n_head", switches=("bias", "tie_weights", "keep_weights"))
+
+
+class GPT(nn.Module):
+    """A decoder-only transformer language model.
+
+    ``forward(idx, targets=None, *, kv_cache=None) -> (logits, loss)``:
+
+    - idx: ``(B, T)`` integer token ids, ``T <= block_size``;
+    - targets: optional ``(B, T)`` token ids, the token that follows each position (``-100`` = no
+      loss there); ``loss`` is the mean cross-entropy over the positions, or None without targets;
+    - kv_cache: optional list of `attention.KVCache`, one per block, from `new_kv_cache`. The
+      keys and values of ``idx`` are appended to it and ``idx`` is placed at the positions after
+      the cached ones, so a sequence can be fed one token at a time (see `generation.generate`).
+
+    Returns logits ``(B, T, V)``: row t is the (unnormalised) distribution of the token after
+    position t, computed from tokens 0..t only (a causal mask; a later token never changes it).
+
+    Submodules: ``tok_emb`` (V x C), ``pos_emb`` (block_size x C), ``drop``, ``blocks`` (n_layer
+    pre-norm `layers.EncoderBlock` with GELU), ``ln_f`` (the final LayerNorm), ``lm_head``
+    (C -> V, no bias; with ``tie_weights`` its weight *is* ``tok_emb.weight``). Every LayerNorm runs
+    torch's one-kernel ``F.layer_norm``, and the attention torch's fused kernel unless the config
+    says ``keep_weights=True``: the same numbers as the course's from-scratch code, faster.
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = _expect_config(self, config, GPTConfig)
+        C = config.n_embd
+        self.tok_emb = nn.Embedding(config.vocab_size, C)  # token id -> vector, (V, C)
+        self.pos_emb = nn.Embedding(config.block_size, C)  # position -> vector, (block_size, C): learned, absolute
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            layers.EncoderBlock(C, config.n_head, 4 * C, config.dropout, norm_first=True, activation="gelu",
+                                bias=config.bias, keep_weights=config.keep_weights, fused_norm=True)
+            for _ in range(config.n_layer)
+        )
+        # pre-norm blocks leave the stream unnormalised: do it once at the end
+        self.ln_f = layers.LayerNorm(C, bias=config.bias, fused=True)
+        # The de-embedding: one score per vocabulary entry, a dot product of the final vector with
+        # that token's row of a (V, C) matrix, the same shape as the token embedding.
+        self.lm_head = nn.Linear(C, config.vocab_size, bias=False)
+        if config.tie_weights:
+            # One matrix both ways: a token's input vector is also the direction that predicts it.
+            # Saves V x C parameters (most of a small-vocabulary model's embedding cost is elsewhere,
+            # but for GPT-2's 50,257 tokens it is 38 million).
+            self.lm_head.weight = self.tok_emb.weight
+        self._init_weights()
+
+    @torch.no_grad()
+    def _init_weights(self) -> None:
+        """GPT-2's initialisation: every weight matrix and embedding N(0, 0.02), biases 0, LayerNorms
+        (1, 0). The projections that write into the residual stream (attention's w_o and the FFN's
+        linear2) get std 0.02 / sqrt(2 * n_layer): 2 * n_layer of them add up along the stream, so the
+        stream's variance does not grow with depth. Small weights also make the first logits nearly
+        equal, so the loss starts near ln(V)."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.normal_(0.0, 0.02)
+                if getattr(module, "bias", None) is not None:
+                    module.bias.zero_()
+        residual_std = 0.02 / math.sqrt(2 * self.config.n_layer)
+        for block in self.blocks:
+            block.self_attn.w_o.weight.normal_(0.0, residual_std)
+            block.ff.linear2.weight.normal_(0.0, residual_std)
+
+    def new_kv_cache(self) -> list:
+        """An empty key/value cache for generation: one `attention.KVCache` per block."""
+        return [attention.KVCache() for _ in self.blocks]
+
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, kv_cache: list | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        past = self._check_forward(idx, targets, kv_cache)  # positions already in the cache (0 without one)
+        B, T = idx.shape
+        positions = torch.arange(past, past + T, device=idx.device)  # (T,): 0..T-1, or after the cached ones
+        x = self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C) + (T, C) -> (B, T, C)
+        x = self.drop(x)
+        # New token i (at position past + i) may attend to every cached position and to new tokens 0..i.
+        # One new token may attend to everything, so it needs no mask (and the fast path is faster without).
+        mask = attention.causal_mask(T, past=past, device=idx.device) if T > 1 else None  # (T, past + T)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask, cache=None if kv_cache is None else kv_cache[i])  # (B, T, C)
+        x = self.ln_f(x)  # (B, T, C)
+        logits = self.lm_head(x)  # (B, T, C) -> (B, T, V)
+
+        loss = None
+        if targets is not None:  # the mean over positions; -100 marks a position without a target
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T).long(), ignore_index=-100)
+        return logits, loss
+
+    # --- argument checks: what `forward` expects, said in words -----------------------------------
+
+    def _check_forward(self, idx, targets, kv_cache) -> int:
+        """Check forward's arguments; return the number of positions already in the cache."""
+        past = self._check_kv_cache(kv_cache)
+        self._check_idx(idx, past)
+        if targets is not None and (not isinstance(targets, torch.Tensor) or targets.shape != idx.shape):
+            got = f"shape {tuple(targets.shape)}" if isinstance(targets, torch.Tensor) else type(targets).__name__
+            raise ValueError(f"targets must be a tensor of token ids shaped like idx, {tuple(idx.shape)}, got {got}")
+        return past
+
+    def _check_kv_cache(self, kv_cache) -> int:
+        if kv_cache is None:
+            return 0
+        if not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != len(self.blocks):
+            got = (f"a {type(kv_cache).__name__} of length {len(kv_cache)}" if isinstance(kv_cache, (list, tuple))
+                   else type(kv_cache).__name__)
+            raise ValueError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from "
+                             f"new_kv_cache()), got {got}")
+        return len(kv_cache[0])
+
+    def _check_idx(self, idx, past: int) -> None:
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx must be a torch.Tensor of token ids shaped (B, T), got {type(idx).__name__}")
+        if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+            raise TypeError(f"idx must hold integer token ids (torch.long), got dtype {idx.dtype}")
+        if idx.ndim != 2 or idx.shape[1] == 0:
+            hint = "; for a single sequence use idx[None]" if idx.ndim == 1 else ""
+            raise ValueError(f"idx must be shaped (B, T) with T >= 1, got shape {tuple(idx.shape)}{hint}")
+        T, block_size = idx.shape[1], self.config.block_size
+        if past + T > block_size:
+            where = f" after {past} cached positions" if past else ""
+            raise ValueError(
+                f"cannot run a sequence of {T} tokens{where}: that makes {past + T} positions, but block_size "
+                f"is {block_size} (the position table has {block_size} rows); crop the context to its last "
+                f"{block_size - past} tokens (generation.generate does this)"
+            )
+        # Reading the ids costs a host synchronisation on a GPU, but an out-of-range id there would
+        # otherwise end in a device-side assert instead of a sentence. (The meta device has no values.)
+        if idx.device.type != "meta" and (int(idx.min()) < 0 or int(idx.max()) >= self.config.vocab_size):
+            raise ValueError(
+                f"token ids must be in 0..{self.config.vocab_size - 1} (vocab_size={self.config.vocab_size}), "
+                f"got ids from {int(idx.min())} to {int(idx.max())}"
+            )
+
+    def num_parameters(self) -> int:
+        """The number of distinct parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"n_layer={c.n_layer}, n_head={c.n_head}, n_embd={c.n_embd}, block_size={c.block_size}, "
+                f"vocab_size={c.vocab_size}")
+
+
+def gpt_parameter_count(config: GPTConfig) -> dict[str, int]:
+    """The parameters of ``GPT(config)`` by part, worked out from the shapes (``"total"`` is the sum).
+
+    Per block: attention 4·C² weights (+ 4·C biases), the FFN 2·4C·C (+ 4C + C biases), two
+    LayerNorms 2·C gains (+ 2·C biases). None of it depends on the sequence length T.
+    """
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"expected a GPTConfig, got {type(config).__name__}")
+    V, C, L, b = config.vocab_size, config.n_embd, config.n_layer, int(config.bias)
+    counts = {
+        "token embedding": V * C,
+        "position embedding": config.block_size * C,
+        "attention": L * (4 * C * C + b * 4 * C),
+        "feed-forward": L * (2 * 4 * C * C + b * (4 * C + C)),
+        "layer norms": L * 2 * (C + b * C) + (C + b * C),
+        "de-embedding": 0 if config.tie_weights else V * C,
+    }
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def gpt_forward_flops(config: GPTConfig, T: int) -> int:
+    """Floating-point operations of the matrix products in one forward pass over ``T`` tokens.
+
+    A product of an (m, k) by a (k, n) matrix costs 2·m·k·n (a multiply and an add each). Per
+    token: 2 FLOPs for every weight of a matrix (attention 4·C², FFN 8·C², de-embedding V·C), so
+    2·N_matmul per token, growing linearly in T; plus attention's two products q·kᵀ and weights·v,
+    each 2·T·C per token and layer, so 4·L·T²·C in all: the one term that grows as T². Embedding
+    lookups, LayerNorms, softmax and biases are not matrix products and are left out (they are
+    small). The causal mask saves nothing here: the masked scores are computed and then discarded.
+    """
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"expected a GPTConfig, got {type(config).__name__}")
+    check_int("T", T, what="the number of tokens")
+    V, C, L = config.vocab_size, config.n_embd, config.n_layer
+    matmul_weights = L * (4 * C * C + 8 * C * C) + V * C
+    return 2 * matmul_weights * T + L * 4 * T * T * C
+
+
+class BuiltinGPT(nn.Module):
+    """The same architecture as `GPT`, assembled from torch's own layers (nn.Embedding,
+    nn.TransformerEncoderLayer with a causal mask, pre-norm and GELU, nn.LayerNorm, nn.Linear): the
+    independent reference that the tests compare `GPT` with and the benchmarks time it against."""
+
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.tok = nn.Embedding(c.vocab_size, c.n_embd)
+        self.pos = nn.Embedding(c.block_size, c.n_embd)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True, bias=c.bias)
+            for _ in range(c.n_layer)
+        )
+        self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
+        self.head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        if c.tie_weights:
+            self.head.weight = self.tok.weight
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        T = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))  # (B, T, C)
+        blocked = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu(1)  # torch's convention: True = blocked
+        for layer in self.layers:
+            x = layer(x, src_mask=blocked, is_causal=True)  # (B, T, C)
+        return self.head(self.ln(x))  # (B, T, V)
+
+
+@torch.no_grad()
+def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
+    """Give the course's GPT the weights of a `BuiltinGPT`, so that both compute the same function."""
+    ours.tok_emb.weight.copy_(ref.tok.weight)
+    ours.pos_emb.weight.copy_(ref.pos.weight)
+    for block, layer in zip(ours.blocks, ref.layers, strict=True):
+        layers.copy_torch_weights(block, layer)
+    ours.ln_f.weight.copy_(ref.ln.weight)
+    if ref.ln.bias is not None:
+        ours.ln_f.bias.copy_(ref.ln.bias)
+    ours.lm_head.weight.copy_(ref.head.weight)
+    return ours

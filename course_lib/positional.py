@@ -28,6 +28,8 @@ import math
 import torch
 import torch.nn as nn
 
+from course_lib._validate import is_int, is_number
+
 __all__ = [
     "frequencies",
     "sinusoidal_encoding",
@@ -40,7 +42,7 @@ __all__ = [
 
 
 def _check_size(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise TypeError(f"{name} must be a positive int, got {type(value).__name__} ({value!r})")
     if value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value}")
@@ -117,7 +119,7 @@ def rotation_for_offset(k: int | float, d_model: int, base: float = 10000.0, dty
     _check_size("d_model", d_model)
     if d_model % 2:
         raise ValueError(f"rotation_for_offset needs an even d_model (sin/cos pairs), got {d_model}")
-    if isinstance(k, torch.Tensor) or not isinstance(k, (int, float)) or isinstance(k, bool):
+    if not is_number(k):
         raise TypeError(f"k must be an int or float offset, got {type(k).__name__}")
     blocks = rotation_2d(float(k) * frequencies(d_model, base))  # (d/2, 2, 2)
     return torch.block_diag(*blocks).to(dtype)  # (d, d)

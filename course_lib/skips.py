@@ -9,6 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
+from course_lib._validate import is_int, is_number
+
 from .markov import _check_sequences
 
 # --- Second order with skips: voting features (lesson 03) -----------------------------------------
@@ -144,7 +146,7 @@ def mask_lookup(latest, mask_matrix: np.ndarray) -> np.ndarray:
     M = np.asarray(mask_matrix, dtype=float)
     if M.ndim != 2:
         raise ValueError(f"mask_matrix must be 2-D (one row per latest word), got shape {M.shape}")
-    if isinstance(latest, (int, np.integer)) and not isinstance(latest, bool):
+    if is_int(latest):
         if not 0 <= latest < M.shape[0]:
             raise ValueError(f"latest must be in 0..{M.shape[0] - 1}, got {latest}")
         q = np.zeros(M.shape[0])
@@ -180,7 +182,7 @@ def conjunction_weights(tokens: Sequence[str], groups: Sequence[Sequence[str]], 
     relu(1 + 0 - 1) = relu(0); with weight 2 (pairs: +2, +2 and -3) it lands at -1, and the ReLU
     visibly cuts it off.
     """
-    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.integer, np.floating)) or weight < 1:
+    if not is_number(weight) or weight < 1:
         raise ValueError(f"weight must be a number >= 1 (below 1 a group with a missing word would still fire), got {weight!r}")
     index = {tok: i for i, tok in enumerate(tokens)}
     W = np.zeros((len(tokens) + 1, len(groups)))

@@ -23,6 +23,8 @@ from typing import Collection, Iterable, Mapping, Sequence
 import numpy as np
 import regex
 
+from course_lib._validate import is_int
+
 LEVELS = ("word", "char")
 ORDERS = ("sorted", "frequency")
 
@@ -131,7 +133,7 @@ class Vocabulary:
         order: str = "sorted",
     ) -> "Vocabulary":
         """A vocabulary from token counts, e.g. a `Counter` over already tokenised sentences."""
-        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
+        if not is_int(min_freq) or min_freq < 1:
             raise ValueError(f"min_freq must be an int >= 1, got {min_freq!r}")
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
@@ -180,7 +182,7 @@ class Vocabulary:
         """The token with id `idx` (0-based)."""
         if hasattr(idx, "ndim") and idx.ndim == 0 and hasattr(idx, "item"):
             idx = idx.item() if _is_integer_scalar(idx) else idx  # a 0-d array or tensor holding an int
-        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)):
+        if not is_int(idx):
             raise TypeError(f"ids must be integers, got {type(idx).__name__} ({idx!r})")
         if not 0 <= idx < len(self):
             raise IndexError(f"id {int(idx)} is out of range: this vocabulary has ids 0..{len(self) - 1}")
@@ -511,7 +513,7 @@ class BPETokenizer:
         """The bytes that id `idx` stands for."""
         if hasattr(idx, "ndim") and idx.ndim == 0 and hasattr(idx, "item") and _is_integer_scalar(idx):
             idx = idx.item()  # a 0-d array or tensor holding an int
-        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)):
+        if not is_int(idx):
             raise TypeError(f"ids must be integers, got {type(idx).__name__} ({idx!r})")
         idx = int(idx)
         if 0 <= idx < len(self.vocab):
@@ -526,7 +528,7 @@ class BPETokenizer:
 
     def truncated(self, n_merges: int) -> "BPETokenizer":
         """A copy that keeps only the first `n_merges` merges (what training with fewer merges gives)."""
-        if isinstance(n_merges, bool) or not isinstance(n_merges, (int, np.integer)) or not 0 <= n_merges <= len(self.merges):
+        if not is_int(n_merges) or not 0 <= n_merges <= len(self.merges):
             raise ValueError(f"n_merges must be an int from 0 to {len(self.merges)} (the merges learned), got {n_merges!r}")
         out = BPETokenizer(self.special_tokens, self.pattern)
         out._set_merges(self.merges[: int(n_merges)], self.byte_order)
@@ -576,12 +578,12 @@ class BPETokenizer:
         if not isinstance(text, str):
             raise TypeError(f"train takes the training text as a string, got {type(text).__name__}")
         smallest = N_BYTES + len(self.special_tokens)
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+        if not is_int(vocab_size):
             raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__} ({vocab_size!r})")
         if vocab_size < smallest:
             specials = f" and the {len(self.special_tokens)} special token{'s' * (len(self.special_tokens) != 1)}" if self.special_tokens else ""
             raise ValueError(f"vocab_size must be at least {smallest} (the 256 byte tokens{specials}), got {vocab_size}")
-        if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)) or min_frequency < 1:
+        if not is_int(min_frequency) or min_frequency < 1:
             raise ValueError(f"min_frequency must be an int >= 1, got {min_frequency!r}")
         chunks = Counter(utf8(chunk).translate(self._to_ids)  # bytes as ids (the same values unless from GPT-2)
                          for piece, special in self._split_specials(text, self.special_tokens) if not special
@@ -807,7 +809,7 @@ class BPETokenizer:
         merges = data.get("merges", [])
         for rank, pair in enumerate(merges):
             ok = (isinstance(pair, list) and len(pair) == 2
-                  and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < N_BYTES + rank for i in pair))
+                  and all(is_int(i) and 0 <= i < N_BYTES + rank for i in pair))
             if not ok:
                 raise ValueError(f"{path}: merge {rank} is {pair!r}; expected two ids that exist before it (0..{N_BYTES + rank - 1})")
         byte_order = data.get("byte_order")

@@ -6,7 +6,10 @@ What it does, in order, every iteration:
 2. asks ``get_batch("train", generator)`` for a batch (a tuple of tensors, the targets last) and
    moves it to the model's device;
 3. computes the loss (by default cross-entropy of ``model(*batch[:-1])`` against ``batch[-1]``, with
-   optional label smoothing), backpropagates, clips the gradient norm, takes an AdamW step;
+   optional label smoothing) and backpropagates; with ``grad_accum_steps = k`` it does this for k
+   batches, each loss divided by k, so the gradients that add up are those of one batch k times as
+   large (gradient accumulation: a large batch in the memory of a small one); then clips the gradient
+   norm and takes one AdamW step;
 4. every ``eval_interval`` iterations estimates the train and validation losses on ``eval_iters``
    batches each (the same batches every time, so the curve moves only because the model does).
 
@@ -19,13 +22,16 @@ the same call runs on N processes without a change: `train` joins the process gr
 describes in its environment variables (gloo on the CPU, nccl on CUDA), wraps the model in
 ``DistributedDataParallel``, and gives rank r the r-th contiguous slice of every global batch. DDP
 averages the gradients over the ranks during ``backward``, so each step is the step that one
-process would take on the whole batch, and the logged losses are averaged over the ranks too. Only
-rank 0 shows the progress bar.
+process would take on the whole batch, and the logged losses are averaged over the ranks too. With
+gradient accumulation the averaging waits for the last micro-batch of a step (``no_sync`` around the
+others), so the gradients cross the wire once per step, not once per micro-batch. Only rank 0 shows
+the progress bar.
 
 Importing this module runs nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -36,9 +42,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from course_lib._validate import check_int
 from course_lib.device import seed_everything
 
-__all__ = ["TrainConfig", "History", "lr_at", "train", "estimate_loss", "cross_entropy_loss", "make_optimizer"]
+__all__ = ["TrainConfig", "History", "lr_at", "train", "estimate_loss", "cross_entropy_loss", "make_optimizer",
+           "process_group"]
 
 Batch = Sequence[torch.Tensor]
 GetBatch = Callable[[str, torch.Generator], Batch]
@@ -55,6 +63,7 @@ class TrainConfig:
     weight_decay: float = 0.1  # AdamW decay, applied to 2-D weights (matrices, embeddings) only
     betas: tuple[float, float] = (0.9, 0.99)  # AdamW's moving-average rates for gradient and its square
     grad_clip: float | None = 1.0  # rescale the whole gradient to at most this norm (None = no clipping)
+    grad_accum_steps: int = 1  # batches whose gradients add up before each optimizer step (1 = no accumulation)
     eval_interval: int = 100  # evaluate every this many iterations, and at the end (0 = never)
     eval_iters: int = 20  # batches per split in each evaluation
     label_smoothing: float = 0.0  # passed to F.cross_entropy by the default loss
@@ -64,17 +73,11 @@ class TrainConfig:
     device: str | torch.device | None = None  # where to train (None = where the model's parameters are)
 
     def __post_init__(self):
-        def positive_int(name, value, minimum):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"TrainConfig.{name} must be an int >= {minimum}, got {value!r}")
-
-        positive_int("max_iters", self.max_iters, 1)
-        positive_int("warmup_iters", self.warmup_iters, 0)
-        positive_int("eval_interval", self.eval_interval, 0)
-        positive_int("eval_iters", self.eval_iters, 1)
-        positive_int("seed", self.seed, 0)
+        for name, minimum in [("max_iters", 1), ("warmup_iters", 0), ("eval_interval", 0), ("eval_iters", 1),
+                              ("grad_accum_steps", 1), ("seed", 0)]:
+            check_int(f"TrainConfig.{name}", getattr(self, name), minimum)
         if self.lr_decay_iters is not None:
-            positive_int("lr_decay_iters", self.lr_decay_iters, 1)
+            check_int("TrainConfig.lr_decay_iters", self.lr_decay_iters)
             if self.lr_decay_iters < self.warmup_iters:
                 raise ValueError(
                     f"TrainConfig.lr_decay_iters ({self.lr_decay_iters}) must not come before the end of "
@@ -95,7 +98,7 @@ class History:
     """What `train` measured. Lists that belong together have the same length."""
 
     iters: list[int] = field(default_factory=list)  # iteration number of each optimizer step
-    train_loss: list[float] = field(default_factory=list)  # loss of that step's batch (averaged over ranks)
+    train_loss: list[float] = field(default_factory=list)  # loss of that step's batch(es) (averaged over ranks)
     lr: list[float] = field(default_factory=list)  # learning rate used for that step
     grad_norm: list[float] = field(default_factory=list)  # gradient norm before clipping (only when clipping)
     eval_iters: list[int] = field(default_factory=list)  # steps taken before each evaluation (0 = before training)
@@ -104,6 +107,14 @@ class History:
     seconds: float = 0.0  # wall-clock time of the whole run (varies from machine to machine)
     world_size: int = 1  # number of processes that trained together
     rank: int = 0  # this process's rank (0 in a single-process run)
+
+    def record_step(self, it: int, loss: float, lr: float, grad_norm: float | None) -> None:
+        """Add one optimizer step's numbers (the gradient norm only when there was clipping)."""
+        self.iters.append(it)
+        self.train_loss.append(loss)
+        self.lr.append(lr)
+        if grad_norm is not None:
+            self.grad_norm.append(grad_norm)
 
     def as_dict(self) -> dict[str, list[float]]:
         """Curves for `viz.loss_curve`: the evaluated train and val losses (one point per evaluation),
@@ -141,8 +152,7 @@ def lr_at(it: int, config: TrainConfig) -> float:
       (half way it is exactly ``(lr + min_lr) / 2``);
     - ``min_lr`` after that.
     """
-    if isinstance(it, bool) or not isinstance(it, int) or it < 0:
-        raise ValueError(f"it must be a non-negative int (the iteration number), got {it!r}")
+    check_int("it", it, minimum=0, what="the iteration number")
     decay_end = config.max_iters if config.lr_decay_iters is None else config.lr_decay_iters
     if it < config.warmup_iters:
         return config.lr * (it + 1) / config.warmup_iters
@@ -197,6 +207,49 @@ def _world() -> tuple[int, int, int]:
     """(rank, local_rank, world_size) from torchrun's environment variables; (0, 0, 1) otherwise."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     return int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")), world
+
+
+@contextlib.contextmanager
+def process_group(device: torch.device):
+    """The processes that train together, for as long as the ``with`` block runs: yields
+    ``(device, rank, world_size)``.
+
+    A plain run is one process: ``(device, 0, 1)``, nothing to set up. Under torchrun
+    (``WORLD_SIZE`` > 1) this process joins the group that torchrun's environment variables describe
+    (gloo on the CPU, nccl on CUDA, where each process takes the GPU ``cuda:LOCAL_RANK``), and leaves
+    it again at the end if it was the one that created it.
+    """
+    rank, local_rank, world = _world()
+    if world == 1:
+        yield device, rank, world
+        return
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise RuntimeError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
+    if device.type == "cuda":
+        device = torch.device("cuda", local_rank)  # one GPU per process
+        torch.cuda.set_device(device)
+    elif device.type != "cpu":
+        raise RuntimeError(f"distributed training runs on CUDA (nccl) or the CPU (gloo), not on {device.type}")
+    created = not dist.is_initialized()
+    if created:
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    try:
+        yield device, dist.get_rank(), dist.get_world_size()
+    finally:
+        if created:
+            dist.destroy_process_group()
+
+
+def _data_parallel(model: nn.Module, device: torch.device, world: int) -> nn.Module:
+    """The model wrapped in DistributedDataParallel when several processes train it, else the model."""
+    if world == 1:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    # DDP copies rank 0's weights to every rank here, and averages gradients in backward().
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def _shard(batch: Batch, rank: int, world: int) -> list[torch.Tensor]:
@@ -278,23 +331,10 @@ def estimate_loss(
     return out
 
 
-def _model_device(model: nn.Module) -> torch.device:
-    param = next(model.parameters(), None)
-    if param is None:
-        raise ValueError("the model has no parameters, so there is nothing to train")
-    return param.device
-
-
 def _distributed_ready() -> bool:
     import torch.distributed as dist
 
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def _progress_bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, desc="training", dynamic_ncols=True)
 
 
 def train(model: nn.Module, get_batch: GetBatch, config: TrainConfig, *, loss_fn: LossFn | None = None) -> History:
@@ -309,97 +349,94 @@ def train(model: nn.Module, get_batch: GetBatch, config: TrainConfig, *, loss_fn
 
     The model ends in the train/eval mode it started in.
     """
+    _check_train(model, get_batch, config)
+    device = torch.device(config.device) if config.device is not None else _model_device(model)
+    was_training, start = model.training, time.perf_counter()
+    with process_group(device) as (device, rank, world):  # one process, or the ones torchrun started
+        seed_everything(config.seed)
+        net = _data_parallel(model.to(device), device, world)  # the model itself when there is one process
+        optimizer = make_optimizer(model, config)
+        generator = torch.Generator().manual_seed(config.seed)  # the training batches (the same on every rank)
+        next_batch = lambda: _shard(_to_batch(get_batch("train", generator), device), rank, world)  # noqa: E731
+        history, postfix = History(world_size=world, rank=rank), {}
+        bar = _progress_bar(config.max_iters, config.progress and rank == 0)
+        try:
+            for it in range(config.max_iters):
+                if config.eval_interval and it % config.eval_interval == 0:
+                    postfix["val"] = _evaluate(model, get_batch, config, loss_fn, device, history, it)
+                lr = lr_at(it, config)
+                loss, grad_norm = _optimizer_step(net, optimizer, lr, next_batch, loss_fn, config, world)
+                history.record_step(it, _mean_over_ranks(loss, device, world), lr, grad_norm)
+                bar.set_postfix({**postfix, "loss": f"{history.train_loss[-1]:.3f}", "lr": f"{lr:.2e}"}, refresh=False)
+                bar.update(1)
+            if config.eval_interval:
+                postfix["val"] = _evaluate(model, get_batch, config, loss_fn, device, history, config.max_iters)
+                bar.set_postfix({**postfix, "loss": f"{history.train_loss[-1]:.3f}"})
+        finally:
+            bar.close()
+            model.train(was_training)
+            history.seconds = time.perf_counter() - start
+    return history
+
+
+def _optimizer_step(net: nn.Module, optimizer: torch.optim.Optimizer, lr: float, next_batch: Callable[[], Batch],
+                    loss_fn: LossFn | None, config: TrainConfig, world: int) -> tuple[float, float | None]:
+    """One AdamW step at learning rate `lr` on the summed gradients of ``grad_accum_steps`` batches
+    from `next_batch`; returns the step's loss and the gradient norm before clipping (None without
+    clipping)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    net.train()
+    optimizer.zero_grad(set_to_none=True)
+    steps, step_loss = config.grad_accum_steps, 0.0
+    for micro in range(steps):
+        batch = next_batch()
+        # Under DDP, all-reduce the gradients only after the last micro-batch of the step.
+        sync = world == 1 or micro == steps - 1
+        with contextlib.nullcontext() if sync else net.no_sync():
+            loss = loss_fn(net, batch) if loss_fn is not None else cross_entropy_loss(net, batch, config)
+            if loss.ndim != 0:
+                raise ValueError(f"the loss must be a scalar tensor, got shape {tuple(loss.shape)}")
+            # Each micro-batch's loss is a mean over its own examples: dividing by the number of
+            # micro-batches makes the summed gradients those of the mean over all of them.
+            (loss / steps).backward()  # under DDP the last one averages over ranks
+        step_loss += float(loss.item()) / steps
+    grad_norm = None
+    if config.grad_clip is not None:
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip))
+    optimizer.step()
+    return step_loss, grad_norm
+
+
+def _evaluate(model: nn.Module, get_batch: GetBatch, config: TrainConfig, loss_fn: LossFn | None,
+              device: torch.device, history: History, it: int) -> str:
+    """Estimate both losses after `it` steps and record them in `history`; returns the validation
+    loss as the progress bar shows it."""
+    losses = estimate_loss(model, get_batch, config, loss_fn=loss_fn, device=device)
+    history.eval_iters.append(it)
+    history.train_eval_loss.append(losses["train"])
+    history.val_loss.append(losses["val"])
+    return f"{losses['val']:.3f}"
+
+
+def _check_train(model, get_batch, config) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     if not callable(get_batch):
         raise TypeError("get_batch must be a function get_batch(split, generator) -> (inputs..., targets)")
-    user_loss = loss_fn
-    loss_fn = user_loss or (lambda m, b: cross_entropy_loss(m, b, config))
 
-    rank, local_rank, world = _world()
-    device = torch.device(config.device) if config.device is not None else _model_device(model)
-    created_group = False
-    if world > 1:
-        import torch.distributed as dist
 
-        if not dist.is_available():
-            raise RuntimeError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
-        if device.type == "cuda":
-            device = torch.device("cuda", local_rank)  # one GPU per process
-            torch.cuda.set_device(device)
-        elif device.type != "cpu":
-            raise RuntimeError(f"distributed training runs on CUDA (nccl) or the CPU (gloo), not on {device.type}")
-        if not dist.is_initialized():
-            dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-            created_group = True
-        rank, world = dist.get_rank(), dist.get_world_size()
+def _model_device(model: nn.Module) -> torch.device:
+    param = next(model.parameters(), None)
+    if param is None:
+        raise ValueError("the model has no parameters, so there is nothing to train")
+    return param.device
 
-    seed_everything(config.seed)
-    model.to(device)
-    net: nn.Module = model
-    if world > 1:
-        from torch.nn.parallel import DistributedDataParallel
 
-        # DDP copies rank 0's weights to every rank here, and averages gradients in backward().
-        net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+def _progress_bar(total: int, enabled: bool):
+    from tqdm.auto import tqdm
 
-    optimizer = make_optimizer(model, config)
-    generator = torch.Generator().manual_seed(config.seed)  # the training batches (same on every rank)
-    history = History(world_size=world, rank=rank)
-    evaluate = config.eval_interval > 0
-    show = config.progress and rank == 0 and not os.environ.get("TQDM_DISABLE")
-    was_training = model.training
-    start = time.perf_counter()
-
-    def run_eval(step: int):
-        losses = estimate_loss(model, get_batch, config, loss_fn=user_loss, device=device)
-        history.eval_iters.append(step)
-        history.train_eval_loss.append(losses["train"])
-        history.val_loss.append(losses["val"])
-        return losses
-
-    bar = _progress_bar(config.max_iters, show)
-    try:
-        postfix = {}
-        for it in range(config.max_iters):
-            if evaluate and it % config.eval_interval == 0:
-                losses = run_eval(it)
-                postfix["val"] = f"{losses['val']:.3f}"
-
-            lr = lr_at(it, config)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-
-            net.train()
-            batch = _shard(_to_batch(get_batch("train", generator), device), rank, world)
-            loss = loss_fn(net, batch)
-            if loss.ndim != 0:
-                raise ValueError(f"the loss must be a scalar tensor, got shape {tuple(loss.shape)}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # under DDP this also averages the gradients over the ranks
-            if config.grad_clip is not None:
-                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                history.grad_norm.append(float(norm))
-            optimizer.step()
-
-            history.iters.append(it)
-            history.train_loss.append(_mean_over_ranks(float(loss.item()), device, world))
-            history.lr.append(lr)
-            postfix["loss"] = f"{history.train_loss[-1]:.3f}"
-            postfix["lr"] = f"{lr:.2e}"
-            bar.set_postfix(postfix, refresh=False)
-            bar.update(1)
-        if evaluate:
-            losses = run_eval(config.max_iters)
-            bar.set_postfix({**postfix, "val": f"{losses['val']:.3f}"})
-    finally:
-        bar.close()
-        model.train(was_training)
-        history.seconds = time.perf_counter() - start
-        if created_group:
-            import torch.distributed as dist
-
-            dist.destroy_process_group()
-    return history
+    return tqdm(total=total, disable=not enabled or bool(os.environ.get("TQDM_DISABLE")), desc="training",
+                dynamic_ncols=True)

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from course_lib._validate import is_int
+
 ArrayLike = Any  # numpy array, torch tensor, or a (nested) list of numbers
 
 
@@ -30,7 +32,7 @@ def _numpy(x: ArrayLike, dtype=None) -> np.ndarray:
 
 def _check_ids(ids: ArrayLike, num_classes: int, name: str = "ids") -> None:
     """Raise a readable error unless `ids` are integers in 0..num_classes-1."""
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+    if not is_int(num_classes):
         raise TypeError(f"num_classes must be an int, got {type(num_classes).__name__} ({num_classes!r})")
     if num_classes < 1:
         raise ValueError(f"num_classes must be at least 1, got {num_classes}")

@@ -1,13 +1,16 @@
-"""Matplotlib figures used across the lessons.
+"""Matplotlib figures used across the lessons, and the helpers that print numbers in them.
 
-Every function returns the `Figure` it drew, so a notebook cell can end with `plt.show()` and
-tests can inspect the axes. Nothing is drawn at import time.
+Every figure function returns the `Figure` it drew, so a notebook cell can end with `plt.show()` and
+tests can inspect the axes. `rounded`, `show_items` and `show_table` print numbers identically on every
+machine (what the stored outputs of the notebooks need). Nothing is drawn at import time.
 """
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+
+from course_lib._validate import is_int
 
 
 def _array(x) -> np.ndarray:
@@ -115,6 +118,65 @@ def loss_curve(history: dict, *, title: str = "Loss", ax=None) -> Figure:
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+# === Printing numbers that are the same on every machine ============================================
+# A lesson's printed numbers are stored in the notebook and compared at every run (nbval), on any
+# machine and device. Float results can differ in their last digits from one machine to the next, so
+# these helpers round before they print, and write -0.0 as 0.0.
+
+
+def rounded(x, digits: int = 3):
+    """`x` (a number, a tensor, an array or a list) as Python floats rounded to `digits` decimals: a
+    float for a single number, else a list nested like `x`. -0.0 comes out as 0.0.
+
+    >>> rounded(torch.tensor([0.12345, -0.00001]))
+    [0.123, 0.0]
+    """
+    return (np.round(_array(x), digits) + 0.0).tolist()  # + 0.0 turns -0.0 into 0.0
+
+
+def _item_text(item, digits: int) -> str:
+    """A string as it is; a (label, number) pair as "label number", a float with `digits` decimals."""
+    if isinstance(item, str):
+        return item
+    label, value = item
+    value = value.item() if hasattr(value, "item") else value  # a 0-d tensor or numpy scalar
+    if is_int(value):
+        return f"{label} {value}"
+    return f"{label} {round(float(value), digits) + 0.0:.{digits}f}"  # never "-0.00"
+
+
+def show_items(label: str, items, *, digits: int = 2, width: int = 96) -> None:
+    """Print `label`, then the `items` separated by commas, on lines at most `width` characters wide;
+    a line breaks only between two items, and the next one starts indented.
+
+    An item is a string, or a (label, number) pair such as word2vec's ``("queen", 0.98)``, written
+    "queen 0.98" (a float with `digits` decimals, an int as it is).
+    """
+    texts = [_item_text(item, digits) for item in items]
+    line = label
+    for i, text in enumerate(texts):
+        text += "," if i < len(texts) - 1 else ""
+        if len(line) + 1 + len(text) > width:
+            print(line)
+            line = "   "
+        line += " " + text
+    print(line)
+
+
+def show_table(values, row_labels, col_labels, *, fmt: str = "{:.2f}", title: str | None = None) -> None:
+    """Print a small matrix with its row and column labels, each entry formatted with `fmt` and zeros
+    shown as "." (so that the pattern of the non-zero entries stands out). Each column is as wide as
+    its label or its widest entry, so the table stays narrow."""
+    cells = [["." if v == 0 else fmt.format(v + 0.0).strip() for v in row] for row in _array(values)]
+    widths = [max([len(str(c))] + [len(row[j]) for row in cells]) + 2 for j, c in enumerate(col_labels)]
+    left = max(len(str(r)) for r in row_labels)
+    if title:
+        print(title)
+    print(" " * left + "".join(f"{str(c):>{w}}" for c, w in zip(col_labels, widths, strict=True)))
+    for r, row in zip(row_labels, cells, strict=True):
+        print(f"{str(r):>{left}}" + "".join(f"{c:>{w}}" for c, w in zip(row, widths, strict=True)))
 
 
 # === Lesson-specific figures =======================================================================

@@ -50,6 +50,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from course_lib._validate import check_int
+
 try:  # a progress bar in notebooks and terminals; training works without it
     from tqdm.auto import tqdm
 except ImportError:  # pragma: no cover
@@ -167,9 +169,7 @@ class WordVectors:
 
 
 def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int (how many words to return), got {k!r}")
-    return k
+    return check_int("k", k, what="how many words to return")
 
 
 # --- the loss -------------------------------------------------------------------------------------
@@ -245,12 +245,6 @@ def _check_sentences(sentences) -> list[list[str]]:
     if not any(sentences):
         raise ValueError("sentences holds no words: word2vec needs a corpus to learn from")
     return sentences
-
-
-def _check_positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 def build_vocab(sentences: Sequence[Sequence[str]], min_count: int = 1) -> tuple[list[str], list[int]]:
@@ -339,8 +333,8 @@ def train_word2vec(
 
 def _train(sentences: list[list[str]], config: Word2VecConfig, progress: bool) -> WordVectors:
     for name in ("dim", "window", "negatives", "epochs", "min_count", "batch_size"):
-        _check_positive_int(name, getattr(config, name))
-    _check_positive_int("seed", config.seed, minimum=0)
+        check_int(name, getattr(config, name))
+    check_int("seed", config.seed, minimum=0)
     if not (isinstance(config.lr, (int, float)) and config.lr > 0):
         raise ValueError(f"lr must be a positive number, got {config.lr!r}")
     if not (isinstance(config.subsample, (int, float)) and config.subsample >= 0):

@@ -76,14 +76,24 @@ def _missing_data(item) -> list[str]:
     return [name for name in needs if not (SHARED_DATA / name).is_file()]
 
 
+BROWSER_TESTS = REPO / "tests" / "browser"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: starts a kernel, the sandbox or a browser")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip notebook cells tagged `gpu` unless CUDA is available, and every cell of a notebook whose
-    data files are absent from ../shared/data."""
+    """Mark every notebook cell (nbval starts a kernel) and every browser test `slow`, so that
+    `pytest -m "not slow"` is the quick loop; skip notebook cells tagged `gpu` unless CUDA is
+    available, and every cell of a notebook whose data files are absent from ../shared/data."""
     import torch
 
     gpu_skip = pytest.mark.skip(reason="cell tagged 'gpu' and no CUDA device is available")
     for item in items:
         cell = getattr(item, "cell", None)
+        if cell is not None or BROWSER_TESTS in Path(item.path).parents:
+            item.add_marker(pytest.mark.slow)
         if cell is None:
             continue
         missing = _missing_data(item)

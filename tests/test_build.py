@@ -329,3 +329,38 @@ def test_class_build_without_exercises_is_refused_and_writes_nothing(tmp_path, c
     out = capsys.readouterr().out
     assert "--exercises DIR" in out and "exercises/" in out, out
     assert {p.name: p.read_bytes() for p in (REPO / "exercises").glob("*.ipynb")} == before
+
+
+# --- manually graded answers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, gid, total", [("06_attention", "ex9_answer", 24), ("07_position", "ex8_answer", 19),
+                                              ("08_multi_head_attention", "ex7_answer", 19)])
+def test_a_written_answer_is_kept_blank_with_its_points_and_without_its_rubric(name, gid, total):
+    """nbgrader's manually graded answer (grade and solution, markdown): the release keeps the cell and its
+    metadata, blank; its points count in its heading and the total; the rubric is the markers' alone."""
+    solution = read_notebook(SOLUTIONS / f"{name}.ipynb")
+    cell = next(c for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == gid)
+    assert cell["cell_type"] == "markdown" and len(cell["metadata"]["course"]["rubric"]) >= 3
+    built = json.loads(build_text(SOLUTIONS / f"{name}.ipynb", for_class=True))
+    mine = next(c for c in built["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == gid)
+    assert source(mine) == "YOUR ANSWER HERE" and "course" not in mine["metadata"]
+    assert mine["metadata"]["nbgrader"] == {**cell["metadata"]["nbgrader"]} and mine["metadata"]["deletable"] is False
+    assert f"**Total: {total} points.**" in source(built["cells"][0]) and label_problems(solution, name) == []
+    assert "YOUR ANSWER HERE" in source(built["cells"][0]), "the intro tells learners where a written answer goes"
+
+
+def test_a_written_answers_points_are_counted_in_its_heading(tmp_path):
+    def change(nb):
+        _set_points(nb, "ex3_test", 3)
+        nb["cells"].append({"cell_type": "markdown", "id": "q9", "metadata": {},
+                            "source": "## Exercise 9: Why? (★☆☆, 1 point)"})
+        nb["cells"].append({"cell_type": "markdown", "id": "a9", "source": "## My answer\n\nBecause.", "metadata": {
+            "nbgrader": {"schema_version": 3, "grade": True, "solution": True, "locked": False, "points": 2,
+                         "grade_id": "ex9_answer"}}})
+
+    sol, _ = _welcome_course(tmp_path, change)
+    labels = exercise_labels(read_notebook(sol / "00_welcome.ipynb"))
+    assert labels[-1].heading.startswith("## Exercise 9") and labels[-1].points == 2, \
+        "the answer's own heading is no label"
+    assert labels[-1].tests == ["ex9_answer: 2 (marked by a person)"]

@@ -1,6 +1,8 @@
 """The checks exercises call: friendly passes, failures that name the likely mistake, no tracebacks."""
 from __future__ import annotations
 
+import re
+
 import nbformat
 import numpy as np
 import pytest
@@ -83,31 +85,31 @@ def test_long_feedback_wraps_between_words_in_the_notebook(capsys):
 
 def test_check_all_reports_every_failed_part_in_one_check_failed(capsys):
     right = checks.seal(17, name="a", decimals=None)
-    checks.check_all(lambda: checks.check_sealed("a", 17, right, kind="count"), lambda: checks.passed("b"))
+    checks.check_all(lambda: checks.check_count("a", 17, right), lambda: checks.passed("b"))
     assert capsys.readouterr().out.splitlines() == ["✔ a: passed", "✔ b: passed"]
     with pytest.raises(checks.CheckFailed) as info:
-        checks.check_all(lambda: checks.check_sealed("a", 16, right, kind="count", hint="count again"),
+        checks.check_all(lambda: checks.check_count("a", 16, right, hint="count again"),
                          lambda: checks.passed("b"),
-                         lambda: checks.check_sealed("c", "x", right, kind="count"))
+                         lambda: checks.check_count("c", "x", right))
     assert type(info.value) is checks.CheckFailed, "the grader counts a CheckFailed as a failed test"
     text = str(info.value)
     assert text.splitlines()[0] == "✘ a: 16 is not right." and "Hint: count again" in text, text
     assert "✘ c: expected a whole number (an int), got str" in text and "✔" not in text, text
     assert info.value._render_traceback_() == text.splitlines()
     with pytest.raises(checks.NotAttempted):  # an unattempted part is not a wrong one
-        checks.check_all(lambda: checks.check_sealed("a", 16, right, kind="count"), lambda: checks.answer("never_defined_here"))
+        checks.check_all(lambda: checks.check_count("a", 16, right), lambda: checks.answer("never_defined_here"))
 
 
 @pytest.mark.parametrize("value, match", [
     (17, None), (17.0, None), (np.int64(17), None), (np.float32(17), None), (17.5, "did a division leave a fraction"),
     ("17", "expected a whole number (an int), got str"), (True, "expected a whole number"), (None, "got None"), (18, "looks like you added one"),
 ])
-def test_check_sealed_counts(value, match):
+def test_sealed_counts(value, match):
     right, wrong = checks.seal(17, name="n", decimals=None), checks.seal(18, name="n", decimals=None)
     if match is None:
-        checks.check_sealed("n", value, right, kind="count", mistakes={"added one": wrong})
+        checks.check_count("n", value, right, mistakes={"added one": wrong})
     else:
-        text = fails_with(checks.check_sealed, "n", value, right, kind="count", mistakes={"added one": wrong}, match=match)
+        text = fails_with(checks.check_count, "n", value, right, mistakes={"added one": wrong}, match=match)
         assert "17 " not in text.replace("17.5", "").replace("'17'", ""), text
 
 
@@ -262,3 +264,79 @@ def test_a_misspelled_answer_is_pointed_out():
     with pytest.raises(checks.NotAttempted) as info:
         checks.answer("nothing_like_it")
     assert "replace `raise NotImplementedError()`" in str(info.value)
+
+
+def test_check_close_names_an_entry_where_the_two_disagree_never_two_equal_infinities():
+    inf = float("inf")
+    # Every entry either agrees as -inf (whose difference is NaN) or disagrees by an infinite amount.
+    expected = torch.tensor([[-inf, 0.5, -inf], [1.0, -inf, -inf]])
+    got = torch.tensor([[-inf, -inf, -inf], [-inf, -inf, 2.0]])
+    text = fails_with(checks.check_close, "x", got, expected, match="largest difference inf at index (0, 1)")
+    assert "expected 0.5, got -inf" in text and "expected -inf, got -inf" not in text, text
+    # A NaN where a number was expected is named too; NaN on both sides agrees.
+    nan = float("nan")
+    text = fails_with(checks.check_close, "y", [nan, 1.0, 3.0], [nan, nan, 3.5], match="at index (1,)")
+    assert "expected nan, got 1" in text and "Your result contains NaN" in text, text
+    # The largest finite difference is still found when there are no infinities.
+    fails_with(checks.check_close, "z", [1.0, 2.0, 3.0], [1.0, 2.5, 3.1], match="largest difference 0.5 at index (1,)")
+
+
+# --- the core API: one way for each job ---------------------------------------------------------------
+
+
+def test_the_api_is_short_documented_and_the_near_twins_are_gone():
+    from course_lib.checks import core
+
+    assert checks.__all__ == core.__all__ and len(core.__all__) <= 17, core.__all__
+    undocumented = [name for name in core.__all__ if not re.search(rf"\b{name}\b", core.__doc__)]
+    assert not undocumented, f"core's docstring lists the API; it leaves out {undocumented}"
+    for gone in ("check_choice", "check_sealed", "check_sealed_shapes", "check_shape_answer", "_short", "_close"):
+        assert not hasattr(core, gone), f"{gone} is replaced (see core's docstring)"
+
+
+def test_every_lesson_module_keeps_its_sealed_answers_in_one_table_and_imports_only_public_names():
+    import ast
+    from pathlib import Path
+
+    from course_lib.checks import core
+
+    for path in sorted(Path(core.__file__).parent.glob("lesson*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = [a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "core"
+                    for a in node.names]
+        assert imported and not [n for n in imported if n.startswith("_")], (path.name, imported)
+        tables = [node for node in tree.body if isinstance(node, ast.Assign)
+                  and getattr(node.targets[0], "id", "") == "SEALS"]
+        assert len(tables) == 1, f"{path.name}: one SEALS = Seals({{...}}) table, written by `course seal`"
+        defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        assert "_sealed" not in defined, f"{path.name}: SEALS.check replaces the module's own _sealed"
+
+
+def test_check_shape_shows_an_arrays_shape_and_hides_a_predicted_one():
+    fails_with(checks.check_shape, "out", np.zeros((3, 2)), (2, 3), match="expected shape (2, 3), got (3, 2).\n"
+               "  Hint: the right sizes in the wrong order")
+    text = fails_with(checks.check_shape, "shape", [3, 2], (2, 3), match="shape: (3, 2) is not right.")
+    assert "(2, 3)" not in text, text
+    sealed, wrong = (checks.seal(s, name="shape", decimals=None) for s in ((2, 3), (3, 2)))
+    checks.check_shape("shape", torch.Size([2, 3]), sealed, quiet=True)
+    fails_with(checks.check_shape, "shape", (3, 2), sealed, {"swapped the axes": wrong}, match="swapped the axes")
+    fails_with(checks.check_shape, "shape", np.zeros((2, 3)), sealed, match="expected a tuple of ints")
+    table = checks.Seals({"shape": (None, sealed, {"swapped the axes": wrong})})
+    table.check("shape", np.array([2, 3]), "shape")  # a shape written as an array of ints is still a shape
+    fails_with(table.check, "shape", np.array([2.0, 3.0]), "shape", match="expected a tuple of ints")
+
+
+def test_a_seals_table_holds_seals_only():
+    with pytest.raises(ValueError, match="seals from seal()"):
+        checks.Seals({"p": (3, 0.5, {})})  # a value pasted where its seal belongs
+    with pytest.raises(ValueError, match="seals from seal()"):
+        checks.Seals({"p": (3, checks.seal(0.5, name="p"), {"a slip": "0.25"})})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        checks.Seals({"p": (3, checks.seal(0.5, name="p"), {})}).check("p", 0.5, "probability")
+
+
+def test_a_sealed_count_deters_peeking_but_is_no_secret():
+    """What core's docstring says: a loop over plausible counts finds the one whose seal matches."""
+    decimals, sealed, _ = lesson00.SEALS.table["n_patches"]
+    found = [n for n in range(10_000) if checks.seal(n, name="n_patches", decimals=decimals) == sealed]
+    assert len(found) == 1, found

@@ -287,15 +287,16 @@ def test_check_select_mask_names_a_column_and_a_shifted_index(model):
 # --- exercise 4: shapes -------------------------------------------------------------------------
 
 
-def test_check_shape_answer_names_known_shapes():
-    checks.check_shape_answer("s", (12, 12), (12, 12))
-    fails_with(checks.check_shape_answer, "s", (13, 13), (12, 12), mistakes={"confused V and T": (13, 13)}, match="confused V and T")
-    fails_with(checks.check_shape_answer, "s", (13, 12), (12, 13), match="transposed")
-    fails_with(checks.check_shape_answer, "s", "(12, 12)", (12, 12), match="tuple of ints")
-    fails_with(checks.check_shape_answer, "s", (12.9, 12), (12, 12), match="tuple of ints")  # no silent int() truncation
-    fails_with(checks.check_shape_answer, "s", ["12", "12"], (12, 12), match="tuple of ints")
-    fails_with(checks.check_shape_answer, "s", (12, 12), (2, 12, 12), match="3 axes")
-    fails_with(checks.check_shape_answer, "s", (3, 4), (12, 13), hint="one row per word", match="one row per word")
+def test_check_shape_names_known_shapes():
+    checks.check_shape("s", (12, 12), (12, 12))
+    fails_with(checks.check_shape, "s", (13, 13), (12, 12), mistakes={"confused V and T": (13, 13)},
+               match="confused V and T")
+    fails_with(checks.check_shape, "s", (13, 12), (12, 13), match="transposed")
+    fails_with(checks.check_shape, "s", "(12, 12)", (12, 12), match="tuple of ints")
+    fails_with(checks.check_shape, "s", (12.9, 12), (12, 12), match="tuple of ints")  # no silent int() truncation
+    fails_with(checks.check_shape, "s", ["12", "12"], (12, 12), match="tuple of ints")
+    fails_with(checks.check_shape, "s", (12, 12), (2, 12, 12), match="3 axes")
+    fails_with(checks.check_shape, "s", (3, 4), (12, 13), hint="one row per word", match="one row per word")
 
 
 # --- exercise 5: the feature layer --------------------------------------------------------------

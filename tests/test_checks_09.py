@@ -14,7 +14,7 @@ from grading_helpers import fails_with
 from course_lib import checks
 from course_lib.attention import MultiHeadAttention, causal_mask
 from course_lib.checks import lesson09
-from course_lib.layers import FeedForward, LayerNorm, TransformerBlock
+from course_lib.layers import DecoderBlock, EncoderBlock, FeedForward, LayerNorm
 
 
 def count(module: nn.Module) -> int:
@@ -26,11 +26,11 @@ def count(module: nn.Module) -> int:
 
 @pytest.fixture(scope="module")
 def measured_shapes() -> dict[str, tuple[int, ...]]:
-    block = TransformerBlock(48, 6, d_ff=160, cross_attention=True).eval()
+    block = DecoderBlock(48, 6, d_ff=160).eval()
     x, memory = torch.randn(3, 10, 48), torch.randn(3, 7, 48)
     with torch.no_grad():
-        y = block(x, causal_mask(10), context=memory)
-        hidden = F.relu(block.ff.lin1(x))
+        y = block(x, memory, causal_mask(10))
+        hidden = F.relu(block.ff.linear1(x))
     return {"shape_y": tuple(y.shape), "shape_self_weights": tuple(block.self_attn.last_weights.shape),
             "shape_cross_weights": tuple(block.cross_attn.last_weights.shape), "shape_ffn_hidden": tuple(hidden.shape)}
 
@@ -433,7 +433,7 @@ def test_post_norm_block_names_each_mistake(kind):
 
 
 def test_reference_wirings_are_the_library_block():
-    """The checks' "right" wirings are the library's TransformerBlock itself, both ways."""
+    """The checks' "right" wirings are the library's EncoderBlock itself, both ways."""
     for norm_first in (True, False):
         ref = lesson09._reference_block(16, 2, norm_first, seed=3)
         x = torch.randn(2, 5, 16)
@@ -447,8 +447,8 @@ def test_reference_wirings_are_the_library_block():
 
 
 def test_block_parameter_counts_pass(capsys):
-    dec = count(TransformerBlock(256, 4, 1024, cross_attention=True))
-    enc = count(TransformerBlock(384, 6, 1536, bias=False))
+    dec = count(DecoderBlock(256, 4, 1024))
+    enc = count(EncoderBlock(384, 6, 1536, bias=False))
     lesson09.check_block_parameters(dec, enc)
     lesson09.check_block_parameters(float(dec), np.int64(enc))
     assert capsys.readouterr().out.count("passed") == 4
@@ -456,9 +456,9 @@ def test_block_parameter_counts_pass(capsys):
 
 def test_block_parameter_counts_name_the_miscounts():
     d, d_ff, h = 256, 1024, 4
-    dec = count(TransformerBlock(d, h, d_ff, cross_attention=True))
+    dec = count(DecoderBlock(d, h, d_ff))
     attn, ln = count(MultiHeadAttention(d, h)), count(LayerNorm(d))
-    enc = count(TransformerBlock(384, 6, 1536, bias=False))
+    enc = count(EncoderBlock(384, 6, 1536, bias=False))
     attn_nb, ln_nb = count(MultiHeadAttention(384, 6, bias=False)), 384
     ffn_nb = count(FeedForward(384, 1536, bias=False))
     wrong_dec = {

@@ -9,10 +9,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_lib import checks, data, models
+from course_lib import checks, models, translation
 from course_lib.attention import causal_mask
 from course_lib.checks import lesson10
-from course_lib.layers import TransformerBlock
+from course_lib.layers import DecoderBlock
 from grading_helpers import fails_with
 
 # --- exercise 1: shapes -------------------------------------------------------------------------------
@@ -21,7 +21,7 @@ RIGHT_SHAPES = {"memory_shape": (4, 9, 32), "cross_weights_shape": (4, 4, 6, 9),
 
 
 def test_shapes_measured_on_the_model():
-    m = models.Seq2SeqTransformer(models.Seq2SeqConfig(20, 50, d_model=32, n_heads=4)).keep_attention_weights(True)
+    m = models.Seq2SeqTransformer(models.Seq2SeqConfig(20, 50, d_model=32, n_heads=4, keep_weights=True))
     src, tgt = torch.randint(3, 20, (4, 9)), torch.randint(3, 50, (4, 6))
     logits = m(src, tgt)
     measured = {"memory_shape": tuple(m.encode(src).shape), "cross_weights_shape": tuple(m.cross_attention_weights()[0].shape),
@@ -70,8 +70,8 @@ def full_slice_decoder_io(targets, bos_id, eos_id, pad_id):
     return full[:, :-1], full[:, 1:]
 
 
-def test_reference_decoder_io_matches_the_data_module():
-    task = data.translation_task(30, 5, seed=1)
+def test_reference_decoder_io_matches_the_translation_module():
+    task = translation.translation_task(30, 5, seed=1)
     pairs = task.train[:7]
     _, tgt_in, tgt_out = task.batch(pairs)
     ref_in, ref_out = lesson10.reference_decoder_io([[task.tgt_index[w] for w in t] for _, t in pairs], 1, 2, 0)
@@ -413,54 +413,54 @@ def test_parameter_counts_against_the_model():
 class FixedDecoder(nn.Module):
     def __init__(self, d_model, n_heads):
         super().__init__()
-        self.block = TransformerBlock(d_model, n_heads, cross_attention=True)
+        self.block = DecoderBlock(d_model, n_heads)
 
     def forward(self, y, memory):
-        return self.block(y, causal_mask(y.shape[1]), context=memory)
+        return self.block(y, memory, causal_mask(y.shape[1]))
 
 
 class FixedWithOnes(FixedDecoder):  # the same fix written another way
     def forward(self, y, memory):
         mask = torch.ones(y.shape[1], memory.shape[1], dtype=torch.bool)
-        return self.block(y, causal_mask(y.shape[1]), context=memory, context_mask=mask)
+        return self.block(y, memory, causal_mask(y.shape[1]), mask)
 
 
 class StillBuggy(FixedDecoder):
     def forward(self, y, memory):
         mask = torch.ones(y.shape[1], memory.shape[1], dtype=torch.bool).tril()
-        return self.block(y, causal_mask(y.shape[1]), context=memory, context_mask=mask)
+        return self.block(y, memory, causal_mask(y.shape[1]), mask)
 
 
 class OverFixed(FixedDecoder):
     def forward(self, y, memory):
-        return self.block(y, None, context=memory)
+        return self.block(y, memory, None)
 
 
 class Renamed(nn.Module):
     def __init__(self, d_model, n_heads):
         super().__init__()
-        self.layer = TransformerBlock(d_model, n_heads, cross_attention=True)
+        self.layer = DecoderBlock(d_model, n_heads)
 
     def forward(self, y, memory):
-        return self.layer(y, causal_mask(y.shape[1]), context=memory)
+        return self.layer(y, memory, causal_mask(y.shape[1]))
 
 
 class UpperSelf(FixedDecoder):
     def forward(self, y, memory):
-        return self.block(y, causal_mask(y.shape[1]).T, context=memory)
+        return self.block(y, memory, causal_mask(y.shape[1]).T)
 
 
 class UpperCross(FixedDecoder):
     def forward(self, y, memory):
         mask = torch.ones(y.shape[1], memory.shape[1], dtype=torch.bool).triu()
-        return self.block(y, causal_mask(y.shape[1]), context=memory, context_mask=mask)
+        return self.block(y, memory, causal_mask(y.shape[1]), mask)
 
 
 class ShiftedCross(FixedDecoder):
     def forward(self, y, memory):
         T, S = y.shape[1], memory.shape[1]
         mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
-        return self.block(y, causal_mask(T), context=memory, context_mask=mask)
+        return self.block(y, memory, causal_mask(T), mask)
 
 
 def test_first_sees_hints_do_not_state_the_answer():

@@ -28,9 +28,14 @@ def test_available_corpora_lists_the_bundled_files():
     assert names == sorted(names), f"not sorted: {names}"
 
 
-def test_data_folder_is_not_a_package():
-    # course_lib/data.py is the module; an __init__.py in course_lib/data/ would shadow it.
-    assert not (data.DATA_DIR / "__init__.py").exists(), "course_lib/data/ must not contain __init__.py"
+def test_data_folders_are_not_packages_and_no_folder_shadows_the_module():
+    # Data-only folders, shipped as package data: no __init__.py, and no folder called data/ next to
+    # course_lib/data.py, which `import course_lib.data` could find instead of the module.
+    package = Path(data.__file__).parent
+    assert data.CORPORA_DIR == package / "corpora"
+    for folder in (package / "corpora", package / "checkpoints"):
+        assert folder.is_dir() and not (folder / "__init__.py").exists(), f"{folder} must be a data-only folder"
+    assert not (package / "data").exists(), "course_lib/data/ would share its name with course_lib/data.py"
     assert Path(data.__file__).name == "data.py", f"imported {data.__file__}"
 
 
@@ -44,7 +49,7 @@ def test_load_corpus_returns_raw_lines():
     assert isinstance(text, str), f"expected str, got {type(text).__name__}"
     lines = text.splitlines()
     assert len(lines) == 20, f"expected 20 lines, got {len(lines)}"
-    assert text == (data.DATA_DIR / "commands.txt").read_text(encoding="utf-8")
+    assert text == (data.CORPORA_DIR / "commands.txt").read_text(encoding="utf-8")
 
 
 def test_load_sentences_tokenizes_and_drops_punctuation_and_blank_lines(monkeypatch):
@@ -58,7 +63,7 @@ def test_load_sentences_english_is_large_enough():
     n_words = sum(len(s) for s in sentences)
     assert n_words >= 100_000, f"english has {n_words} words, expected at least 100,000"
     assert len(sentences) == len(data.load_corpus("english").splitlines()), "one sentence per line expected"
-    size = (data.DATA_DIR / "english.txt").stat().st_size
+    size = (data.CORPORA_DIR / "english.txt").stat().st_size
     assert size < 1_000_000, f"english.txt is {size} bytes, expected under 1 MB"
 
 
@@ -100,8 +105,8 @@ def test_commands_long_is_fifty_fifty():
     assert _next_word_distribution(sentences, ("it", "ran")) == {"please": 0.5, "down": 0.5}
 
 
-# The generator is a repository file, not package data: find it from here, not from DATA_DIR.
-GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "make_english.py"
+# The generator is a repository file, not package data: find it from here, not from CORPORA_DIR.
+GENERATOR = Path(__file__).resolve().parents[1] / "course_lib" / "corpora" / "make_english.py"
 
 
 def _load_generator():
@@ -116,10 +121,10 @@ def test_english_generator_reproduces_the_file_byte_for_byte():
     generator = _load_generator()
     rebuilt = generator.build_corpus().encode("utf-8")
     stored = (GENERATOR.parent / "english.txt").read_bytes()
-    assert stored == (data.DATA_DIR / "english.txt").read_bytes(), "the installed english.txt is out of date"
+    assert stored == (data.CORPORA_DIR / "english.txt").read_bytes(), "the installed english.txt is out of date"
     assert rebuilt == stored, (
         f"make_english.py builds {len(rebuilt)} bytes, english.txt has {len(stored)}: "
-        "run `python course_lib/data/make_english.py` and commit the result"
+        "run `python course_lib/corpora/make_english.py` and commit the result"
     )
     assert generator.build_corpus(seed=1) != generator.build_corpus(), "the seed should change the corpus"
 
@@ -231,9 +236,9 @@ def test_get_batch_errors():
         data.get_batch(torch.zeros(10), 4, 2)
     with pytest.raises(TypeError, match=r"1-D torch tensor of token ids, got list"):
         data.get_batch([1, 2, 3, 4, 5], 2, 2)
-    with pytest.raises(ValueError, match=r"block_size must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match=r"block_size must be a positive int, got 0"):
         data.get_batch(torch.arange(10), 0, 2)
-    with pytest.raises(ValueError, match=r"batch_size must be a positive integer, got 2.5"):
+    with pytest.raises(ValueError, match=r"batch_size must be a positive int, got 2.5"):
         data.get_batch(torch.arange(10), 4, 2.5)
 
 

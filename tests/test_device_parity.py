@@ -33,8 +33,11 @@ def _modules():
         ("LayerNorm", lambda: layers.LayerNorm(16), lambda: (g(2, 5, 16),)),
         ("RMSNorm", lambda: layers.RMSNorm(16), lambda: (g(2, 5, 16),)),
         ("FeedForward gelu", lambda: layers.FeedForward(16, activation="gelu"), lambda: (g(2, 5, 16),)),
-        ("TransformerBlock pre-norm", lambda: layers.TransformerBlock(16, 4), lambda: (g(2, 5, 16),)),
-        ("TransformerBlock post-norm", lambda: layers.TransformerBlock(16, 4, norm_first=False), lambda: (g(2, 5, 16),)),
+        ("EncoderBlock pre-norm", lambda: layers.EncoderBlock(16, 4), lambda: (g(2, 5, 16),)),
+        ("EncoderBlock post-norm", lambda: layers.EncoderBlock(16, 4, norm_first=False), lambda: (g(2, 5, 16),)),
+        ("EncoderBlock fused", lambda: layers.EncoderBlock(16, 4, keep_weights=False, fused_norm=True),
+         lambda: (g(2, 5, 16),)),
+        ("DecoderBlock", lambda: layers.DecoderBlock(16, 4), lambda: (g(2, 5, 16), g(2, 3, 16))),
         ("LearnedPositionalEmbedding", lambda: positional.LearnedPositionalEmbedding(8, 16), lambda: (torch.arange(5),)),
     ]
 

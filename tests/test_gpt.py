@@ -37,13 +37,13 @@ def _pairs(ours: GPT, ref: BuiltinGPT):
         a = block.self_attn
         yield torch.cat([a.w_q.weight.grad, a.w_k.weight.grad, a.w_v.weight.grad]), layer.self_attn.in_proj_weight.grad, f"block {i} qkv"
         yield a.w_o.weight.grad, layer.self_attn.out_proj.weight.grad, f"block {i} w_o"
-        yield block.ff.lin1.weight.grad, layer.linear1.weight.grad, f"block {i} lin1"
-        yield block.ff.lin2.weight.grad, layer.linear2.weight.grad, f"block {i} lin2"
+        yield block.ff.linear1.weight.grad, layer.linear1.weight.grad, f"block {i} linear1"
+        yield block.ff.linear2.weight.grad, layer.linear2.weight.grad, f"block {i} linear2"
         yield block.norm1.weight.grad, layer.norm1.weight.grad, f"block {i} norm1"
         yield block.norm2.weight.grad, layer.norm2.weight.grad, f"block {i} norm2"
         if layer.linear1.bias is not None:
             yield torch.cat([a.w_q.bias.grad, a.w_k.bias.grad, a.w_v.bias.grad]), layer.self_attn.in_proj_bias.grad, f"block {i} qkv bias"
-            yield block.ff.lin2.bias.grad, layer.linear2.bias.grad, f"block {i} lin2 bias"
+            yield block.ff.linear2.bias.grad, layer.linear2.bias.grad, f"block {i} linear2 bias"
             yield block.norm1.bias.grad, layer.norm1.bias.grad, f"block {i} norm1 bias"
     yield ours.ln_f.weight.grad, ref.ln.weight.grad, "final norm"
     yield ours.lm_head.weight.grad, ref.head.weight.grad, "de-embedding"
@@ -52,13 +52,12 @@ def _pairs(ours: GPT, ref: BuiltinGPT):
 @pytest.mark.parametrize("bias,tie", [(True, False), (False, True)])
 @pytest.mark.parametrize("keep_weights", [False, True], ids=["fused", "from-scratch"])
 def test_gpt_matches_the_architecture_built_from_torch_layers(bias, tie, keep_weights):
-    config = GPTConfig(**SMALL, bias=bias, tie_weights=tie)
+    config = GPTConfig(**SMALL, bias=bias, tie_weights=tie, keep_weights=keep_weights)
     torch.manual_seed(0)
     ref = BuiltinGPT(config).double()
     ours = GPT(config).double()
     copy_builtin_gpt_weights(ours, ref)
-    for block in ours.blocks:
-        block.self_attn.keep_weights = keep_weights
+    assert all(block.self_attn.keep_weights == keep_weights for block in ours.blocks)
     idx, targets = _idx(3, 10), _idx(3, 10, seed=2)
 
     logits, loss = ours(idx, targets)
@@ -74,6 +73,17 @@ def test_gpt_matches_the_architecture_built_from_torch_layers(bias, tie, keep_we
         assert_close(got, want, msg=lambda m, name=name: f"gradient of {name} differs: {m}")
         n += 1
     assert n >= 12, f"only {n} gradients were compared"
+
+
+def test_keep_weights_is_chosen_in_the_config_and_keeps_every_layers_weights():
+    idx = _idx(2, 7)
+    fast, kept = _model(0), _model(0, keep_weights=True)
+    assert_close(kept(idx)[0], fast(idx)[0], atol=1e-5, rtol=1e-5)
+    assert all(block.self_attn.last_weights is None for block in fast.blocks)
+    weights = [block.self_attn.last_weights for block in kept.blocks]
+    assert all(w is not None and w.shape == (2, SMALL["n_head"], 7, 7) for w in weights), [
+        None if w is None else tuple(w.shape) for w in weights]
+    assert all(torch.equal(w.triu(1), torch.zeros_like(w)) for w in weights), "a causal model attends to no later token"
 
 
 def test_weight_tying_shares_one_matrix():
@@ -115,9 +125,7 @@ def test_initial_loss_is_near_ln_vocab_size():
 
 @pytest.mark.parametrize("keep_weights", [False, True], ids=["fused", "from-scratch"])
 def test_a_future_token_never_changes_earlier_logits(keep_weights):
-    model = _model(0, dropout=0.0)
-    for block in model.blocks:
-        block.self_attn.keep_weights = keep_weights
+    model = _model(0, dropout=0.0, keep_weights=keep_weights)
     idx = _idx(2, 12)
     base, _ = model(idx)
     for t in (0, 5, 11):
@@ -194,10 +202,8 @@ def test_recipe_parameter_count():
 def test_flops_formula_matches_torch_flop_counter(T):
     from torch.utils.flop_counter import FlopCounterMode
 
-    config = GPTConfig(**SMALL)
+    config = GPTConfig(**SMALL, keep_weights=True)  # the course's attention: plain matmuls, which the counter sees
     model = GPT(config)
-    for block in model.blocks:
-        block.self_attn.keep_weights = True  # plain matmuls, which the counter sees one by one
     with FlopCounterMode(display=False) as counter:
         model(_idx(1, T))
     assert counter.get_total_flops() == gpt_forward_flops(config, T), (counter.get_total_flops(), gpt_forward_flops(config, T))
@@ -220,6 +226,7 @@ def test_attention_flops_grow_quadratically_with_the_context():
     ({"block_size": 2.5}, "block_size must be a positive int"),
     ({"dropout": 1.0}, r"dropout must be a number in \[0, 1\)"),
     ({"bias": 1}, "bias must be True or False"),
+    ({"keep_weights": "yes"}, "keep_weights must be True or False"),
 ])
 def test_config_errors(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
@@ -261,14 +268,18 @@ def _shakespeare_or_skip():
 
 
 def test_committed_checkpoint_is_the_recipe_and_reaches_its_loss():
-    from course_lib.train_gpt import CHECKPOINT, load_checkpoint, make_get_batch, recipe_model_config, shakespeare_data
-    from course_lib.training import estimate_loss, TrainConfig
+    from course_lib.train_gpt import (CHECKPOINT, RECIPE_WHOLE_SPLIT_LOSS, load_checkpoint, make_get_batch,
+                                      recipe_model_config, shakespeare_data)
+    from course_lib.training import TrainConfig, estimate_loss
 
     model, vocab, info = load_checkpoint()
     assert CHECKPOINT.stat().st_size < 5_000_000, f"the checkpoint should stay small, it is {CHECKPOINT.stat().st_size:,} bytes"
     assert model.config == recipe_model_config(65), model.config
     assert info["iters"] == 2000 and info["train_config"]["lr"] == 1e-3 and info["train_config"]["eval_iters"] == 20, info["train_config"]
     assert info["val_loss"] < 2.0, f"the checkpoint's validation loss is {info['val_loss']}"
+    # the whole-split loss stored with it is the one lesson 11 and the benchmark compare with nanoGPT's
+    quoted = RECIPE_WHOLE_SPLIT_LOSS["python -m course_lib.train_gpt"][info["seed"]]
+    assert abs(info["val_loss_full"] - quoted) < 5e-4, (info["val_loss_full"], quoted)
     assert not model.training
     text = _shakespeare_or_skip()
     data_vocab, train_ids, val_ids = shakespeare_data(text)

@@ -6,6 +6,7 @@ route, graded in the sandbox, is tests/test_class.py.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, exercise, learner, solution, write
 
-from course_grader.export import lms_table, safe_name, write_exports, write_lms
+from course_grader.export import lms_export, lms_table, safe_name, write_exports, write_lms
 from course_grader.grade import (
     SubmissionResult,
     _check_provenance,
@@ -47,10 +48,10 @@ def result(student, score=2.0, status="graded", assignment="06_attention", tests
     return SubmissionResult(student, assignment, score, 4.0, status, tests, list(notes))
 
 
-def record(book, res, sha="a", when="2026-12-01T10:00:00+00:00", sol_sha="s1"):
+def record(book, res, sha="a", when="2026-12-01T10:00:00+00:00", sol_sha="s1", run=None):
     return book.record(res, file=f"{res.assignment}.ipynb" if sha else None, submission_sha256=sha, submitted_at=when if sha else None,
                        submitted_from="timestamp.txt" if sha else None, solutions_path="/private/solutions/06_attention.ipynb",
-                       solutions_sha256=sol_sha, run=None)
+                       solutions_sha256=sol_sha, run=run)
 
 
 @pytest.fixture
@@ -117,7 +118,7 @@ def test_late_penalty_per_started_day_with_grace_and_cap(late, percent, days):
 
 def test_penalties_and_adjustments_are_applied_in_every_export(book, tmp_path):
     out = tmp_path / "out"
-    record(book, result("ada", 4.0), when="2026-12-03T08:00:00+00:00")  # 1 day and 8 h late: 2 days
+    record(book, result("ada", 4.0), when="2026-12-03T08:00:00+00:00")  # 1 day and 8 h late: 2 started days
     record(book, result("bob", 2.0), when="2026-12-01T08:00:00+00:00")  # on time
     book.set_deadline(Deadline("06_attention", parse_time("2026-12-02T00:00+00:00"), 10, 100, 0))
     with pytest.raises(ValueError, match="needs a reason"):
@@ -131,7 +132,8 @@ def test_penalties_and_adjustments_are_applied_in_every_export(book, tmp_path):
     fb = (out / "feedback" / "bob" / "06_attention.md").read_text()
     assert "**Score: 3.5 / 4**" in fb and "+1.5: exercise 2 answered in a markdown cell; graded by hand" in fb
     fb = (out / "feedback" / "ada" / "06_attention.md").read_text()
-    assert "Late penalty: -0.8 (submitted 2 days after the deadline" in fb
+    assert ("Late penalty: -0.8 (submitted 1 day 8 hours after the deadline (2026-12-02 00:00 UTC), at 2026-12-03 08:00 "
+            "UTC: 2 started days, -10% each)") in fb, fb
     data = json.loads((out / "grades.json").read_text())
     assert data["deadlines"]["06_attention"]["percent_per_day"] == 10
     canvas = lms_table(book, "canvas")
@@ -277,7 +279,7 @@ def test_roster_reads_what_spreadsheets_write(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("name,email\nAda,a@x\n", "expected one of them to be the student id"),
     ("student_id,name\nab,Ada\nab,Bea\n", "the id 'ab' is on lines 2 and 3"),
-    ("student_id,name\n,Ada\n", "line 2 has no 'student_id'"),
+    ("student_id,name\n,Ada\n", "the student Ada \\(line 2\\) has no 'student_id'"),
     ("student_id,name\n", "names no students"),
     ("", "is empty"),
 ])
@@ -322,7 +324,8 @@ def test_renamed_and_nested_notebooks_are_graded_with_a_recorded_note(tmp_path, 
 
 def test_loose_names_ignore_only_what_copies_add():
     assert loose_stem("06_Attention (1)") == loose_stem("copy of 06_attention") == loose_stem("06_attention") == "06attention"
-    assert loose_stem("06_attention_v2") != loose_stem("06_attention")
+    assert loose_stem("06_attention_v2") == loose_stem("06_attention_final") == loose_stem("06_attention-1") == "06attention"
+    assert loose_stem("06_attention_notes") != loose_stem("06_attention")
     assert loose_stem("07_position") != loose_stem("06_attention")
 
 
@@ -429,8 +432,8 @@ def test_grading_with_other_solutions_than_before_is_refused_unless_asked(book, 
     with pytest.raises(ValueError, match=r"(?s)06_attention was graded before with /private/solutions/06_attention.ipynb.*"
                                          r"If you forgot --solutions, pass the folder used before"):
         _check_provenance(book, public, allow_new=False)
-    warnings = _check_provenance(book, public, allow_new=True)
-    assert warnings and "regrade every student" in warnings[0]
+    said = _check_provenance(book, public, allow_new=True)
+    assert said and "grading with new solutions" in said[0]
     assert _check_provenance(book, {"06_attention": (Path("/x"), "private-sha")}, allow_new=False) == []
 
 
@@ -513,3 +516,252 @@ def test_nbgraders_submitted_folder_is_graded_as_it_is(tmp_path):
     assert job.submission == subs / "ada" / "06_attention" / "06_attention.ipynb" and job.notes == [], job.notes
     when, source, digest = _submitted_at(job, subs)
     assert (when, source) == ("2026-12-01T22:59:00+00:00", "timestamp.txt") and len(digest) == 64
+
+
+# --- regrades are visible ----------------------------------------------------------------------------
+
+
+def test_an_overwritten_score_goes_into_the_history_and_the_feedback_says_why(book, tmp_path):
+    record(book, result("ada", 4.0), sha="f", sol_sha="v1")
+    run = book.start_run("course grade ...", "/private", reason="the hidden test of exercise 2 was too strict")
+    record(book, result("ada", 2.0), sha="f", sol_sha="v2", run=run)  # the same file: the same attempt, graded again
+    book.finish_run(run, [])
+    [h] = book.history("ada", "06_attention")
+    assert (h["score"], h["solutions_sha256"]) == (4.0, "v1")
+    assert h["reason"] == "the hidden test of exercise 2 was too strict"
+    [row] = book.rows()
+    assert row.regrades[0]["old"] == 4 and row.regrades[0]["new"] == 2
+    text = feedback_markdown(row)
+    assert "(the hidden test of exercise 2 was too strict): your score for the exercises went from 4 to 2." in text, \
+        text
+    write_exports(book, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "grades.json").read_text())
+    assert data["results"][0]["regrades"][0]["reason"].startswith("the hidden test")
+
+
+def test_warnings_describe_the_gradebook_as_it_is_now(book, tmp_path):
+    record(book, result("ada", 4.0), sha="a", sol_sha="v1")
+    record(book, result("bob", 4.0), sha="b", sol_sha="v1")
+    record(book, result("cy", 0.0, status="not submitted"), sha=None, sol_sha="v0")  # graded nothing: not counted
+    assert book.state_warnings() == []
+    record(book, result("ada", 2.0), sha="a", sol_sha="v2")  # a partial regrade with new solutions
+    [w] = book.state_warnings()
+    assert "2 versions of the solutions" in w and "bob" in w
+    assert "regrade the 1 student(s) graded with the older one(s)" in w
+    write_exports(book, tmp_path / "out")
+    assert any("2 versions" in x for x in json.loads((tmp_path / "out" / "grades.json").read_text())["warnings"])
+    record(book, result("bob", 4.0), sha="b", sol_sha="v2")  # the rest of the class regraded
+    assert book.state_warnings() == []
+    write_exports(book, tmp_path / "out")
+    assert not json.loads((tmp_path / "out" / "grades.json").read_text())["warnings"], "gone once consistent again"
+
+
+def test_score_changes_say_old_and_new_per_exercise(book):
+    from course_grader.grade import score_changes, summarize_changes
+
+    for sid in ("ada", "bob", "cy"):
+        record(book, result(sid, 4.0), sha=sid)
+    before = {(r.student, r.assignment): r for r in book.rows()}
+    new = [result("ada", 2.0), result("bob", 2.0), result("cy", 4.0)]
+    changes = score_changes(before, new, {("ada", "06_attention"): "ada", ("bob", "06_attention"): "other",
+                                          ("cy", "06_attention"): "cy"}, {"ada": "Ada Byron (ada)"}, book.file_hashes())
+    assert [(c.student, c.old, c.new, c.kind) for c in changes] == [("ada", 4, 2, "regrade"),
+                                                                      ("bob", 4, 2, "new attempt")]
+    assert changes[0].exercises == [("Exercise 2: By hand", 2.0, 0.0)]
+    lines = summarize_changes(changes, dry_run=True)
+    assert lines[0] == "1 score(s) would change (the same files graded again): 4 → 2 (1)"
+    assert "  06_attention, Exercise 2: By hand: 2 lost points" in lines
+    assert "  Ada Byron (ada), 06_attention: 4 → 2 (Exercise 2: By hand: 2 → 0)" in lines
+    assert summarize_changes([]) == ["No score changed."]
+
+
+# --- rosters as the LMSs export them -------------------------------------------------------------------
+
+CANVAS = ("\ufeffStudent,ID,SIS User ID,SIS Login ID,Integration ID,Section,04 Word Vectors (12345),Current Score\r\n"
+          "    Points Possible,,,,,,18.00,(read only)\r\n"
+          ",,,,,,Manual Posting,\r\n"
+          "\"Müller, Zoë\",48100,S1,zoe@uni.example,,A,,0.00\r\n"
+          "\"Student, Test\",49999,,c4ca4238a0b923820dcc509a6f75849b,,A,,\r\n"
+          "\"Nguyễn, Văn An\",48101,S2,an@uni.example,,B,,\r\n")
+MOODLE = ("First name,Last name,ID number,Institution,Department,Email address,Assignment: Word vectors (Real),"
+          "Last downloaded from this course\r\nZoë,Müller,M1,Uni,Phys,zoe@uni.example,-,1764000000\r\n"
+          "An,Nguyễn,M2,Uni,Phys,an@uni.example,-,1764000000\r\n")
+
+
+def test_a_canvas_gradebook_export_is_a_roster_as_it_is():
+    roster = parse_roster(CANVAS.lstrip("\ufeff"), "canvas.csv")
+    assert (roster.kind, roster.id_column) == ("canvas", "SIS User ID")
+    assert [(s.id, s.name, s.email, s.status) for s in roster.students] == [
+        ("S1", "Müller, Zoë", "zoe@uni.example", "active"),
+        ("c4ca4238a0b923820dcc509a6f75849b", "Student, Test", "", "test"),
+        ("S2", "Nguyễn, Văn An", "an@uni.example", "active")]
+    assert roster.by_id["S1"].extra == {"ID": "48100", "SIS User ID": "S1", "SIS Login ID": "zoe@uni.example",
+                                        "Integration ID": "", "Section": "A"}, "identity columns only, no grades"
+    assert roster.lms_columns == ["04 Word Vectors (12345)"]
+    assert roster.find("48100")[0].id == "S1", "a download's Canvas user id finds the student"
+    assert "read as a Canvas gradebook export: 2 student(s) (1 test), ids from the column 'SIS User ID'" \
+        in roster.describe()
+    assert parse_roster(CANVAS, id_column="SIS Login ID").students[0].id == "zoe@uni.example"
+    without_sis = CANVAS.replace("S1,", ",")  # one student without an SIS id: the next column holds for everyone
+    assert parse_roster(without_sis).id_column == "SIS Login ID"
+    with pytest.raises(RosterError, match="has no column 'Matrikel'"):
+        parse_roster(CANVAS, id_column="Matrikel")
+
+
+def test_a_moodle_grade_export_is_a_roster_as_it_is():
+    roster = parse_roster(MOODLE, "moodle.csv")
+    assert (roster.kind, roster.id_column) == ("moodle", "ID number")
+    assert roster.lms_columns == ["Assignment: Word vectors (Real)"]
+    assert [(s.id, s.name, s.email) for s in roster.students] == [("M1", "Zoë Müller", "zoe@uni.example"),
+                                                                  ("M2", "An Nguyễn", "an@uni.example")]
+    no_numbers = MOODLE.replace(",M1,", ",,").replace(",M2,", ",,")  # a site that does not use ID numbers
+    assert parse_roster(no_numbers).id_column == "Email address"
+
+
+def test_a_dropped_student_stays_dropped_when_the_roster_is_imported_again(book):
+    book.set_roster(parse_roster(CANVAS))
+    book.set_status("S2", "dropped")
+    book.set_roster(parse_roster(CANVAS))
+    assert book.roster().by_id["S2"].status == "dropped" and book.roster().by_id["S1"].status == "active"
+    with pytest.raises(ValueError, match="'nobody' is not on the roster"):
+        book.set_status("nobody", "dropped")
+
+
+def test_dropped_and_test_students_get_no_missing_work_rows(tmp_path, book):
+    roster = parse_roster("student_id,name\nada,Ada\nbob,Bob\ncy,Cy\n")
+    roster.by_id["bob"].status, roster.by_id["cy"].status = "dropped", "test"
+    subs = _class(tmp_path, {"bob/06_attention.ipynb": exercise(), "cy/06_attention.ipynb": exercise()})
+    jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"], roster)
+    assert [(j.student, j.submission is not None) for j in jobs] == [("ada", False), ("cy", True)], jobs
+    assert any("bob: Bob (bob) has dropped the course" in w for w in warnings), warnings
+
+
+# --- exports an LMS imports without edits ---------------------------------------------------------------
+
+
+def test_lms_files_leave_missing_work_empty_and_say_what_is_zero(book):
+    book.set_roster(parse_roster(CANVAS))
+    book.set_status("S2", "dropped")
+    record(book, result("S1", 0.0, status="unreadable", notes=["The submission could not be read: not JSON."]), sha="x")
+    record(book, result("c4ca4238a0b923820dcc509a6f75849b", 4.0), sha="t")
+    record(book, result("S2", 4.0), sha="d")
+    export = lms_export(book, "canvas")
+    assert export.table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "06_attention"], \
+        "no Canvas column fits 06_attention: a new one"
+    assert export.table[1][0].strip() == "Points Possible" and export.table[1][5] == "4"
+    assert export.table[2] == ["Müller, Zoë", "48100", "S1", "zoe@uni.example", "A", "0"]
+    assert export.table[3] == ["Student, Test", "49999", "", "c4ca4238a0b923820dcc509a6f75849b", "A", ""], "ID filled"
+    assert export.table[4][1] == "48101" and export.table[4][5] == "", "dropped: empty"
+    assert ("1 submission(s) that could not be graded were exported as 0: Müller, Zoë (S1) (06_attention): "
+            "unreadable: The submission could not be read: not JSON") in export.notes[0]
+    assert any("left empty for dropped students" in n for n in export.notes)
+    mapped = lms_export(book, "canvas", columns={"06_attention": "Attention (999)"})
+    assert mapped.table[0][5] == "Attention (999)" and lms_export(book, "canvas").table[0][5] == "Attention (999)", \
+        "a mapping given once is remembered"
+    record(book, result("S1", 0.0, status="not submitted"), sha=None)
+    with pytest.raises(ValueError, match="no grades for 99_x"):
+        lms_export(book, "canvas", ["99_x"])
+
+
+def test_an_assignment_finds_its_lms_column_by_name(book):
+    book.set_roster(parse_roster(CANVAS.replace("04 Word Vectors (12345)", "06 Attention (12345)")))
+    record(book, result("S1", 4.0, status="not submitted"), sha=None)
+    export = lms_export(book, "canvas")
+    assert export.table[0][5] == "06 Attention (12345)" and export.table[2][5] == "", "not submitted: empty"
+    assert lms_export(book, "canvas", missing="zero").table[2][5] == "0"
+    moodle_book = book
+    moodle_book.set_roster(parse_roster(MOODLE.replace("Word vectors", "Attention")))
+    export = lms_export(moodle_book, "moodle")
+    assert export.table[0] == ["Username", "ID number", "Email address", "Full name", "Assignment: Attention (Real)"]
+
+
+# --- marks for written answers, adjustments with a grader ------------------------------------------------
+
+
+def _with_written_answer(book, sid="ada", answer="Squares cannot cancel.", sha="f"):
+    res = result(sid, 4.0)
+    res.manual = [{"grade_id": "ex3_answer", "exercise": "Exercise 3: In words", "points": 0.0, "max_points": 2.0,
+                   "status": "to be marked", "message": "", "answer": answer,
+                   "answer_sha256": hashlib.sha256(answer.encode()).hexdigest(), "after": "ex2_test"}]
+    record(book, res, sha=sha)
+
+
+def test_a_mark_joins_the_score_until_the_answer_changes(book):
+    _with_written_answer(book)
+    [row] = book.rows()
+    assert (row.score, row.max_score, row.to_mark) == (4.0, 6.0, 1)
+    assert [t["grade_id"] for t in row.tests] == ["ex1_test", "ex2_test", "ex3_answer"], "in notebook order"
+    sha = row.tests[2]["answer_sha256"]
+    book.add_mark("ada", "06_attention", "ex3_answer", 1, rubric="half", comment="Why can they not?", grader="Ana",
+                  answer_sha256=sha)
+    book.add_mark("ada", "06_attention", "ex3_answer", 1.5, comment="Better on second reading.", grader="Ben",
+                  answer_sha256=sha)
+    [row] = book.rows()
+    assert (row.score, row.to_mark, row.tests[2]["status"], row.tests[2]["grader"]) == (5.5, 0, "marked", "Ben")
+    text = feedback_markdown(row)
+    assert "| Exercise 3: In words | 1.5 / 2 | marked |" in text and "> Better on second reading." in text, text
+    with pytest.raises(ValueError, match="worth at most 2"):
+        book.add_mark("ada", "06_attention", "ex3_answer", 3, grader="Ana", answer_sha256=sha)
+    _with_written_answer(book, answer="Another answer, handed in again.", sha="g")
+    [row] = book.rows()
+    assert (row.score, row.to_mark, row.tests[2]["status"]) == (4.0, 1, "to be marked")
+    assert "marked again" in row.tests[2]["message"]
+
+
+def test_adjustments_record_their_grader_and_can_be_capped(book):
+    record(book, result("ada", 4.0))
+    book.add_adjustment("ada", "06_attention", 3, "extra credit", grader="Ana")
+    [row] = book.rows()
+    assert row.final == 7.0 and book.adjustments()[0].grader == "Ana", "extra credit above the maximum is allowed"
+    book.add_adjustment("ada", "06_attention", 1, "and a bit more", cap=True)
+    [row] = book.rows()
+    assert row.final == 4.0, "--cap: never above the maximum"
+    assert book.adjustments()[1].grader, "the login name when none is given"
+
+
+# --- Monday morning ----------------------------------------------------------------------------------------
+
+
+def test_the_report_names_who_needs_a_look_and_shows_the_distribution(book, tmp_path):
+    from course_grader.report import attention
+
+    book.set_roster(parse_roster("student_id,name\nada,Ada\nbob,Bob\ncy,Cy\ndi,Di\nel,El\n"))
+    record(book, result("ada", 4.0))
+    timed = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error",
+                     "the cell ran longer than the time limit (60 s)"),
+             Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", "")]
+    record(book, result("bob", 2.0, tests=timed))
+    helper = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", "NameError: name 'f' is not defined\n`f` is "
+                      "defined in a cell you added (`def f`), which the grader does not run"),
+              Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", "")]
+    record(book, result("cy", 2.0, tests=helper))
+    record(book, result("di", 0.0, status="unreadable", notes=["The submission could not be read: not JSON."]), sha="d")
+    record(book, result("el", 0.0, status="not submitted"), sha=None)
+    run = book.start_run("course grade", "/p", reason="fixed a test")
+    record(book, result("ada", 2.0), sol_sha="s2", run=run)
+    book.finish_run(run, [])
+    rows = book.rows()
+    found = attention(rows, "06_attention", {})
+    assert found.not_submitted == ["El (el)"] and found.not_graded[0].startswith("Di (di): unreadable: The submission")
+    assert found.timed_out == ["Bob (bob) (Exercise 1: Shapes)"] and found.added_cell == ["Cy (cy) (-2)"]
+    assert found.regraded[0].startswith("Ada (ada): 4 → 2 (regraded ")
+    text, _ = write_report(book, tmp_path / "out")
+    assert "3 submission(s) graded, 1 could not be graded, 1 not submitted." in text, text
+    assert "Scores of the 3 graded submission(s), of 4: mean 2, median 2, lowest 2, highest 2." in text
+    assert "| 2 to under 2.4 | ████████████████████ 3 |" in text
+
+
+def test_report_hints_keep_their_numbers_and_are_cut_between_words(book):
+    from course_grader.report import _cut
+
+    long = "it looks like you answered 0.33: " + "a constant sub-layer has derivative 0, " * 8 + "E.index_add_ in place"
+    for i, value in enumerate(("0.33", "0.5", "0.33")):
+        hint = f"✘ x\n  Hint: it looks like you answered {value}: a constant has derivative 0"
+        t = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "failed", hint)]
+        record(book, result(f"s{i}", 0.0, tests=t))
+    [ex1] = summarize(book.rows())[0]["06_attention"]
+    [(key, n)] = ex1.hints.most_common(1)
+    assert n == 3
+    assert ex1.hint_text(key) == "it looks like you answered 0.33: a constant has derivative 0 (numbers vary)"
+    cut = _cut(long)
+    assert len(cut) <= 202 and cut.endswith(" …") and cut[:-2] in long and long[len(cut) - 2] == " "

@@ -2,9 +2,10 @@
 
 - `LayerNorm` against `nn.LayerNorm`, `RMSNorm` against `nn.RMSNorm`, forward and backward
   (input and parameter gradients), with and without a bias.
-- `TransformerBlock` against `nn.TransformerEncoderLayer` (self-attention only) and
-  `nn.TransformerDecoderLayer` (``cross_attention=True``), batch_first, with the same weights
-  copied in, pre- and post-norm, ReLU and GELU, with masks, forward and backward, in eval mode.
+- `EncoderBlock` against `nn.TransformerEncoderLayer` and `DecoderBlock` against
+  `nn.TransformerDecoderLayer`, batch_first, with the same weights copied in, pre- and post-norm,
+  ReLU and GELU, with masks, forward and backward, in eval mode; the fast paths (torch's fused
+  attention and LayerNorm) give the same numbers.
 
 Everything runs in float64 so the two agree to round-off. Conventions to keep apart: our masks say
 True = "may attend"; torch's transformer layers say True = "may NOT attend", so the reference always
@@ -20,7 +21,7 @@ import torch.nn as nn
 from torch.testing import assert_close
 
 from course_lib.attention import causal_mask, padding_mask
-from course_lib.layers import FeedForward, LayerNorm, RMSNorm, TransformerBlock, copy_torch_weights
+from course_lib.layers import DecoderBlock, EncoderBlock, FeedForward, LayerNorm, RMSNorm, copy_torch_weights
 
 DTYPE = torch.float64
 
@@ -31,7 +32,8 @@ def inputs(*shape: int, seed: int = 1, scale: float = 1.0, shift: float = 0.0) -
 
 
 def randomise_(module: nn.Module, seed: int) -> None:
-    """Give every parameter random values: ones/zeros (the default norm init) would hide a swapped or missing gain or bias."""
+    """Give every parameter random values: ones/zeros (the default norm init) would hide a swapped or
+    missing gain or bias."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in module.parameters():
@@ -58,7 +60,7 @@ def test_layernorm_matches_torch_forward_and_backward(bias, eps):
     (y1 * g).sum().backward()
     (y2 * g).sum().backward()
     assert_close(x1.grad, x2.grad, msg=lambda m: f"input gradient differs from nn.LayerNorm's: {m}")
-    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         assert_close(p.grad, q.grad, msg=lambda m, name=name: f"gradient of {name} differs: {m}")
     assert [n for n, _ in ours.named_parameters()] == (["weight", "bias"] if bias else ["weight"])
 
@@ -132,26 +134,30 @@ def test_norm_constructor_errors():
 
 def test_feedforward_shapes_and_default_width():
     ff = FeedForward(8)
-    assert (ff.lin1.in_features, ff.lin1.out_features, ff.lin2.out_features) == (8, 32, 8)
+    assert (ff.linear1.in_features, ff.linear1.out_features, ff.linear2.out_features) == (8, 32, 8)
     assert ff(torch.zeros(2, 3, 8)).shape == (2, 3, 8)
-    assert FeedForward(8, d_ff=10).lin1.out_features == 10
+    assert FeedForward(8, d_ff=10).linear1.out_features == 10
+    assert [n for n, _ in ff.named_parameters()] == ["linear1.weight", "linear1.bias", "linear2.weight",
+                                                     "linear2.bias"], "torch's names, so weights map one to one"
 
 
-# ---------------------------------------------------------------- TransformerBlock vs torch
+# ---------------------------------------------------------------- EncoderBlock and DecoderBlock vs torch
 
 
 def make_block_pair(d, h, d_ff, *, norm_first, activation, cross, bias=True, seed=0):
     """Torch's layer with random weights, and our block with those weights copied in (float64, eval mode)."""
     torch.manual_seed(seed)
-    kw = dict(dim_feedforward=d_ff, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first, bias=bias)
+    kw = dict(dim_feedforward=d_ff, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first,
+              bias=bias)
     ref = (nn.TransformerDecoderLayer if cross else nn.TransformerEncoderLayer)(d, h, **kw).to(DTYPE)
     randomise_(ref, seed=seed + 1)  # biases and norm gains away from 0 and 1, so a missing one shows
-    ours = TransformerBlock(d, h, d_ff, norm_first=norm_first, cross_attention=cross, activation=activation, bias=bias)
+    block = DecoderBlock if cross else EncoderBlock
+    ours = block(d, h, d_ff, norm_first=norm_first, activation=activation, bias=bias)
     copy_torch_weights(ours.to(DTYPE), ref)
     return ours.eval(), ref.eval()
 
 
-def grads_by_torch_name(ours: TransformerBlock, cross: bool) -> dict[str, torch.Tensor]:
+def grads_by_torch_name(ours: EncoderBlock | DecoderBlock, cross: bool) -> dict[str, torch.Tensor]:
     """Our gradients, stacked and renamed to torch's parameter names."""
     def attn(m, prefix):
         out = {f"{prefix}.in_proj_weight": torch.cat([m.w_q.weight.grad, m.w_k.weight.grad, m.w_v.weight.grad]),
@@ -164,7 +170,7 @@ def grads_by_torch_name(ours: TransformerBlock, cross: bool) -> dict[str, torch.
     g = attn(ours.self_attn, "self_attn")
     if cross:
         g |= attn(ours.cross_attn, "multihead_attn")
-    for ours_name, torch_name in [("ff.lin1", "linear1"), ("ff.lin2", "linear2")]:
+    for ours_name, torch_name in [("ff.linear1", "linear1"), ("ff.linear2", "linear2")]:
         lin = ours.get_submodule(ours_name)
         g[f"{torch_name}.weight"] = lin.weight.grad
         if lin.bias is not None:
@@ -190,7 +196,7 @@ ENCODER_CASES = list(itertools.product([True, False], ["relu", "gelu"], ["none",
 
 
 @pytest.mark.parametrize("norm_first, activation, mask_kind", ENCODER_CASES)
-def test_block_matches_transformer_encoder_layer(norm_first, activation, mask_kind):
+def test_encoder_block_matches_transformer_encoder_layer(norm_first, activation, mask_kind):
     B, T, d, h, d_ff = 3, 5, 8, 2, 12
     ours, ref = make_block_pair(d, h, d_ff, norm_first=norm_first, activation=activation, cross=False)
     x1 = inputs(B, T, d, seed=2)
@@ -215,7 +221,7 @@ def test_block_matches_transformer_encoder_layer(norm_first, activation, mask_ki
 
 
 @pytest.mark.parametrize("norm_first, activation", list(itertools.product([True, False], ["relu", "gelu"])))
-def test_block_with_cross_attention_matches_transformer_decoder_layer(norm_first, activation):
+def test_decoder_block_matches_transformer_decoder_layer(norm_first, activation):
     B, T, S, d, h, d_ff = 2, 4, 6, 8, 4, 16
     ours, ref = make_block_pair(d, h, d_ff, norm_first=norm_first, activation=activation, cross=True, seed=10)
     x1, ctx1 = inputs(B, T, d, seed=11), inputs(B, S, d, seed=12)
@@ -223,7 +229,7 @@ def test_block_with_cross_attention_matches_transformer_decoder_layer(norm_first
     ctx2 = ctx1.detach().clone().requires_grad_(True)
     self_mask = causal_mask(T)  # (T, T)
     ctx_mask = padding_mask([6, 2], S)  # (B, 1, 1, S)
-    y1 = ours(x1, self_mask, context=ctx1, context_mask=ctx_mask)
+    y1 = ours(x1, ctx1, self_mask, ctx_mask)
     y2 = ref(x2, ctx2, tgt_mask=~self_mask, memory_key_padding_mask=~ctx_mask[:, 0, 0])
     assert y1.shape == (B, T, d)
     assert_close(y1, y2)
@@ -243,32 +249,51 @@ def test_bias_free_block_matches_torch(cross):
     x = inputs(B, T, d, seed=21)
     if cross:
         ctx = inputs(B, 4, d, seed=22)
-        assert_close(ours(x, context=ctx), ref(x, ctx))
+        assert_close(ours(x, ctx), ref(x, ctx))
     else:
         assert_close(ours(x), ref(x))
 
 
 def test_block_structure_follows_the_interface():
-    enc = TransformerBlock(8, 2)
-    assert enc.cross_attn is None and enc.norm3 is None and enc.dropout3 is None
-    assert enc.ff.lin1.out_features == 32, "d_ff defaults to 4 * d_model"
-    dec = TransformerBlock(8, 2, 20, 0.1, cross_attention=True, norm_first=False, norm_eps=1e-3)
-    assert dec.cross_attn is not None and dec.norm3 is not None and dec.dropout3.p == 0.1
-    assert dec.norm1.eps == 1e-3 and dec.ff.lin1.out_features == 20
+    enc = EncoderBlock(8, 2)
+    assert [name for name, _ in enc.named_children()] == ["self_attn", "ff", "norm1", "norm2", "dropout1", "dropout2"]
+    assert enc.ff.linear1.out_features == 32, "d_ff defaults to 4 * d_model"
+    dec = DecoderBlock(8, 2, 20, 0.1, norm_first=False, norm_eps=1e-3)
+    assert [name for name, _ in dec.named_children()] == [
+        "self_attn", "cross_attn", "ff", "norm1", "norm2", "norm3", "dropout1", "dropout2", "dropout3"]
+    assert dec.dropout3.p == 0.1 and dec.norm1.eps == 1e-3 and dec.ff.linear1.out_features == 20
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_fast_paths_are_chosen_when_the_block_is_built_and_give_the_same_numbers(cross):
+    kind = DecoderBlock if cross else EncoderBlock
+    torch.manual_seed(0)
+    plain = kind(8, 2, dropout=0.0).eval()
+    fast = kind(8, 2, dropout=0.0, keep_weights=False, fused_norm=True).eval()
+    fast.load_state_dict(plain.state_dict())
+    attentions = [m for m in fast.modules() if m.__class__.__name__ == "MultiHeadAttention"]
+    assert attentions and not any(m.keep_weights for m in attentions)
+    assert all(m.fused for m in fast.modules() if isinstance(m, LayerNorm))
+    assert not any(m.fused for m in plain.modules() if isinstance(m, LayerNorm))
+    x, memory = torch.randn(2, 5, 8), torch.randn(2, 3, 8)
+    args = (x, memory) if cross else (x,)
+    y_plain, y_fast = plain(*args, causal_mask(5)), fast(*args, causal_mask(5))
+    assert_close(y_fast, y_plain, atol=1e-5, rtol=1e-5)
+    assert plain.self_attn.last_weights is not None and fast.self_attn.last_weights is None
 
 
 def test_pre_norm_leaves_the_residual_stream_unnormalised_and_post_norm_normalises_it():
     torch.manual_seed(0)
     x = torch.randn(2, 4, 8) * 5 + 3
-    post = TransformerBlock(8, 2, norm_first=False).eval()(x).detach()
+    post = EncoderBlock(8, 2, norm_first=False).eval()(x).detach()
     assert_close(post.mean(-1), torch.zeros(2, 4), atol=1e-5, rtol=0)  # last op is a LayerNorm (gain 1, bias 0)
-    pre = TransformerBlock(8, 2, norm_first=True).eval()(x).detach()
+    pre = EncoderBlock(8, 2, norm_first=True).eval()(x).detach()
     assert float(pre.mean(-1).abs().mean()) > 1.0, "pre-norm output should keep the stream's large mean"
 
 
 def test_block_dropout_is_active_only_in_training():
     torch.manual_seed(0)
-    block = TransformerBlock(8, 2, dropout=0.5)
+    block = EncoderBlock(8, 2, dropout=0.5)
     x = torch.randn(2, 4, 8)
     block.eval()
     assert torch.equal(block(x), block(x)), "eval mode must be deterministic"
@@ -278,7 +303,7 @@ def test_block_dropout_is_active_only_in_training():
 
 def test_block_causal_mask_stops_future_tokens():
     torch.manual_seed(0)
-    block = TransformerBlock(8, 2).eval()
+    block = EncoderBlock(8, 2).eval()
     x = torch.randn(1, 5, 8)
     y = block(x, causal_mask(5))
     x2 = x.clone()
@@ -289,33 +314,33 @@ def test_block_causal_mask_stops_future_tokens():
 
 
 def test_block_input_errors():
-    block = TransformerBlock(8, 2)
+    block = EncoderBlock(8, 2)
     with pytest.raises(ValueError, match=r"x must be shaped \(B, T, d_model=8\), got shape \(2, 3, 6\)"):
         block(torch.zeros(2, 3, 6))
     with pytest.raises(ValueError, match=r"got shape \(3, 8\)"):
         block(torch.zeros(3, 8))
-    with pytest.raises(ValueError, match=r"no cross-attention.*cross_attention=True"):
-        block(torch.zeros(1, 3, 8), context=torch.zeros(1, 2, 8))
-    dec = TransformerBlock(8, 2, cross_attention=True)
-    with pytest.raises(ValueError, match=r"has cross-attention.*pass context="):
-        dec(torch.zeros(1, 3, 8))
+    dec = DecoderBlock(8, 2)
+    with pytest.raises(ValueError, match=r"x must be shaped \(B, T, d_model=8\), got shape \(1, 3, 5\)"):
+        dec(torch.zeros(1, 3, 5), torch.zeros(1, 2, 8))
     with pytest.raises(ValueError, match=r"context must be shaped \(B, T, d_model=8\)"):
-        dec(torch.zeros(1, 3, 8), context=torch.zeros(1, 2, 5))
+        dec(torch.zeros(1, 3, 8), torch.zeros(1, 2, 5))
     with pytest.raises(ValueError, match="multiple of n_heads"):
-        TransformerBlock(10, 3)
+        EncoderBlock(10, 3)
 
 
 def test_copy_torch_weights_errors():
-    with pytest.raises(ValueError, match="cross_attention=True"):
-        copy_torch_weights(TransformerBlock(8, 2), nn.TransformerDecoderLayer(8, 2, 32, batch_first=True))
+    with pytest.raises(TypeError, match="TransformerDecoderLayer go into layers.DecoderBlock, not into EncoderBlock"):
+        copy_torch_weights(EncoderBlock(8, 2), nn.TransformerDecoderLayer(8, 2, 32, batch_first=True))
+    with pytest.raises(TypeError, match="TransformerEncoderLayer go into layers.EncoderBlock, not into DecoderBlock"):
+        copy_torch_weights(DecoderBlock(8, 2), nn.TransformerEncoderLayer(8, 2, 32, batch_first=True))
     with pytest.raises(TypeError, match="nn.TransformerEncoderLayer"):
-        copy_torch_weights(TransformerBlock(8, 2), nn.Linear(8, 8))
+        copy_torch_weights(EncoderBlock(8, 2), nn.Linear(8, 8))
 
 
 def test_block_regression_value():
     """A seeded block's output, so an accidental change (norm or residual placement) is caught."""
     torch.manual_seed(0)
-    block = TransformerBlock(8, 2, 16).eval()
+    block = EncoderBlock(8, 2, 16).eval()
     x = torch.randn(1, 3, 8)
     with torch.no_grad():
         y = block(x, causal_mask(3))
@@ -332,10 +357,8 @@ def test_block_with_kv_cache_matches_the_full_causal_pass(norm_first):
     """Token by token with a KV cache gives the same outputs as one causal pass (what generation relies on)."""
     from course_lib import attention
 
-    if not hasattr(attention, "KVCache"):
-        pytest.skip("attention.KVCache is not available")
     torch.manual_seed(0)
-    block = TransformerBlock(8, 2, norm_first=norm_first).to(DTYPE).eval()
+    block = EncoderBlock(8, 2, norm_first=norm_first).to(DTYPE).eval()
     x = torch.randn(2, 6, 8, dtype=DTYPE)
     with torch.no_grad():
         full = block(x, causal_mask(6))
@@ -349,20 +372,19 @@ def test_block_with_kv_cache_matches_the_full_causal_pass(norm_first):
 @pytest.mark.parametrize("bias", [True, False])
 def test_fused_layernorm_equals_the_from_scratch_one_forward_and_backward(bias):
     torch.manual_seed(0)
-    ours = LayerNorm(12, bias=bias)
+    plain, fused = LayerNorm(12, bias=bias), LayerNorm(12, bias=bias, fused=True)
     with torch.no_grad():
-        ours.weight.uniform_(0.5, 1.5)
+        plain.weight.uniform_(0.5, 1.5)
         if bias:
-            ours.bias.uniform_(-0.5, 0.5)
+            plain.bias.uniform_(-0.5, 0.5)
+    fused.load_state_dict(plain.state_dict())
     x = torch.randn(3, 5, 12) * 4 + 2
     results = []
-    for fused in (False, True):
-        ours.fused = fused
-        ours.zero_grad()
+    for ours in (plain, fused):
         xi = x.clone().requires_grad_(True)
         y = ours(xi)
         (y * torch.linspace(-1, 1, 12)).sum().backward()
-        results.append((y, xi.grad, ours.weight.grad.clone()))
+        results.append((y, xi.grad, ours.weight.grad))
     (y0, gx0, gw0), (y1, gx1, gw1) = results
     torch.testing.assert_close(y1, y0, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(gx1, gx0, atol=1e-5, rtol=1e-4)

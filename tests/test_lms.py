@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import stat
 import struct
 import zipfile
@@ -104,7 +105,12 @@ def test_canvas_with_a_roster(canvas_zip, tmp_path):
     warned(report, "Canvas writes the time it made the zip", "no timestamp.txt")
     assert not list(dest.glob("*/timestamp.txt")), "the download time is not a submission time: late penalties must not use it"
     assert not (dest / "absentee_88888").exists() and not (dest / "__MACOSX").exists()
-    assert "canvas download (detected)" in report.summary() and "Marked late by Canvas: newstudent_77777, zm42" in report.summary()
+    assert "canvas download (detected)" in report.summary()
+    assert "Marked late by Canvas: newstudent_77777, Zoë Müller (zm42)" in report.summary(), "names, not bare ids"
+    assert report.decisions["jd1"] == ["You handed in 2 notebooks for 06_attention: the newest, `06_attention-1.ipynb`, "
+                                       "was graded; not graded: `06_attention.ipynb`.",
+                                       "Your file `06_attention-1.ipynb` was graded as 06_attention.ipynb."]
+    assert report.decisions["ll7"][0] == "Not graded, not being notebooks: `notes.pdf`.", "told to the student too"
 
 
 def test_canvas_without_a_roster_derives_ids_and_says_so(canvas_zip, tmp_path):
@@ -272,7 +278,7 @@ def test_zip_slip_and_symlink_entries_are_never_followed(tmp_path):
     assert outside == [] and not (dest / "cd").exists()
 
 
-def test_a_claimed_3_gb_notebook_stops_before_anything_is_written(tmp_path):
+def test_a_claimed_3_gb_notebook_is_one_students_row_not_the_end_of_the_class(tmp_path):
     path = make_zip(tmp_path / "bomb.zip", [("aa/06_attention.ipynb", notebook("aa")),
                                             ("ab/06_attention.ipynb", b"\x00" * 1000)])
     raw = bytearray(path.read_bytes())
@@ -280,10 +286,11 @@ def test_a_claimed_3_gb_notebook_stops_before_anything_is_written(tmp_path):
     raw[central + 24:central + 28] = struct.pack("<I", 3_000_000_000)
     path.write_bytes(bytes(raw))
     dest = tmp_path / "s"
-    with pytest.raises(UnpackError, match=r"ab/06_attention.ipynb unpacks to 3000000000 bytes, over the limit of "
-                                          r"20971520 bytes for one notebook; nothing was written"):
-        unpack(path, dest, assignment=A, tz="UTC")
-    assert not dest.exists()
+    report = unpack(path, dest, assignment=A, tz="UTC")
+    assert written(dest) == {"aa": "aa"} and not (dest / "ab").exists(), "nothing of it is read"
+    assert "is 2861.0 MB, more than the 1024.0 MB the grader reads; it was not graded" in report.skipped["ab"]
+    warned(report, "ab/06_attention.ipynb: 2861.0 MB, over the 1024.0 MB read at all; not written")
+    assert "Not written (1; their rows will say why): ab: The notebook" in report.summary()
 
 
 def test_a_real_run_of_zeros_over_the_caps(tmp_path):
@@ -294,13 +301,39 @@ def test_a_real_run_of_zeros_over_the_caps(tmp_path):
             for _ in range(4):
                 out.write(bytes(1 << 20))  # 4 MB of zeros, a few kB compressed
     assert path.stat().st_size < 100_000
-    with pytest.raises(UnpackError, match=r"unpacks to 4194304 bytes, over the limit of 1048576 bytes for one notebook"):
-        unpack(path, tmp_path / "s", assignment=A, tz="UTC", max_notebook_bytes=1 << 20)
+    report = unpack(path, tmp_path / "s", assignment=A, tz="UTC", max_bytes=1 << 20)
+    assert written(tmp_path / "s") == {"aa": "aa"} and "over the limit of 1.0 MB" in report.skipped["ab"]
+    assert not (tmp_path / "s" / "ab" / f"{A}.ipynb").exists() and not list((tmp_path / "s" / "ab").glob(".unpack-*"))
+    shutil.rmtree(tmp_path / "s")
     with pytest.raises(UnpackError, match=r"unpack to 419\d+ bytes, over the limit of 2097152 bytes in all"):
         unpack(path, tmp_path / "s", assignment=A, tz="UTC", max_total_bytes=2 << 20)
     assert not (tmp_path / "s").exists()
-    report = unpack(path, tmp_path / "s", assignment=A, tz="UTC", max_notebook_bytes=8 << 20)
+    with pytest.raises(UnpackError, match=r"holds more than its zip header says|cannot be read from the zip"):
+        _crafted(path, tmp_path)
+    assert not list((tmp_path / "crafted").rglob("*.ipynb")), "a crafted zip writes nothing"
+    report = unpack(path, tmp_path / "s", assignment=A, tz="UTC", max_bytes=8 << 20)
     assert (tmp_path / "s" / "ab" / f"{A}.ipynb").stat().st_size == 4 << 20 and set(report.students) == {"aa", "ab"}
+
+
+def _crafted(path: Path, tmp_path: Path):
+    """The zeros zip with the notebook's declared size turned down to 1 kB: it holds more than it says."""
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02", raw.index(b"PK\x01\x02") + 4)
+    raw[central + 24:central + 28] = struct.pack("<I", 1000)
+    crafted = tmp_path / "crafted.zip"
+    crafted.write_bytes(bytes(raw))
+    unpack(crafted, tmp_path / "crafted", assignment=A, tz="UTC", read_limit=2 << 20)
+
+
+def test_a_notebook_heavy_with_figures_is_written_when_its_answers_fit(tmp_path):
+    heavy = json.loads(notebook("figures"))
+    heavy["cells"].append({"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1, "source": "plot()",
+                           "outputs": [{"output_type": "display_data", "metadata": {},
+                                        "data": {"image/png": "A" * (3 << 20)}}]})
+    z = make_zip(tmp_path / "p.zip", [("ab/06_attention.ipynb", json.dumps(heavy).encode())])
+    report = unpack(z, tmp_path / "s", assignment=A, tz="UTC", max_bytes=1 << 20)
+    assert written(tmp_path / "s") == {"ab": "figures"} and not report.skipped
+    assert "3.0 MB of it outputs (figures, printed text); only the answer cells are graded" in report.decisions["ab"][0]
 
 
 def test_ids_that_would_share_a_folder_are_refused(tmp_path):
@@ -382,3 +415,81 @@ def test_safe_id():
     assert safe_id("李雷", "33333") == "student_33333"
     assert safe_id("../../etc", "1") == "etc_1"
     assert os.sep not in safe_id("a/b\\c")
+
+
+# --- one rule for several files, nbgrader's layout, Canvas's times ----------------------------------
+
+
+def test_a_newer_final_copy_is_the_one_graded_by_unpack_and_grade_alike(tmp_path):
+    """X.ipynb next to a newer X_final.ipynb: the same rule in both (the newest of the notebooks named
+    like the assignment), and the student is told which one counted."""
+    from course_grader.grade import resolve_notebooks
+
+    z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("first")),
+                                      ("doejane_12345_90002_06_attention_final.ipynb", notebook("final"))])
+    report = unpack(z, tmp_path / "s", assignment=A, roster=ROSTER, tz="UTC")
+    assert written(tmp_path / "s") == {"jd1": "final"}
+    told = report.decisions["jd1"][0]
+    assert "the newest, `06_attention_final.ipynb`, was graded; not graded: `06_attention.ipynb`" in told, told
+    folder = tmp_path / "hand-collected" / "jd1"
+    folder.mkdir(parents=True)
+    (folder / f"{A}.ipynb").write_bytes(notebook("first"))
+    (folder / f"{A}_final.ipynb").write_bytes(notebook("final"))
+    os.utime(folder / f"{A}.ipynb", (1_700_000_000, 1_700_000_000))
+    found, _ = resolve_notebooks(folder, [A], folder.parent)
+    path, notes = found[A]
+    assert path.name == f"{A}_final.ipynb" and "not graded: `06_attention.ipynb`" in notes[-1], notes
+
+
+def test_nbgraders_layout_from_an_lms_download(tmp_path):
+    z = make_zip(tmp_path / "m.zip", [("Zoë Müller_501_assignsubmission_file_/06_attention.ipynb", notebook("zoe"),
+                                       T2)])
+    report = unpack(z, tmp_path / "submitted", assignment=A, roster=ROSTER, tz="UTC", output_layout="nbgrader")
+    home = tmp_path / "submitted" / "zm42" / A
+    assert tag(home / f"{A}.ipynb") == "zoe"
+    assert (home / "timestamp.txt").read_text() == "2026-11-23 15:00:00.000000 UTC\n"
+    assert "(nbgrader's layout)" in report.summary()
+
+
+def test_canvas_submission_times_from_its_api(tmp_path):
+    from course_grader.lms import read_canvas_times
+
+    api = tmp_path / "submissions.json"  # GET /api/v1/courses/:id/assignments/:id/submissions, saved
+    api.write_text(json.dumps([{"id": 1, "user_id": 12345, "submitted_at": "2026-11-23T21:15:00Z", "late": True},
+                               {"id": 2, "user_id": 88888, "submitted_at": None, "workflow_state": "unsubmitted"}]))
+    times = read_canvas_times(api)
+    assert times == {"12345": dt.datetime(2026, 11, 23, 21, 15, tzinfo=UTC)}
+    z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("jane"))])
+    report = unpack(z, tmp_path / "s", assignment=A, roster=ROSTER, canvas_times=times)
+    assert (tmp_path / "s" / "jd1" / "timestamp.txt").read_text() == "2026-11-23 21:15:00.000000 UTC\n"
+    assert not any("Canvas writes the time it made the zip" in w for w in report.warnings)
+    api.write_text('{"errors": [{"message": "Invalid access token."}]}')
+    with pytest.raises(UnpackError, match="expected the list of submissions"):
+        read_canvas_times(api)
+
+
+def test_course_unpack_keeps_the_roster_and_records_its_decisions(tmp_path, capsys):
+    from contextlib import closing
+
+    from course_grader.gradebook import open_gradebook
+    from course_lib import cli
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,name,email,ID\njd1,Jane Doe,jane@example.org,12345\nzm42,Zoë Müller,z@x.org,22222\n")
+    z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("jane")),
+                                      ("müllerzoë_late_22222_90002_Copy of 06_attention.ipynb", notebook("zoe"))])
+    out, dest = tmp_path / "grades", tmp_path / "s"
+    assert cli.main(["unpack", str(z), "--assignment", A, "--to", str(dest), "--roster", str(roster),
+                     "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["unpack", str(z), "--assignment", A, "--to", str(tmp_path / "again"), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "roster: the one kept in" in text
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["jd1", "zm42"]
+    with closing(open_gradebook(out)) as book:
+        zoe = book.unpacked("zm42", A)
+    assert zoe["late"] and zoe["sha256"] and zoe["notes"] == ["Your file `Copy of 06_attention.ipynb` was graded as "
+                                                              "06_attention.ipynb."], zoe
+    assert cli.main(["unpack", str(z), "--assignment", A, "--to", str(tmp_path / "lost"),
+                     "--out", str(tmp_path / "elsewhere")]) == 0
+    assert "warning: no roster (none given with --roster, none kept in" in capsys.readouterr().out

@@ -24,11 +24,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from nbformat import from_dict
 
-pytest.importorskip("nbgrader", reason="nbgrader is not installed, so its route cannot be run")
-from nbformat import from_dict  # noqa: E402
-from nbgrader.api import Gradebook  # noqa: E402
-from nbgrader.utils import compute_checksum  # noqa: E402
+# nbgrader is imported by the tests, not here: it takes seconds, and every test worker imports every
+# test file while collecting.
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "nbgrader" / "README.md"
@@ -138,6 +137,7 @@ def points(solution) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory, solution):
+    pytest.importorskip("nbgrader", reason="nbgrader is not installed, so its route cannot be run")
     """Hand out, collect three submissions, grade, feed back and export, with the guide's commands."""
     home = tmp_path_factory.mktemp("home")
     course = home / "grading"
@@ -184,6 +184,8 @@ def test_scores_are_what_the_points_in_the_solution_imply(round_trip, points):
 
     # Per test cell, from the gradebook: nbgrader gives no partial credit for a multi-part exercise
     # and runs the cell cleo added, so her ex6 scores. The README's comparison table says so.
+    from nbgrader.api import Gradebook
+
     with Gradebook(f"sqlite:///{round_trip['course'] / 'gradebook.db'}") as gb:
         cells = {g.name: g.score for g in gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "cleo").grades}
     assert cells == {**points, "ex2_test": 0.0, "ex3_test": 0.0, "ex4_test": 0.0}, (
@@ -234,6 +236,8 @@ def test_checksum_warnings_are_the_hidden_tests_put_back(round_trip, solution):
     """Every student gets one 'checksum has changed' warning per test cell with hidden tests, and no
     other: the gradebook's checksum is that of the cell with its hidden tests, the student's copy
     (release or `course build`) is the cell without them, as the guide explains."""
+    from nbgrader.utils import compute_checksum
+
     log = round_trip["graded"].stdout + round_trip["graded"].stderr
     warnings = re.findall(r"Attribute 'checksum' for cell (\S+) has changed! \(should be: (\w+), got: (\w+)\)", log)
     with_hidden = {grade_id(c): c for c in solution["cells"] if BEGIN_HIDDEN in source(c)}
@@ -250,6 +254,7 @@ def test_checksum_warnings_are_the_hidden_tests_put_back(round_trip, solution):
 
 def test_generate_assignment_needs_the_venv_on_path(tmp_path):
     """`.venv/bin/nbgrader generate_assignment` without activation: nbgrader starts `alembic` by name."""
+    pytest.importorskip("nbgrader", reason="nbgrader is not installed, so its route cannot be run")
     clean = path_without_venv()
     if shutil.which("alembic", path=clean):
         pytest.skip(f"an alembic outside the virtual environment is on PATH ({shutil.which('alembic', path=clean)})")

@@ -46,7 +46,10 @@ def test_course_new_writes_a_valid_set_whose_labels_match_its_metadata(course):
     assert label_problems(nb, NAME) == []
     assert "**Total: 8 points.**" in source(nb["cells"][0])
     assert "self-study" in nb["cells"][1]["metadata"]["tags"]
-    assert "sys.path.insert(0, CHECKS_DIR)" in source(nb["cells"][2]) and "import lesson93" in source(nb["cells"][2])
+    setup = source(nb["cells"][2])
+    assert 'sys.path += [d for d in (".", "../checks")' in setup and "import lesson93" in setup, setup
+    assert str(course) not in json.dumps(nb), "no absolute path of the teacher's in the notebook"
+    assert nb["metadata"]["course"] == {"checks": "../checks/lesson93.py"}
     module = (course / "checks" / "lesson93.py").read_text()
     assert "0.665" not in module and "(4, 10, 32)" not in module, "hand-worked answers are stored as seals"
     assert "THE NEXT EXERCISE" in module and "THE NEXT EXERCISE" in json.dumps(nb), "the teacher is told where the next one goes"
@@ -56,6 +59,7 @@ def test_course_new_writes_a_valid_set_whose_labels_match_its_metadata(course):
     assert "THE NEXT EXERCISE" not in built and "BEGIN HIDDEN" not in built
 
 
+@pytest.mark.slow
 def test_the_solution_scores_full_marks_and_the_blank_exercise_zero(course):
     rows = check_notebook(course / "solutions" / f"{NAME}.ipynb")
     assert [r.status for r in rows] == ["passed"] * 3 and sum(r.points for r in rows) == 8, rows
@@ -63,6 +67,7 @@ def test_the_solution_scores_full_marks_and_the_blank_exercise_zero(course):
     assert [r.status for r in rows] == ["not attempted"] * 3 and sum(r.points for r in rows) == 0, rows
 
 
+@pytest.mark.slow
 def test_listed_mistakes_get_their_hints_and_a_multi_part_answer_earns_part_of_its_points(course):
     path = _with_answers(course, {
         "ex1_answer": "def softmax(scores):\n    return [s / sum(scores) for s in scores]\n",
@@ -76,8 +81,12 @@ def test_listed_mistakes_get_their_hints_and_a_multi_part_answer_earns_part_of_i
     assert "instead of the features" in rows["ex3_test"].message and "instead of the positions" in rows["ex3_test"].message
 
 
-def test_the_grader_finds_the_private_checks_too(course):
-    """`course grade` runs the test cells in its own process: the setup cell's absolute path works there."""
+@pytest.mark.slow
+def test_the_grader_finds_the_private_checks_too(course, monkeypatch, tmp_path):
+    """`course grade` runs the test cells in its own process, wherever it is started: it puts the checks
+    folder named in the notebook's metadata on its import path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
     path = _with_answers(course, {
         "ex1_answer": "def softmax(scores):\n    import torch\n    return torch.softmax(torch.tensor(scores), 0)\n",
         "ex2_answer": "p_third = 0.665\n",
@@ -97,3 +106,22 @@ def test_course_new_refuses_to_overwrite_and_checks_the_name(course, tmp_path):
     assert not (tmp_path / "lesson93.py").exists(), "a second set numbered 93 is refused"
     assert cli.main(["new", "Softmax", "--title", "X", "--solutions", str(tmp_path), "--checks", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_the_build_hands_out_the_checks_module_with_the_notebook(course):
+    """A release carries what a student needs for `course check` (tests/test_class.py checks it on a
+    student's machine): the sealed module beside the notebook, refreshed when it changes."""
+    built = course / "exercises" / "lesson93.py"
+    assert built.read_text() == (course / "checks" / "lesson93.py").read_text()
+    built.write_text("# an older copy\n")
+    assert cli.main(["build", "--check", "--solutions", str(course / "solutions"), "--exercises",
+                     str(course / "exercises")]) == 1
+    assert cli.main(["build", "--solutions", str(course / "solutions"), "--exercises", str(course / "exercises")]) == 0
+    assert built.read_text() == (course / "checks" / "lesson93.py").read_text()
+
+
+def test_the_template_says_to_update_the_notebooks_own_labels():
+    from course_grader.new import TEMPLATES
+
+    text = (TEMPLATES / "NN_template.ipynb").read_text()
+    assert "leave the intro's total to" not in text.lower() and "this notebook keeps what you" in text

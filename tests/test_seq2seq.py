@@ -1,4 +1,4 @@
-"""Lesson 10: the synthetic translation task (course_lib.data), the encoder-decoder (course_lib.models)
+"""Lesson 10: the synthetic translation task (course_lib.translation), the encoder-decoder (course_lib.models)
 against torch.nn.Transformer with the same weights, and greedy decoding and beam search
 (course_lib.generation) against brute force."""
 from __future__ import annotations
@@ -6,35 +6,38 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
+import torch.nn as nn
+from torch.testing import assert_close
 
-from course_lib import data
+from course_lib import generation, models, translation
 
 # --- the translation task ---------------------------------------------------------------------------
 
 
 def test_translate_reorders_and_maps_words():
-    assert data.translate("the big dog sees a small cat near the tall man") == (
+    assert translation.translate("the big dog sees a small cat near the tall man") == (
         "kano grun lo ka toma vel lo ap miru pim na mo vidat".split()
     )
-    assert data.translate(["a", "fish", "likes", "the", "horse"]) == "piska na ka hipa lo mo amat".split()
+    assert translation.translate(["a", "fish", "likes", "the", "horse"]) == "piska na ka hipa lo mo amat".split()
 
 
 def test_every_target_word_translates_one_source_word():
-    lex = {src: tgt for pos in data.TRANSLATION_LEXICON.values() for src, tgt in pos.items()}
-    task = data.translation_task(300, 50, seed=4)
+    lex = {src: tgt for pos in translation.TRANSLATION_LEXICON.values() for src, tgt in pos.items()}
+    task = translation.translation_task(300, 50, seed=4)
     for src, tgt in task.train + task.test:
-        expected = Counter(lex[w] for w in src) + Counter({data.SUBJECT_MARKER: 1, data.OBJECT_MARKER: 1})
+        expected = Counter(lex[w] for w in src) + Counter({translation.SUBJECT_MARKER: 1, translation.OBJECT_MARKER: 1})
         assert Counter(tgt) == expected, (src, tgt)
-        assert tgt[-1] == lex[src[src.index(next(w for w in src if w in data.TRANSLATION_LEXICON["verb"]))]]
+        assert tgt[-1] == lex[src[src.index(next(w for w in src if w in translation.TRANSLATION_LEXICON["verb"]))]]
 
 
 def test_the_task_needs_reordering():
     """A word-by-word (monotone) translation gets almost no sentence right: position matters."""
-    lex = {src: tgt for pos in data.TRANSLATION_LEXICON.values() for src, tgt in pos.items()}
-    task = data.translation_task(500, 10, seed=1)
+    lex = {src: tgt for pos in translation.TRANSLATION_LEXICON.values() for src, tgt in pos.items()}
+    task = translation.translation_task(500, 10, seed=1)
     same_order = sum([lex[w] for w in src] == [w for w in tgt if w not in ("ka", "mo")] for src, tgt in task.train)
     assert same_order == 0, f"{same_order} sentences keep the source order"
 
@@ -51,13 +54,13 @@ def test_the_task_needs_reordering():
 )
 def test_translate_rejects_sentences_outside_the_grammar(sentence, where):
     with pytest.raises(ValueError, match=where):
-        data.translate(sentence)
+        translation.translate(sentence)
 
 
 def test_translation_task_is_deterministic_and_held_out():
-    a, b = data.translation_task(400, 100, seed=7), data.translation_task(400, 100, seed=7)
+    a, b = translation.translation_task(400, 100, seed=7), translation.translation_task(400, 100, seed=7)
     assert a.train == b.train and a.test == b.test
-    assert data.translation_task(400, 100, seed=8).train != a.train
+    assert translation.translation_task(400, 100, seed=8).train != a.train
     train_sources = {tuple(s) for s, _ in a.train}
     assert len(train_sources) == 400 and not train_sources & {tuple(s) for s, _ in a.test}
     assert a.src_vocab[:3] == a.tgt_vocab[:3] == ["<pad>", "<bos>", "<eos>"]
@@ -66,7 +69,7 @@ def test_translation_task_is_deterministic_and_held_out():
 
 
 def test_translation_task_default_sizes_and_lengths():
-    task = data.translation_task()
+    task = translation.translation_task()
     assert (len(task.train), len(task.test)) == (20_000, 1_000)
     lengths = Counter(len(s) for s, _ in task.train)
     assert min(lengths) == 5 and max(lengths) == 11, lengths
@@ -74,9 +77,10 @@ def test_translation_task_default_sizes_and_lengths():
 
 
 def test_batch_shifts_the_target_right_and_pads():
-    task = data.translation_task(50, 5, seed=0)
-    pairs = [("the dog sees a cat".split(), data.translate("the dog sees a cat")),
-             ("a big man finds the fish with a red bird".split(), data.translate("a big man finds the fish with a red bird"))]
+    task = translation.translation_task(50, 5, seed=0)
+    pairs = [("the dog sees a cat".split(), translation.translate("the dog sees a cat")),
+             ("a big man finds the fish with a red bird".split(),
+              translation.translate("a big man finds the fish with a red bird"))]
     src, tgt_in, tgt_out = task.batch(pairs)
     assert src.shape == (2, 10) and tgt_in.shape == tgt_out.shape == (2, 13)
     assert src[0, 5:].tolist() == [0] * 5 and src[1].ne(0).all()
@@ -90,10 +94,10 @@ def test_batch_shifts_the_target_right_and_pads():
 
 
 def test_get_batch_is_seeded_and_checks_the_split():
-    task = data.translation_task(200, 20, seed=0)
+    task = translation.translation_task(200, 20, seed=0)
     x1 = task.get_batch("train", torch.Generator().manual_seed(3), 8)
     x2 = task.get_batch("train", torch.Generator().manual_seed(3), 8)
-    assert all(torch.equal(a, b) for a, b in zip(x1, x2)) and x1[0].shape[0] == 8
+    assert all(torch.equal(a, b) for a, b in zip(x1, x2, strict=True)) and x1[0].shape[0] == 8
     val = task.get_batch("val", torch.Generator().manual_seed(3), 8)
     test_sources = {tuple(task.encode_src(s)) for s, _ in task.test}
     assert all(tuple(row[row != 0].tolist()) in test_sources for row in val[0])
@@ -102,23 +106,18 @@ def test_get_batch_is_seeded_and_checks_the_split():
 
 
 def test_unknown_words_and_bad_sizes_are_explained():
-    task = data.translation_task(20, 5, seed=0)
+    task = translation.translation_task(20, 5, seed=0)
     with pytest.raises(KeyError, match="'zebra' is not in the source vocabulary"):
         task.encode_src(["the", "zebra"])
     with pytest.raises(KeyError, match="'dog' is not in the target vocabulary"):
         task.encode_tgt(["dog"])
     with pytest.raises(ValueError, match="n_test must be a positive int, got 0"):
-        data.translation_task(10, 0)
+        translation.translation_task(10, 0)
     with pytest.raises(ValueError, match="at least one"):
         task.batch([])
 
 
 # --- the encoder-decoder -------------------------------------------------------------------------------
-
-import torch.nn as nn  # noqa: E402
-from torch.testing import assert_close  # noqa: E402
-
-from course_lib import generation, models  # noqa: E402
 
 V_SRC, V_TGT = 9, 8
 
@@ -184,7 +183,7 @@ def test_same_outputs_and_gradients_as_torch_transformer(norm_first, activation)
     upstream = torch.randn(ours.shape, generator=torch.Generator().manual_seed(5), dtype=ours.dtype)
     ours_grads = torch.autograd.grad((ours * upstream).sum(), [model.encoder.layers[0].self_attn.w_q.weight,
                                                                model.decoder.layers[1].cross_attn.w_k.weight,
-                                                               model.decoder.layers[0].ff.lin1.weight,
+                                                               model.decoder.layers[0].ff.linear1.weight,
                                                                model.src_emb.weight])
     theirs_grads = torch.autograd.grad((theirs * upstream).sum(), [ref.encoder.layers[0].self_attn.in_proj_weight,
                                                                    ref.decoder.layers[1].multihead_attn.in_proj_weight,
@@ -240,11 +239,13 @@ def test_cross_attention_weights_are_kept_on_request():
     model = _model()
     src, tgt = _batch()
     model(src, tgt)
-    with pytest.raises(RuntimeError, match="keep_attention_weights"):
+    with pytest.raises(RuntimeError, match=r"Seq2SeqConfig\(\.\.\., keep_weights=True\)"):
         model.cross_attention_weights()
     fast = model(src, tgt)
-    model.keep_attention_weights(True)
-    slow = model(src, tgt)
+    kept = models.Seq2SeqTransformer(replace(model.config, keep_weights=True))
+    kept.load_state_dict(model.state_dict())
+    slow = kept(src, tgt)
+    model = kept
     assert_close(fast, slow, atol=1e-5, rtol=1e-5)
     weights = model.cross_attention_weights()
     assert len(weights) == 2 and weights[0].shape == (3, 4, 6, 7)

@@ -14,7 +14,8 @@ from course_lib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "teaching.md"
-TEACHER_COMMANDS = {"build", "check", "new", "grade", "unpack", "deadline", "adjust", "export", "report"}
+TEACHER_COMMANDS = {"build", "check", "new", "grade", "unpack", "deadline", "adjust", "export", "report", "roster",
+                    "mark"}
 
 
 def commands(path: Path) -> list[str]:
@@ -41,15 +42,19 @@ def test_the_guide_covers_every_teacher_command():
     used = {shlex.split(line)[1] for line in GUIDE_COMMANDS}
     assert TEACHER_COMMANDS <= used, f"not in docs/teaching.md: {sorted(TEACHER_COMMANDS - used)}"
     assert any("--student" in line for line in GUIDE_COMMANDS) and any("--new-solutions" in line for line in GUIDE_COMMANDS)
+    for option in ("--dry-run", "--reason", "--check --class", "--output-layout nbgrader", "--canvas-times", "--column",
+                   "roster drop", "--grader", "--cap"):
+        assert any(option in line for line in GUIDE_COMMANDS), f"docs/teaching.md shows no command with {option}"
 
 
 @pytest.mark.parametrize("path", [GUIDE, REPO / "README.md", REPO / "docs" / "nbgrader" / "README.md"])
 def test_links_between_the_guides_lead_somewhere(path):
     text = path.read_text(encoding="utf-8")
-    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+    prose = re.sub(r"```.*?```|`[^`\n]*`", "", text, flags=re.S)  # a link written out as code is an example
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", prose):
         if target.startswith(("http://", "https://", "mailto:")):
             continue
         assert (path.parent / target).exists(), f"{path.name} links to {target}, which does not exist"
     headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
-    for anchor in re.findall(r"\]\(#([^)]+)\)", text):
+    for anchor in re.findall(r"\]\(#([^)]+)\)", prose):
         assert anchor in headings, f"{path.name} links to #{anchor}, which is no heading of it"

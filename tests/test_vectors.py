@@ -283,9 +283,9 @@ def test_check_one_hot_and_cosine_rows_want_numpy_arrays_and_name_axis_mistakes(
 
 
 def test_check_predicted_shape():
-    checks.check_shape_answer("s", (4, 7, 16), (4, 7, 16))
-    _fails_with(checks.check_shape_answer, "s", (28, 16), (4, 7, 16), {"flattened the batch": (28, 16)}, match="flattened")
-    _fails_with(checks.check_shape_answer, "s", "4, 7, 16", (4, 7, 16), match="tuple of ints")
+    checks.check_shape("s", (4, 7, 16), (4, 7, 16))
+    _fails_with(checks.check_shape, "s", (28, 16), (4, 7, 16), {"flattened the batch": (28, 16)}, match="flattened")
+    _fails_with(checks.check_shape, "s", "4, 7, 16", (4, 7, 16), match="tuple of ints")
 
 
 def test_mixed_inputs_are_promoted_not_truncated_and_lists_are_accepted():

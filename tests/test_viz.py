@@ -1,5 +1,7 @@
 """The course's figures are readable for everyone: annotations legible on every cell, colour scales
-that say what their middle means, colour-blind-safe colour maps, and labels that sit beside arrows."""
+that say what their middle means, colour-blind-safe colour maps, and labels that sit beside arrows.
+The printing helpers write numbers identically on every machine, and the lessons use them instead of
+helpers of their own."""
 from __future__ import annotations
 
 import json
@@ -169,3 +171,54 @@ def test_lessons_use_colour_blind_safe_colour_maps():
                     used.setdefault(name, []).append(path.name)
     unsafe = {name: files for name, files in used.items() if name not in viz.COLOURBLIND_SAFE_CMAPS}
     assert not unsafe, f"colour maps that are not colour-blind safe: {unsafe}; use one of {viz.COLOURBLIND_SAFE_CMAPS}"
+
+
+# --- printing numbers -------------------------------------------------------------------------------
+
+
+def test_rounded_gives_plain_floats_rounded_alike_from_any_container():
+    assert viz.rounded(torch.tensor([0.12345, -0.00001, 2.0])) == [0.123, 0.0, 2.0]
+    assert str(viz.rounded(torch.tensor([-0.0001]))) == "[0.0]", "a rounded -0.0 must print as 0.0"
+    assert viz.rounded(np.array([[1 / 3, 2 / 3]]), 2) == [[0.33, 0.67]]
+    assert viz.rounded([0.5, 0.25], 1) == [0.5, 0.2], "numpy rounds halves to even, as round() does"
+    assert viz.rounded(torch.tensor(0.98765, dtype=torch.float64), 2) == 0.99
+    assert isinstance(viz.rounded(np.float32(1.5)), float)
+    # float32 values are rounded from their exact float64 value, as the lessons' helpers did
+    assert viz.rounded(torch.tensor([0.1], dtype=torch.float32), 9) == [0.100000001]
+
+
+def test_show_items_wraps_between_items_only_and_formats_pairs(capsys):
+    viz.show_items("neighbours:", [("queen", 0.98123), ("prince", np.float32(0.8)), ("count", np.int64(3)),
+                                   ("zero", -0.0001), "as is"])
+    assert capsys.readouterr().out == "neighbours: queen 0.98, prince 0.80, count 3, zero 0.00, as is\n"
+    viz.show_items("x:", [("p", torch.tensor(0.5))], digits=3)
+    assert capsys.readouterr().out == "x: p 0.500\n"
+    words = [f"word{i}" for i in range(30)]
+    viz.show_items("label:", words, width=40)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 40 for line in lines), lines
+    assert all(line.startswith("    word") for line in lines[1:]), lines
+    items = " ".join(lines).replace("    ", " ").split()[1:]
+    assert [item.rstrip(",") for item in items] == words, "every item once, in order, none split"
+
+
+def test_show_table_labels_rows_and_columns_and_dots_the_zeros(capsys):
+    viz.show_table([[0.0, 1.5], [2.25, 0.0]], ["r", "row2"], ["a", "column"], fmt="{:.1f}", title="T")
+    assert capsys.readouterr().out == ("T\n"
+                                       "        a  column\n"
+                                       "   r    .     1.5\n"
+                                       "row2  2.2       .\n")
+    viz.show_table(torch.tensor([[-0.0, 3.0]]), ["w"], ["x", "y"], fmt="{:+.0f}")
+    assert capsys.readouterr().out == "   x   y\nw  .  +3\n"
+
+
+def test_lessons_print_with_the_library_helpers_not_their_own():
+    """Lessons 02-07 each had a printing helper of their own (two of them called `show`, doing different
+    things); the library's `rounded`, `show_items` and `show_table` replace them."""
+    own = re.compile(r"^def (show|rounded|listing|print_items|show_table|show_items)\(", re.MULTILINE)
+    found = []
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code" and own.search("".join(cell["source"])):
+                found.append(f"{path.name}: {own.search(''.join(cell['source'])).group(0)}")
+    assert not found, f"printing helpers defined in lessons, use course_lib.viz's instead: {found}"

@@ -15,12 +15,56 @@ a test cell imports the general helpers from here and its own lesson's checks fr
     from course_lib.checks import lesson01
     lesson01.check_one_hot(checks.answer("one_hot"))
     checks.check_close("cos_ab", checks.answer("cos_ab"), 0.5)
+
+The API (`__all__`), one function for each job:
+
+    answer(variable)                            the learner's value, or NotAttempted
+    call(name, fn, *args)                       call the learner's function; a crash becomes a message
+    passed(name, detail)                        print the line of a check that passed
+    check_all(*parts)                           a multi-part answer: every wrong part reported, credit per part
+    check_close(name, value, expected)          numbers, arrays or tensors, to a tolerance
+    check_count(name, value, expected)          a whole number (17 and 17.0 alike; 17.5 is not a count)
+    check_shape(name, value, expected)          a shape: an array's, or one written out by hand
+    check_equal(name, value, expected)          anything else, compared exactly (text, lists, token ids)
+    check_true(name, condition, problem)        a property (rows sum to 1, the gradient flows)
+    check_type(name, value, type)               the type of a result
+    check_tensor(name, value)                   a torch.Tensor, with the hint that keeps a learner in torch
+    check_function(name, fn, cases, reference)  a learner's function against a reference, case by case
+    Seals(table).check(name, value, kind)       an answer worked out by hand, against its seal
+    seal(value, name=..., decimals=...)         what a checks module stores instead of such an answer
+    CheckFailed, NotAttempted                   the two failures
+    set_answer_source(source)                   where `answer` reads from: the grader's one hook
+
+Every comparing check takes `mistakes` (a description that finishes "it looks like you ...", mapped to
+what that mistake gives) and a `hint` for any other wrong answer. `check_count` and `check_shape`
+also take seals as `expected` and as the mistakes' values, so that a count or a shape worked out by
+hand is compared without being written down.
+
+The lesson modules, and the functions here, also share a few small helpers, in `helpers.py`: how a
+value is shown in a message (`short`, `fmt`, `function_name`) and how arrays are compared (`to_array`,
+`close`).
+
+Seals. A visible test cell must not show an answer that the learner works out by hand, and neither
+should the checks module a learner might open next. So each checks module keeps one table, `SEALS =
+Seals({...})`, holding for every such answer (and for the value of each mistake its hints name) a
+seal: a salted SHA-256 of the value rounded to the precision the exercise asks for. The table is
+written by the grader's `course seal lessonNN` from a values file, which holds the plain values. The
+course keeps its values files in `solutions/seals/lessonNN.py`, beside the solution notebooks:
+teacher-side files, like the solutions themselves never part of the course_lib a learner installs
+nor of a class's release (`course build --class`).
+
+A seal deters peeking; it is not a secret. A count or a shape has few plausible values, and a loop
+over them with `seal(guess, name=..., decimals=None)` finds the one that matches in moments (a number
+rounded to 3 places takes little longer). Seals keep an answer out of sight of a learner who reads
+the notebook or this package; they do not keep it from one who sets out to find it. Graded work rests
+on the hidden tests, which never enter the learner's process (`course grade`).
 """
 from __future__ import annotations
 
 import difflib
 import hashlib
 import math
+import re
 import sys
 from collections import Counter, OrderedDict, defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -28,10 +72,17 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
+from .helpers import close, fmt, short, to_array
+
+__all__ = [
+    "CheckFailed", "NotAttempted", "Seals", "answer", "call", "check_all", "check_close", "check_count",
+    "check_equal", "check_function", "check_shape", "check_tensor", "check_true", "check_type", "passed", "seal",
+    "set_answer_source",
+]
+
 PASS_MARK = "✔"
-
-
 FAIL_MARK = "✘"
+NONE_PROBLEM = "got None: did you forget to `return` the result (or to assign the variable)?"
 
 
 class CheckFailed(AssertionError):
@@ -77,7 +128,8 @@ class NotAttempted(CheckFailed):
     """The exercise still holds its `raise NotImplementedError()`."""
 
     def __init__(self, name: str, near: str | None = None):
-        hint = "replace `raise NotImplementedError()` in the answer cell with your code, run that cell, then this one."
+        hint = ("replace `raise NotImplementedError()` in the answer cell with your code, run that cell, "
+                "then this one.")
         if near is not None:  # the cell ran, but under another name: the likeliest reason it looks unanswered
             hint = f"nothing called `{name}` is defined yet; `{near}` is: if you meant this name, check the spelling."
         super().__init__(name, "not attempted yet.", hint)
@@ -88,6 +140,8 @@ def passed(name: str, detail: str = "") -> None:
     line = f"{PASS_MARK} {name}: passed" + (f" ({detail})" if detail else "")
     print("\n".join(CheckFailed.wrap(line)))  # a long detail goes on, indented, on the next line
 
+
+# --- the learner's values ----------------------------------------------------------------------------
 
 _MISSING = object()
 
@@ -148,24 +202,8 @@ def call(name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
     except CheckFailed:
         raise
     except Exception as err:  # the learner's code crashed: say where, not a traceback
-        shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
+        shown = ", ".join([short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()])
         raise CheckFailed(name, f"raised {type(err).__name__}: {err} when called as {name}({shown}).") from None
-
-
-def _to_array(value: Any) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().to(torch.float64).numpy() if value.is_floating_point() else value.detach().cpu().numpy()
-    return np.asarray(value)
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    if isinstance(value, torch.Tensor):
-        text = f"tensor of shape {tuple(value.shape)}"
-    elif isinstance(value, np.ndarray):
-        text = f"array of shape {value.shape}"
-    else:
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _custom_equality(value: Any, depth: int = 0) -> bool:
@@ -184,59 +222,109 @@ def _custom_equality(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _close(actual: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
-    try:
-        return actual.shape == expected.shape and bool(np.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True))
-    except (TypeError, ValueError):
-        return False
+def _verdict(name: str, matches: Callable[[Any], bool], expected: Any, mistakes: Mapping[str, Any] | None,
+             problem: str, hint: str | None, *, quiet: bool, detail: str = "", unexplained: str | None = None) -> None:
+    """Pass if `matches(expected)`. Else fail with `problem` and, as the hint, the first mistake whose
+    value matches; or, when none does, with `unexplained` (default: `problem`) and `hint`. The one
+    verdict of the checks that compare an answer with a value or a seal."""
+    if matches(expected):
+        if not quiet:
+            passed(name, detail)
+        return
+    for description, wrong in (mistakes or {}).items():
+        if matches(wrong):
+            raise CheckFailed(name, problem, f"it looks like you {description}.")
+    raise CheckFailed(name, problem if unexplained is None else unexplained, hint)
+
+
+# --- the checks --------------------------------------------------------------------------------------
 
 
 def check_type(name: str, value: Any, expected: type | tuple[type, ...]) -> None:
     """Fail unless `value` is an instance of `expected`."""
     if not isinstance(value, expected):
         wanted = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
-        raise CheckFailed(name, f"expected a {wanted}, got {type(value).__name__} ({_short(value)}).")
+        raise CheckFailed(name, f"expected a {wanted}, got {type(value).__name__} ({short(value)}).")
 
 
 def check_tensor(name: str, value: Any, where: str = "", hint: str | None = None) -> None:
     """Fail unless `value` is a torch.Tensor: the usual slip is a numpy array from .numpy() or np.*."""
     if not isinstance(value, torch.Tensor):
-        raise CheckFailed(name, f"expected a torch.Tensor, got {type(value).__name__}" + (f" {where}" if where else "") + ".",
+        where = f" {where}" if where else ""
+        raise CheckFailed(name, f"expected a torch.Tensor, got {type(value).__name__}{where}.",
                           hint or "stay in torch from start to end (no .numpy(), no numpy functions): the result feeds "
                                   "the next torch layer, and gradients only flow through torch operations; "
                                   "convert a numpy result back with torch.as_tensor(...)")
 
 
-def check_shape(name: str, value: Any, expected_shape: Sequence[int]) -> None:
-    """Fail unless `value` (array, tensor or a shape tuple) has `expected_shape`."""
-    shape = tuple(value) if isinstance(value, (tuple, list, torch.Size)) else tuple(np.shape(_to_array(value)))
-    expected_shape = tuple(expected_shape)
-    if shape != expected_shape:
-        hint = None
-        if sorted(shape) == sorted(expected_shape):
-            hint = "the right sizes in the wrong order: is something transposed, or an axis swapped?"
-        raise CheckFailed(name, f"expected shape {expected_shape}, got {shape}.", hint)
+def check_true(name: str, condition: bool, problem: str, hint: str | None = None) -> None:
+    """Fail with `problem` unless `condition` holds (for properties such as 'rows sum to 1')."""
+    if not condition:
+        raise CheckFailed(name, problem, hint)
 
 
-def check_shape_answer(name: str, value: Any, expected: Sequence[int], mistakes: Mapping[str, Sequence[int]] | None = None,
-                       hint: str | None = None) -> None:
-    """A shape predicted by hand (a tuple, list or torch.Size of ints), naming known wrong predictions."""
+def _written_shape(name: str, value: Any) -> tuple[int, ...]:
+    """A shape written out by hand (a tuple, list or torch.Size of ints) as a tuple."""
     if value is None:
-        raise CheckFailed(name, "got None: write the shape as a tuple of ints, e.g. (2, 3).")
-    if not isinstance(value, (tuple, list)) or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
-        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
-    got, expected = tuple(int(d) for d in value), tuple(expected)
-    if got == expected:
-        passed(name)
-        return
-    for description, wrong in (mistakes or {}).items():
-        if got == tuple(wrong):
-            raise CheckFailed(name, f"{got} is not right.", f"it looks like you {description}.")
-    if len(got) != len(expected):
-        hint = f"the result has {len(expected)} axes here, your answer has {len(got)}. " + (hint or "")
-    elif sorted(got) == sorted(expected):
-        hint = "the right sizes in the wrong order: is something transposed, or an axis swapped?"
-    raise CheckFailed(name, f"{got} is not right.", hint)
+        raise CheckFailed(name, NONE_PROBLEM)
+    if not isinstance(value, (tuple, list, torch.Size)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
+        raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {short(value)}.")
+    return tuple(int(d) for d in value)
+
+
+def check_shape(name: str, value: Any, expected: Sequence[int] | str, mistakes: Mapping[str, Any] | None = None, *,
+                hint: str | None = None, quiet: bool = False) -> None:
+    """A shape: that of an array or tensor, or one written out by hand (a tuple, list or torch.Size of ints).
+
+    An array's wrong shape is shown next to the expected one. A shape written by hand is a prediction:
+    a wrong one is called wrong without showing the right one, with a hint at a wrong number of axes
+    or at sizes in the wrong order. `expected`, and the values of `mistakes` (description -> shape),
+    may be seals (`seal(shape, name=name, decimals=None)`).
+    """
+    sealed = isinstance(expected, str)
+    written = sealed or not isinstance(value, (np.ndarray, torch.Tensor))
+    got = _written_shape(name, value) if written else tuple(value.shape)
+    if sealed:
+        problem = f"{got} is not right."
+    else:
+        expected = tuple(expected)
+        problem = f"{got} is not right." if written else f"expected shape {expected}, got {got}."
+        if got != expected and sorted(got) == sorted(expected):
+            hint = "the right sizes in the wrong order: is something transposed, or an axis swapped?"
+        elif written and len(got) != len(expected):
+            hint = f"the result has {len(expected)} axes here, your answer has {len(got)}. " + (hint or "")
+
+    def matches(shape: Sequence[int] | str) -> bool:
+        return _matches(got, shape, name, None) if sealed else got == tuple(shape)
+
+    _verdict(name, matches, expected, mistakes, problem, hint, quiet=quiet)
+
+
+def _whole_number(name: str, value: Any) -> int:
+    """A count given as an int or a whole float, as an int; a clear failure for anything else."""
+    if value is None:
+        raise CheckFailed(name, NONE_PROBLEM)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({short(value)}).")
+    if not float(value).is_integer():
+        raise CheckFailed(name, f"expected a whole number, got {fmt(float(value))}.",
+                          "a count is a whole number: did a division leave a fraction?")
+    return int(value)
+
+
+def check_count(name: str, value: Any, expected: int | str, mistakes: Mapping[str, Any] | None = None, *,
+                hint: str | None = None, quiet: bool = False, detail: str = "") -> None:
+    """A whole-number answer (steps, layers, patches, parameters): 17 and 17.0 are the same answer,
+    17.5 or "17" is not a count. A wrong count is called wrong without showing the right one, and named
+    when it equals what a known mistake gives (`mistakes`: description -> count). `expected`, and the
+    mistakes' counts, may be seals (`seal(count, name=name, decimals=None)`)."""
+    got = _whole_number(name, value)
+
+    def matches(count: int | str) -> bool:
+        return _matches(got, count, name, None) if isinstance(count, str) else got == count
+
+    _verdict(name, matches, expected, mistakes, f"{got} is not right.", hint, quiet=quiet, detail=detail)
 
 
 def check_close(
@@ -258,40 +346,47 @@ def check_close(
     worked out by hand: a wrong one is called wrong without printing the expected value.
     """
     if actual is None:
-        raise CheckFailed(name, "got None: did you forget to `return` the result (or to assign the variable)?")
-    e = _to_array(expected)
+        raise CheckFailed(name, NONE_PROBLEM)
+    e = to_array(expected)
+    numbers = "a number" if e.size == 1 else "numbers"
     try:
-        a = _to_array(actual)
+        a = to_array(actual)
     except (ValueError, TypeError):  # e.g. a ragged list of lists
-        raise CheckFailed(name, f"expected {'a number' if e.size == 1 else 'numbers'}, got {_short(actual)}, which is not a regular array of numbers.") from None
+        raise CheckFailed(name, f"expected {numbers}, got {short(actual)}, which is not a regular array of "
+                                "numbers.") from None
     if a.dtype.kind not in "biuf":
-        raise CheckFailed(name, f"expected {'a number' if e.size == 1 else 'numbers'}, got "
-                          f"{type(actual).__name__} ({_short(actual)}).")
+        raise CheckFailed(name, f"expected {numbers}, got {type(actual).__name__} ({short(actual)}).")
     if a.shape != e.shape:
         if a.size == e.size == 1:
             a = a.reshape(e.shape)
         else:
-            check_shape(name, a, e.shape)
-    if _close(a, e, atol, rtol):
+            check_shape(name, a, e.shape, quiet=True)
+    if close(a, e, atol, rtol):
         if not quiet:
             passed(name)
         return
     for description, wrong in (mistakes or {}).items():
-        if _close(a, _to_array(wrong), atol, rtol):
+        if close(a, to_array(wrong), atol, rtol):
             raise CheckFailed(name, "the values are not right.", f"it looks like you {description}.")
-    if a.ndim == 2 and a.shape == e.T.shape and _close(a, e.T, atol, rtol):
+    if a.ndim == 2 and a.shape == e.T.shape and close(a, e.T, atol, rtol):
         raise CheckFailed(name, "the values are not right.", "your result is the transpose of the expected one.")
     if e.size == 1:
-        problem = f"expected {_fmt(e.item())}, got {_fmt(a.item())}." if reveal else f"{_fmt(a.item())} is not right."
+        problem = f"expected {fmt(e.item())}, got {fmt(a.item())}." if reveal else f"{fmt(a.item())} is not right."
     elif not reveal:
         problem = "the values are not right."
     else:
+        af, ef = a.astype(float), e.astype(float)
         with np.errstate(invalid="ignore"):
-            diff = np.abs(a.astype(float) - e.astype(float))
-        worst = np.unravel_index(int(np.nanargmax(diff)) if np.isfinite(diff).any() else 0, diff.shape)
+            diff = np.abs(af - ef)
+        # -inf - -inf is NaN, yet the two agree; NaN against a number (or a NaN the other side lacks) is
+        # as wrong as can be. So: entries that agree (equal, infinities of one sign, NaN on both sides)
+        # differ by 0, every other NaN difference by inf, and the worst entry is one where they disagree.
+        agree = (af == ef) | (np.isnan(af) & np.isnan(ef))
+        diff = np.where(agree, 0.0, np.where(np.isnan(diff), np.inf, diff))
+        worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
         problem = (
-            f"values differ from the expected ones (largest difference {_fmt(float(np.nanmax(diff)))} at index "
-            f"{tuple(int(i) for i in worst)}: expected {_fmt(float(e[worst]))}, got {_fmt(float(a[worst]))})."
+            f"values differ from the expected ones (largest difference {fmt(float(np.nanmax(diff)))} at index "
+            f"{tuple(int(i) for i in worst)}: expected {fmt(float(e[worst]))}, got {fmt(float(a[worst]))})."
         )
         if np.isnan(a.astype(float)).any():
             problem += " Your result contains NaN."
@@ -299,49 +394,22 @@ def check_close(
 
 
 def check_equal(name: str, actual: Any, expected: Any, *, hint: str | None = None, quiet: bool = False) -> None:
-    """Exact comparison (ints, strings, lists, dicts; arrays element-wise)."""
+    """Exact comparison of anything that is not a count, a shape or a measured number: text, lists,
+    dicts, token ids (arrays and tensors element-wise)."""
     if isinstance(expected, (np.ndarray, torch.Tensor)) or isinstance(actual, (np.ndarray, torch.Tensor)):
-        a, e = _to_array(actual), _to_array(expected)
-        check_shape(name, a, e.shape)
+        a, e = to_array(actual), to_array(expected)
+        check_shape(name, a, e.shape, quiet=True)
         ok = bool(np.array_equal(a, e))
     elif _custom_equality(actual):
         # An object whose own __eq__ decides the comparison could claim to equal anything.
-        raise CheckFailed(name, f"expected {_short(expected, 120)}, got an object of type {type(actual).__name__} "
+        raise CheckFailed(name, f"expected {short(expected, 120)}, got an object of type {type(actual).__name__} "
                           "that defines its own comparison.", hint)
     else:
         ok = actual == expected
     if not ok:
-        raise CheckFailed(name, f"expected {_short(expected, 120)}, got {_short(actual, 120)}.", hint)
+        raise CheckFailed(name, f"expected {short(expected, 120)}, got {short(actual, 120)}.", hint)
     if not quiet:
         passed(name)
-
-
-def check_true(name: str, condition: bool, problem: str, hint: str | None = None) -> None:
-    """Fail with `problem` unless `condition` holds (for properties such as 'rows sum to 1')."""
-    if not condition:
-        raise CheckFailed(name, problem, hint)
-
-
-def check_count(name: str, value: Any, expected: int, mistakes: Mapping[str, int] | None = None, *,
-                hint: str | None = None, quiet: bool = False, detail: str = "") -> None:
-    """A whole-number answer (steps, layers, patches, parameters): say when it is not a number,
-    not whole, or equal to a count that a known mistake gives (`mistakes`: description -> count)."""
-    if value is None:
-        raise CheckFailed(name, "got None: did you forget to `return` the result (or to assign the variable)?")
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
-    if not float(value).is_integer():
-        raise CheckFailed(name, f"expected a whole number, got {_fmt(float(value))}.",
-                          "a count is a whole number: did a division leave a fraction?")
-    value = int(value)
-    if value == expected:
-        if not quiet:
-            passed(name, detail)
-        return
-    for description, wrong in (mistakes or {}).items():
-        if value == wrong != expected:
-            raise CheckFailed(name, f"{value:,} is not right.", f"it looks like you {description}.")
-    raise CheckFailed(name, f"{value:,} is not right.", hint)
 
 
 def check_function(
@@ -362,168 +430,21 @@ def check_function(
     """
     n = 0
     for case in cases:
-        args, kwargs = case if (len(case) == 2 and isinstance(case[0], tuple) and isinstance(case[1], dict)) else (case, {})
+        pair = len(case) == 2 and isinstance(case[0], tuple) and isinstance(case[1], dict)
+        args, kwargs = case if pair else (case, {})
         got = call(name, fn, *args, **kwargs)
         want = reference(*args, **kwargs)
         wrong = {d: m(*args, **kwargs) for d, m in (mistakes or {}).items()}
-        shown = ", ".join(_short(a, 30) for a in args)
+        shown = ", ".join(short(a, 30) for a in args)
         check_close(f"{name}({shown})", got, want, atol=atol, rtol=rtol, mistakes=wrong, hint=hint, quiet=True)
         n += 1
     passed(name, f"{n} case{'s' if n != 1 else ''}")
 
 
-def _fmt(x: float) -> str:
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return str(x)
-    return f"{x:.6g}"
-
-
-def function_name(name: str) -> str:
-    """The function's own name from a check's label: "receptive_field (more cases)" -> "receptive_field",
-    so that a failing call reads receptive_field(0, 3), not "receptive_field (more cases)(0, 3)"."""
-    return name.split(" (")[0]
-
-
-def check_choice(name: str, value: Any, expected: Any, explanations: Mapping[Any, str] | None = None) -> None:
-    """A multiple-choice or shape answer: exact match, with an explanation for each known wrong answer."""
-    if isinstance(expected, tuple) and isinstance(value, (list, torch.Size)):
-        value = tuple(value)
-    if isinstance(value, (torch.Tensor, np.ndarray)):
-        value = value.tolist()
-    if value != expected:
-        try:
-            why = (explanations or {}).get(value)
-        except TypeError:  # an unhashable answer cannot be one of the known wrong ones
-            why = None
-        problem = f"{value!r} is not right."
-        if type(value) is not type(expected):
-            problem += f" Expected a {type(expected).__name__}, got a {type(value).__name__}."
-        raise CheckFailed(name, problem, why)
-    passed(name)
-
-
-# --- answers worked out by hand stay sealed ---------------------------------------------------------
-# A visible test cell must not show the answer a learner is asked to work out, and neither should the
-# check module they might open next. Such answers (and the values of the mistakes a hint names) are
-# stored as seals: a salted SHA-256 of the value rounded to the precision the prompt asks for. A
-# reader cannot copy a seal into an answer; `check_sealed` rounds the learner's value the same way and
-# compares seals. Make a seal with `seal(value, name=..., decimals=...)`, e.g. in a terminal:
-#     python -c "from course_lib.checks import seal; print(seal(128 ** 0.25, name='ppl_by_hand', decimals=3))"
-
-_SALT = "one-hot-to-transformer/v1"
-
-
-def _rounded(x: float, decimals: int | None) -> str:
-    if decimals is None:
-        return repr(int(x)) if float(x).is_integer() else repr(float(x))
-    text = f"{float(x):.{decimals}f}"
-    return "0" + text[2:] if text.startswith("-0") and float(text) == 0 else text  # -0.000 -> 0.000
-
-
-def _canonical(value: Any, decimals: int | None, nudge: float = 0.0) -> str | None:
-    """One text for a value: numbers rounded (after adding `nudge` steps), shapes and ints exact,
-    strings stripped; None when the value is none of these."""
-    step = 10.0 ** -decimals if decimals is not None else 0.0
-    if isinstance(value, str):
-        return "str:" + value.strip()
-    if isinstance(value, torch.Size):
-        value = tuple(value)
-    if isinstance(value, bool):
-        return f"bool:{value}"
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        v = float(value)
-        if math.isnan(v) or math.isinf(v):
-            return f"num:{v}"
-        return "num:" + _rounded(v + nudge * step, decimals)
-    try:
-        a = _to_array(value)
-    except (TypeError, ValueError):
-        return None
-    if a.dtype.kind not in "biuf":
-        return None
-    if a.ndim == 0:
-        return _canonical(a.item(), decimals, nudge)
-    items = ",".join(_rounded(float(x) + nudge * step, decimals) for x in a.astype(float).ravel())
-    return f"arr{tuple(a.shape)}:{items}"
-
-
-def seal(value: Any, *, name: str, decimals: int | None = 3) -> str:
-    """The seal of an answer: what a check module stores instead of the answer itself.
-
-    Numbers (and arrays, lists and tensors of them) are rounded to `decimals` places first;
-    `decimals=None` keeps ints and shapes exact. `name` (the answer's variable) salts the hash, so one
-    value gets different seals in different exercises.
-    """
-    text = _canonical(value, decimals)
-    if text is None:
-        raise TypeError(f"seal() takes numbers, arrays, tensors, shapes or strings, got {type(value).__name__}")
-    return hashlib.sha256(f"{_SALT}|{name}|{text}".encode()).hexdigest()[:20]
-
-
-def _matches(value: Any, sealed: str, name: str, decimals: int | None) -> bool:
-    # A value a hair from a rounding boundary (3.3635 vs 3.3645) still matches: try it nudged both ways.
-    nudges = (0.0, -0.4, 0.4) if decimals is not None else (0.0,)
-    for nudge in nudges:
-        text = _canonical(value, decimals, nudge)
-        if text is not None and hashlib.sha256(f"{_SALT}|{name}|{text}".encode()).hexdigest()[:20] == sealed:
-            return True
-    return False
-
-
-def check_sealed(name: str, value: Any, sealed: str, *, decimals: int | None = 3, mistakes: Mapping[str, str] | None = None,
-                 hint: str | None = None, kind: str = "number", shape: Sequence[int] | None = None) -> None:
-    """Check an answer worked out by hand against its seal, never printing the expected value.
-
-    `mistakes` maps a description ("forgot the minus sign") to the seal of the value that mistake
-    gives. `kind` says what a well-formed answer is: "number", "numbers" (a list/array), "count" (a
-    whole number; compared exactly), "shape" (a tuple of ints; compared exactly) or "text". `shape`
-    (with "numbers"): an array of another shape is called that, which gives nothing away.
-    """
-    if value is None:
-        raise CheckFailed(name, "got None: did you forget to assign the variable (or to `return` the result)?")
-    if kind == "shape":
-        if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 1:
-            value = value.tolist()  # a shape written as an array of ints is still a shape
-        if not isinstance(value, (tuple, list, torch.Size)) or not all(
-                isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
-            raise CheckFailed(name, f"expected a tuple of ints such as (2, 3), got {_short(value)}.")
-        value, decimals = tuple(int(d) for d in value), None
-    elif kind == "text":
-        if not isinstance(value, str):
-            raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({_short(value)}).")
-    elif kind == "count":  # a whole number: 17 and 17.0 are the same answer, 17.5 is not a count
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise CheckFailed(name, f"expected a whole number (an int), got {type(value).__name__} ({_short(value)}).")
-        if not float(value).is_integer():
-            raise CheckFailed(name, f"expected a whole number, got {_fmt(float(value))}.",
-                              "a count is a whole number: did a division leave a fraction?")
-        value, decimals = int(value), None
-    elif kind in ("number", "numbers"):
-        if isinstance(value, (str, bool)) or _canonical(value, decimals) is None:
-            raise CheckFailed(name, f"expected {'a number' if kind == 'number' else 'numbers'}, got "
-                              f"{type(value).__name__} ({_short(value)}).")
-        if kind == "number" and np.size(_to_array(value)) != 1:
-            raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
-        if shape is not None:
-            check_shape(name, _to_array(value), shape)
-    else:
-        raise ValueError(f"kind must be 'number', 'numbers', 'count', 'shape' or 'text', got {kind!r}")
-    if _matches(value, sealed, name, decimals):
-        passed(name)
-        return
-    for description, wrong in (mistakes or {}).items():
-        if _matches(value, wrong, name, decimals):
-            raise CheckFailed(name, f"{_short(value)} is not right.", f"it looks like you {description}.")
-    precision = f" (compared to {decimals} decimal places)" if decimals is not None and kind in ("number", "numbers") else ""
-    raise CheckFailed(name, f"{_short(value)} is not right{precision}.", hint)
-
-
 def check_all(*parts: Callable[[], None]) -> None:
     """Run the check of every part of a multi-part answer, then report all the wrong parts at once.
 
-    Each part is a function without arguments that runs one check (`lambda: check_sealed(...)`). The
+    Each part is a function without arguments that runs one check (`lambda: SEALS.check(...)`). The
     parts that pass print their line; if any fail, one `CheckFailed` lists every failure, so a
     learner does not fix part 1 only to hear about part 3 afterwards. An unattempted part stops at once.
 
@@ -551,10 +472,134 @@ def check_all(*parts: Callable[[], None]) -> None:
     raise combined
 
 
-def check_sealed_shapes(answers: Mapping[str, Any], seals: Mapping[str, str],
-                        mistakes: Mapping[str, Mapping[str, str]] | None = None, hint: str | None = None) -> None:
-    """Several shapes predicted by hand (`answers`: name -> shape), each against its seal, every wrong
-    one reported at once; `mistakes` maps a name to that answer's known wrong shapes (description -> seal)."""
-    check_all(*(lambda name=name, sealed=sealed: check_sealed(
-        name, answers.get(name), sealed, kind="shape", mistakes=(mistakes or {}).get(name), hint=hint)
-        for name, sealed in seals.items()))
+# --- answers worked out by hand stay sealed (see the module's docstring) --------------------------------
+
+_SALT = "one-hot-to-transformer/v1"
+_SEAL = re.compile(r"[0-9a-f]{20}")
+
+
+def _rounded(x: float, decimals: int | None) -> str:
+    if decimals is None:
+        return repr(int(x)) if float(x).is_integer() else repr(float(x))
+    text = f"{float(x):.{decimals}f}"
+    return "0" + text[2:] if text.startswith("-0") and float(text) == 0 else text  # -0.000 -> 0.000
+
+
+def _canonical(value: Any, decimals: int | None, nudge: float = 0.0) -> str | None:
+    """One text for a value: numbers rounded (after adding `nudge` steps), shapes and ints exact,
+    strings stripped; None when the value is none of these."""
+    step = 10.0 ** -decimals if decimals is not None else 0.0
+    if isinstance(value, str):
+        return "str:" + value.strip()
+    if isinstance(value, torch.Size):
+        value = tuple(value)
+    if isinstance(value, bool):
+        return f"bool:{value}"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        v = float(value)
+        if math.isnan(v) or math.isinf(v):
+            return f"num:{v}"
+        return "num:" + _rounded(v + nudge * step, decimals)
+    try:
+        a = to_array(value)
+    except (TypeError, ValueError):
+        return None
+    if a.dtype.kind not in "biuf":
+        return None
+    if a.ndim == 0:
+        return _canonical(a.item(), decimals, nudge)
+    items = ",".join(_rounded(float(x) + nudge * step, decimals) for x in a.astype(float).ravel())
+    return f"arr{tuple(a.shape)}:{items}"
+
+
+def _hash(name: str, text: str) -> str:
+    return hashlib.sha256(f"{_SALT}|{name}|{text}".encode()).hexdigest()[:20]
+
+
+def seal(value: Any, *, name: str, decimals: int | None = 3) -> str:
+    """The seal of an answer: what a check module stores instead of the answer itself.
+
+    Numbers (and arrays, lists and tensors of them) are rounded to `decimals` places first;
+    `decimals=None` keeps ints and shapes exact. `name` (the answer's variable) salts the hash, so one
+    value gets different seals in different exercises.
+    """
+    text = _canonical(value, decimals)
+    if text is None:
+        raise TypeError(f"seal() takes numbers, arrays, tensors, shapes or strings, got {type(value).__name__}")
+    return _hash(name, text)
+
+
+def _matches(value: Any, sealed: str, name: str, decimals: int | None) -> bool:
+    # A value a hair from a rounding boundary (3.3635 vs 3.3645) still matches: try it nudged both ways.
+    nudges = (0.0, -0.4, 0.4) if decimals is not None else (0.0,)
+    for nudge in nudges:
+        text = _canonical(value, decimals, nudge)
+        if text is not None and _hash(name, text) == sealed:
+            return True
+    return False
+
+
+_KINDS = ("number", "numbers", "count", "shape", "text")
+
+
+class Seals:
+    """The answers a checks module's exercises work out by hand, each stored as its seal::
+
+        SEALS = Seals({
+            "cos_ab": (6, "642209b41775f26e068c", {  # name -> (decimals, seal of the answer,
+                "forgot to divide by the lengths": "1a4f3a0792d06e61a48d",  # {mistake: seal of its value})
+            }),
+        })
+        SEALS.check("cos_ab", cos_ab, "number", hint="cos(a, b) = (a · b) / (|a| |b|)")
+
+    `decimals` is the precision an answer is compared at (None: exactly, for counts, shapes and text);
+    a mistake's description finishes the sentence "it looks like you ...". The table is written by
+    `course seal` from the plain values (see the module's docstring), never by hand.
+    """
+
+    def __init__(self, table: Mapping[str, tuple[int | None, str, Mapping[str, str]]]):
+        self.table = {}
+        for name, (decimals, sealed, mistakes) in table.items():
+            bad = [s for s in (sealed, *mistakes.values()) if not (isinstance(s, str) and _SEAL.fullmatch(s))]
+            if bad or not (decimals is None or isinstance(decimals, int)):
+                raise ValueError(f"Seals: {name!r} needs (decimals, seal, {{mistake: seal}}) with seals from "
+                                 f"seal(); got {bad or decimals!r}")
+            self.table[name] = (decimals, sealed, dict(mistakes))
+
+    def check(self, name: str, value: Any, kind: str = "number", hint: str | None = None, *,
+              shape: Sequence[int] | None = None, shape_hint: str | None = None, shown: str | None = None) -> None:
+        """Check the answer `name` against its seal, never printing the expected value.
+
+        `kind` says what a well-formed answer is: "number", "numbers" (a list, array or tensor of
+        them), "count" (a whole number, see `check_count`), "shape" (see `check_shape`) or "text".
+        `hint` is for a wrong answer that no listed mistake explains. For "numbers", `shape` is the
+        expected shape (a wrong one is named, with `shape_hint`: that gives nothing away). `shown` is
+        how a wrong answer is quoted (default: `short(value)`): the learner's own list, say, where
+        `value` is the canonical text that was sealed (its words sorted and joined).
+        """
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, _KINDS))}, got {kind!r}")
+        decimals, sealed, mistakes = self.table[name]
+        if kind == "count":
+            return check_count(name, value, sealed, mistakes, hint=hint)
+        if kind == "shape":
+            if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 1:
+                value = value.tolist()  # a shape written as an array of ints is still a shape
+            return check_shape(name, value, sealed, mistakes, hint=hint)
+        if value is None:
+            raise CheckFailed(name, NONE_PROBLEM)
+        if kind == "text":
+            if not isinstance(value, str):
+                raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({short(value)}).")
+        else:  # "number" or "numbers"
+            if isinstance(value, (str, bool)) or _canonical(value, decimals) is None:
+                raise CheckFailed(name, f"expected {'a number' if kind == 'number' else 'numbers'}, got "
+                                  f"{type(value).__name__} ({short(value)}).")
+            if kind == "number" and np.size(to_array(value)) != 1:
+                raise CheckFailed(name, f"expected a single number, got {short(value)}.")
+            if shape is not None:
+                check_shape(name, to_array(value), shape, hint=shape_hint, quiet=True)
+        shown = short(value) if shown is None else shown
+        precision = f" (compared to {decimals} decimal places)" if decimals is not None and kind != "text" else ""
+        _verdict(name, lambda s: _matches(value, s, name, decimals), sealed, mistakes, f"{shown} is not right.", hint,
+                 quiet=False, unexplained=f"{shown} is not right{precision}.")

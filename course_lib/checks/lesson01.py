@@ -7,8 +7,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _close, _short, _to_array, call, check_all, check_close, check_sealed, check_true, check_type,
-                   function_name, passed)
+from .core import CheckFailed, NotAttempted, Seals, call, check_all, check_close, check_true, check_type, passed
+from .helpers import close, function_name, short, to_array
 
 
 def _one_hot(ids, num_classes: int) -> np.ndarray:
@@ -33,17 +33,20 @@ def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str 
             where = ("this exercise asks for numpy: start from np.zeros((len(ids), num_classes)), not torch"
                      if isinstance(got, torch.Tensor) else
                      "start from out = np.zeros((len(ids), num_classes)), a float array, and set one 1 per row")
-            raise CheckFailed(shown, f"expected a float numpy array, got {type(got).__name__} ({_short(got)}).", where + ".")
+            raise CheckFailed(shown, f"expected a float numpy array, got {type(got).__name__} ({short(got)}).",
+                              where + ".")
         want = _one_hot(ids, num_classes)
-        arr = _to_array(got)
+        arr = to_array(got)
         if arr.shape == (num_classes,) and len(ids) > 1:
             raise CheckFailed(shown, f"expected shape {want.shape} (one row per id), got {arr.shape}.",
                               "it looks like you added all the rows together into one vector; keep one row per id.")
-        if arr.shape == want.T.shape and _close(arr, want.T, 1e-6, 0) and not _close(arr, want, 1e-6, 0):
+        if arr.shape == want.T.shape and close(arr, want.T, 1e-6, 0) and not close(arr, want, 1e-6, 0):
             raise CheckFailed(shown, "the values are not right.",
-                              "your result is the transpose of the expected one: one row per id, one column per vocabulary entry.")
+                              "your result is the transpose of the expected one: one row per id, one column per "
+                              "vocabulary entry.")
         mistakes = {
-            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)": _one_hot((ids - 1) % num_classes, num_classes),
+            "treated the ids as 1-based (the 1 landed one column to the left, at id - 1)":
+                _one_hot((ids - 1) % num_classes, num_classes),
             "put the 1 one column too far to the right (at id + 1)": _one_hot((ids + 1) % num_classes, num_classes),
             "made a matrix of ones with a 0 at each id (the complement)": 1.0 - want,
         }
@@ -59,86 +62,59 @@ def check_one_hot(fn: Callable, cases: Sequence[tuple] | None = None, name: str 
 
 
 # The answers worked out by hand (exercises 2 and 3) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
-    'dot_ab': (6, 'c5bf66c4d0fa64e99b50', {
-        'added the entries instead of multiplying them pairwise':
-            '473dd632985e5b19aa65',
-        "dropped the minus sign of b's second entry":
-            '8cfebdf03c2a8036b4e8',
-        'multiplied the lengths |a| |b| instead of the matching entries':
-            '2ed46e6016a3f3b7ab74',
+# kept as seals (see core.Seals), written by `course seal lesson01` from solutions/seals/lesson01.py.
+SEALS = Seals({
+    "dot_ab": (6, "c5bf66c4d0fa64e99b50", {
+        "added the entries instead of multiplying them pairwise": "473dd632985e5b19aa65",
+        "dropped the minus sign of b's second entry": "8cfebdf03c2a8036b4e8",
+        "multiplied the lengths |a| |b| instead of the matching entries": "2ed46e6016a3f3b7ab74",
     }),
-    'cos_ab': (6, '642209b41775f26e068c', {
-        'forgot to divide by the lengths (that is the plain dot product)':
-            '1a4f3a0792d06e61a48d',
-        'divided by only one length':
-            'c88d0d6ff32c1b96bfa5',
-        'divided by the squared lengths |a|²|b|² instead of |a||b| (a length is the square root of a · a)':
-            'c37f4a2f1214632f6735',
-        'divided by |a| + |b| instead of |a| × |b|':
-            'a118eeb6063bdcc6e6b8',
-        "dropped the minus sign of b's second entry in the dot product":
-            '6bfed744ef59db3f190b',
-        'rounded to 2 decimals; keep the exact value (write the division and let Python do it)':
-            'd7cde89933930fce9759',
-        'rounded to 3 decimals; keep the exact value (write the division and let Python do it)':
-            '3297a029c2e24bb1ce40',
-        'rounded to 4 decimals; keep the exact value (write the division and let Python do it)':
-            'c44f71a6487c7a38a357',
-        'rounded to 5 decimals; keep the exact value (write the division and let Python do it)':
-            'edde51da6cc790dacd7c',
-        'rounded the last digit up; keep the exact value (write the division and let Python do it)':
-            '31c35c996bc837bec6bb',
+    "cos_ab": (6, "642209b41775f26e068c", {
+        "forgot to divide by the lengths (that is the plain dot product)": "1a4f3a0792d06e61a48d",
+        "divided by only one length": "c88d0d6ff32c1b96bfa5",
+        "divided by the squared lengths |a|²|b|² instead of |a||b| (a length is the square root of a · a)":
+            "c37f4a2f1214632f6735",
+        "divided by |a| + |b| instead of |a| × |b|": "a118eeb6063bdcc6e6b8",
+        "dropped the minus sign of b's second entry in the dot product": "6bfed744ef59db3f190b",
+        "rounded to 2 decimals; keep the exact value (write the division and let Python do it)": "d7cde89933930fce9759",
+        "rounded to 3 decimals; keep the exact value (write the division and let Python do it)": "3297a029c2e24bb1ce40",
+        "rounded to 4 decimals; keep the exact value (write the division and let Python do it)": "c44f71a6487c7a38a357",
+        "rounded to 5 decimals; keep the exact value (write the division and let Python do it)": "edde51da6cc790dacd7c",
+        "rounded the last digit up; keep the exact value (write the division and let Python do it)":
+            "31c35c996bc837bec6bb",
     }),
-    'shape_one_hot': (None, '94bfca4de519144b52cc', {
-        'put the vocabulary axis first; the one-hot vectors go along the last axis':
-            '883d09006ed28003fe7b',
-        "flattened the batch; the one-hot array keeps the ids' shape (4, 7) and adds an axis":
-            'ab2b1709051c727e279e',
-        'wrote the shape of E instead':
-            'a640cfa8b75b6763bad3',
-        'gave the shape after the product with E; this asks for the one-hot array itself':
-            '4d4a8f83dcfa21762fcc',
+    "shape_one_hot": (None, "94bfca4de519144b52cc", {
+        "put the vocabulary axis first; the one-hot vectors go along the last axis": "883d09006ed28003fe7b",
+        "flattened the batch; the one-hot array keeps the ids' shape (4, 7) and adds an axis": "ab2b1709051c727e279e",
+        "wrote the shape of E instead": "a640cfa8b75b6763bad3",
+        "gave the shape after the product with E; this asks for the one-hot array itself": "4d4a8f83dcfa21762fcc",
     }),
-    'shape_lookup': (None, 'e5681b0ec451260b2924', {
-        "kept the vocabulary axis; the product replaces the inner size 50 with E's 16 columns":
-            '928df4ca1ceef91ec085',
-        'flattened the batch; the product keeps the leading axes (4, 7)':
-            '70e1c377cf02646db7e9',
-        'wrote the shape of E':
-            '77d8c8e52e7deab90484',
-        "put E's columns first; (..., V) @ (V, D) ends with D":
-            '2adb730d34f8b8989b96',
+    "shape_lookup": (None, "e5681b0ec451260b2924", {
+        "kept the vocabulary axis; the product replaces the inner size 50 with E's 16 columns": "928df4ca1ceef91ec085",
+        "flattened the batch; the product keeps the leading axes (4, 7)": "70e1c377cf02646db7e9",
+        "wrote the shape of E": "77d8c8e52e7deab90484",
+        "put E's columns first; (..., V) @ (V, D) ends with D": "2adb730d34f8b8989b96",
     }),
-    'multiply_adds': (None, '49b943177ae7f5db50f2', {
-        'counted the dot products (28 × 16) rather than the multiply-adds inside them':
-            '6480a9eb553c45aaada0',
-        'counted the entries of the one-hot array (28 × 50)':
-            '81acd68d5b356f971c39',
-        'used only one sentence (7 × 50 × 16)':
-            '5031374bbd8ce70893b5',
-        'counted the entries of E (50 × 16)':
-            '700ff8e26854afc052e4',
-        'counted the multiplications and the additions separately; a multiply-add is one of each':
-            '6d19551ed18e64e6ba4c',
+    "multiply_adds": (None, "49b943177ae7f5db50f2", {
+        "counted the dot products (28 × 16) rather than the multiply-adds inside them": "6480a9eb553c45aaada0",
+        "counted the entries of the one-hot array (28 × 50)": "81acd68d5b356f971c39",
+        "used only one sentence (7 × 50 × 16)": "5031374bbd8ce70893b5",
+        "counted the entries of E (50 × 16)": "700ff8e26854afc052e4",
+        "counted the multiplications and the additions separately; a multiply-add is one of each":
+            "6d19551ed18e64e6ba4c",
     }),
-}
-
-
-
-def _sealed(name: str, value: Any, kind: str, hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 def check_cosine_by_hand(dot_ab: Any, cos_ab: Any) -> None:
     """Exercise 2: a · b and cos(a, b) for a = [2, 1, 2], b = [2, -2, 1], each checked and reported."""
     check_all(
-        lambda: _sealed("dot_ab", dot_ab, "number",
-                        "multiply matching entries (first with first, second with second, third with third) and add the three products."),
-        lambda: _sealed("cos_ab", cos_ab, "number",
-                        "cos(a, b) = (a · b) / (|a| |b|), where |a| is the square root of a · a; it lies between -1 and 1."),
+        lambda: SEALS.check("dot_ab", dot_ab, "number",
+                            "multiply matching entries (first with first, second with second, third with third) and "
+                            "add the three products."),
+        lambda: SEALS.check("cos_ab", cos_ab, "number",
+                            "cos(a, b) = (a · b) / (|a| |b|), where |a| is the square root of a · a; it lies between "
+                            "-1 and 1."),
     )
 
 
@@ -146,10 +122,11 @@ def check_lookup_shapes(shape_one_hot: Any, shape_lookup: Any, multiply_adds: An
     """Exercise 3: the shapes of one_hot(ids, 50) and of one_hot(ids, 50) @ E, and the multiply-adds spent."""
     shapes = "write the shapes of the two factors next to each other: (..., V) @ (V, D) keeps the outer sizes."
     check_all(
-        lambda: _sealed("shape_one_hot", shape_one_hot, "shape", "the one-hot array keeps the ids' shape and adds one axis of V entries."),
-        lambda: _sealed("shape_lookup", shape_lookup, "shape", shapes),
-        lambda: _sealed("multiply_adds", multiply_adds, "count",
-                        "an (n, k) @ (k, m) product is n·m dot products of length k: n·k·m multiply-adds."),
+        lambda: SEALS.check("shape_one_hot", shape_one_hot, "shape",
+                            "the one-hot array keeps the ids' shape and adds one axis of V entries."),
+        lambda: SEALS.check("shape_lookup", shape_lookup, "shape", shapes),
+        lambda: SEALS.check("multiply_adds", multiply_adds, "count",
+                            "an (n, k) @ (k, m) product is n·m dot products of length k: n·k·m multiply-adds."),
     )
 
 
@@ -183,7 +160,8 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
         if got is None:
             raise CheckFailed(shown, "got None: did you forget to `return` the result?")
         if not isinstance(got, np.ndarray):
-            raise CheckFailed(shown, f"expected a numpy array of shape ({len(a)},), got {type(got).__name__} ({_short(got)}).",
+            raise CheckFailed(shown, f"expected a numpy array of shape ({len(a)},), got {type(got).__name__} "
+                                     f"({short(got)}).",
                               "work on whole arrays with numpy ((a * b).sum(axis=1), np.linalg.norm(..., axis=1)); "
                               "if you built a list, return np.array(your_list).")
         dots = (a * b).sum(axis=1)
@@ -200,27 +178,33 @@ def check_cosine_rows(fn: Callable, cases: Sequence[tuple] | None = None, name: 
             "divided by |b|² (b's length squared) instead of |a|·|b|: the dot product is divided by both lengths, "
             "once each": dots / nb**2,
             "divided by the sum |a| + |b| instead of the product |a|·|b|": dots / (na + nb),
-            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's": dots / (np.linalg.norm(a) * np.linalg.norm(b)),
+            "divided by the length of the whole matrix (np.linalg.norm without axis=1) instead of each row's":
+                dots / (np.linalg.norm(a) * np.linalg.norm(b)),
             "summed over axis 0 (down the columns) instead of along each row (axis=1)":
                 (a * b).sum(axis=0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
             "took the lengths over axis 0 (down the columns); each row's length is a sum along the row (axis=1)":
-                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1] else np.full(len(a), np.nan),
+                dots / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)) if a.shape[0] == a.shape[1]
+                else np.full(len(a), np.nan),
         }
-        got_arr = _to_array(got)
+        got_arr = to_array(got)
         keepdims = ("it looks like a sum or a norm kept its axis (keepdims=True): dividing an (N,) array by an (N, 1) "
-                    "one broadcasts to (N, N). Leave keepdims out here, so that the dot products and the lengths are all (N,).")
+                    "one broadcasts to (N, N). Leave keepdims out here, so that the dot products and the lengths are "
+                    "all (N,).")
         if got_arr.shape == (len(a), len(b)) and len(a) > 1:
             every_pair = (a @ b.T) / np.outer(na, nb)  # (N, N): row i of a against every row of b
-            if _close(got_arr.astype(float), every_pair, 1e-5, 1e-4):
+            if close(got_arr.astype(float), every_pair, 1e-5, 1e-4):
                 raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.",
-                                  "you compared every row of a with every row of b (a @ b.T); pair row i of a with row i of b.")
-            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", keepdims)
-        if got_arr.shape == (len(a), 1) and _close(got_arr.astype(float).ravel(), _rows_cosine(a, b), 1e-5, 1e-4):
+                                  "you compared every row of a with every row of b (a @ b.T); pair row i of a with "
+                                  "row i of b.")
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got "
+                                     f"{got_arr.shape}.", keepdims)
+        if got_arr.shape == (len(a), 1) and close(got_arr.astype(float).ravel(), _rows_cosine(a, b), 1e-5, 1e-4):
             raise CheckFailed(shown, f"the values are right, but the shape is {got_arr.shape}, not ({len(a)},).",
                               "it looks like you used keepdims=True everywhere, which leaves a column of similarities: "
                               "leave keepdims out (or flatten the result with .ravel()).")
         if got_arr.shape == (a.shape[1],) and a.shape[0] != a.shape[1]:
-            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got {got_arr.shape}.", axis_hint)
+            raise CheckFailed(shown, f"expected one similarity per row, shape ({len(a)},), got "
+                                     f"{got_arr.shape}.", axis_hint)
         check_close(shown, got, _rows_cosine(a, b), mistakes=mistakes, quiet=True)
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}")
 
@@ -285,7 +269,8 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
         except CheckFailed:
             raise
         except Exception as err:  # name the likely cause instead of showing a traceback
-            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.", _embed_error_hint(str(err), ids, E)) from None
+            raise CheckFailed(shown, f"raised {type(err).__name__}: {err}.",
+                              _embed_error_hint(str(err), ids, E)) from None
         check_type(shown, got, torch.Tensor)
         mistakes = {"treated the ids as 1-based (every word got the row before its own)": E[(ids - 1) % V]}
         check_close(shown, got, E[ids], mistakes=mistakes, quiet=True)
@@ -307,5 +292,6 @@ def check_embed_by_matmul(fn: Callable, cases: Sequence[tuple] | None = None, na
             emb.weight.copy_(E)
         (emb(ids) * upstream).sum().backward()
         check_close(f"{shown}: gradient of E", E_learner.grad, emb.weight.grad, quiet=True,
-                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' gradients.")
+                    hint="the gradient should match torch.nn.Embedding's: each looked-up row collects its positions' "
+                         "gradients.")
     passed(name, f"{len(cases)} case{'s' if len(cases) != 1 else ''}, values and gradients")

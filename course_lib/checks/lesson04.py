@@ -9,132 +9,85 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.nn.functional as F
 
-from .core import CheckFailed, NotAttempted, _short, call, check_all, check_close, check_sealed, check_tensor, passed
+from .core import CheckFailed, NotAttempted, Seals, call, check_all, check_close, check_tensor, passed
+from .helpers import short
 
 # The answers worked out by hand (exercises 1 to 4) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
-    'scores_cat': (3, '33f796031c36cee03ee2', {
-        "dropped the minus sign of dog's vector [-1, 0]":
-            'bf3e54121301abb0d782',
+# kept as seals (see core.Seals), written by `course seal lesson04` from solutions/seals/lesson04.py.
+SEALS = Seals({
+    "scores_cat": (3, "33f796031c36cee03ee2", {
+        "dropped the minus sign of dog's vector [-1, 0]": "bf3e54121301abb0d782",
     }),
-    'p_sat': (3, '3de53936ceb4fbcd6380', {
-        'divided the scores themselves (3 / (3 + 2 + 1 - 1)) instead of their exponentials':
-            'd37a11b4da5fb9820764',
-        'left sat out of the denominator: the sum runs over every word, sat included':
-            'ea6e3c53c93adf94f706',
-        'left dog out of the denominator: the sum runs over every context word, dog included':
-            'eb7ba61d36326071cbbd',
-        'gave P(the | cat), the second word':
-            'e029b4b11988b22c0da5',
-        "dropped the minus sign of dog's vector, so its score came out +1":
-            'b0c83e18b534aed5afed',
-        'rounded to 2 decimals; keep the exact value (let Python do the arithmetic)':
-            '47e6efc360d019fca71b',
+    "p_sat": (3, "3de53936ceb4fbcd6380", {
+        "divided the scores themselves (3 / (3 + 2 + 1 - 1)) instead of their exponentials": "d37a11b4da5fb9820764",
+        "left sat out of the denominator: the sum runs over every word, sat included": "ea6e3c53c93adf94f706",
+        "left dog out of the denominator: the sum runs over every context word, dog included": "eb7ba61d36326071cbbd",
+        "gave P(the | cat), the second word": "e029b4b11988b22c0da5",
+        "dropped the minus sign of dog's vector, so its score came out +1": "b0c83e18b534aed5afed",
+        "rounded to 2 decimals; keep the exact value (let Python do the arithmetic)": "47e6efc360d019fca71b",
     }),
-    'n_pairs': (None, 'e5684cecf681cfeb2f04', {
-        'counted each pair once (or looked to one side only): every word is a centre in turn, so (fox, jumps) '
-        'and (jumps, fox) are two pairs':
-            '70faf7620f430ccf39f4',
-        'gave every word 4 neighbours: near the ends of the sentence the window is cut off':
-            'aa744c80d19d824e775e',
-        'paired each word with itself too':
-            '1d593ceab58ef56f8e47',
-        'used a window of 3':
-            '7637489d8ca762b59936',
-        'used a window of 1':
-            'c8c5b25b9f0dd1f48d6b',
-        'stopped one word short on the right, as range(i - 2, i + 2) does: the window runs from i - 2 to i + 2 '
-        'inclusive, range(i - 2, i + 3)':
-            '3613fbf9b1162c25fe88',
+    "n_pairs": (None, "e5684cecf681cfeb2f04", {
+        "counted each pair once (or looked to one side only): every word is a centre in turn, so (fox, jumps) and "
+        "(jumps, fox) are two pairs":
+            "70faf7620f430ccf39f4",
+        "gave every word 4 neighbours: near the ends of the sentence the window is cut off": "aa744c80d19d824e775e",
+        "paired each word with itself too": "1d593ceab58ef56f8e47",
+        "used a window of 3": "7637489d8ca762b59936",
+        "used a window of 1": "c8c5b25b9f0dd1f48d6b",
+        "stopped one word short on the right, as range(i - 2, i + 2) does: the window runs from i - 2 to i + 2 "
+        "inclusive, range(i - 2, i + 3)":
+            "3613fbf9b1162c25fe88",
     }),
-    'contexts_over': (None, '2a910bca279cfe65f1ca', {
-        "included 'over' itself; a word is not its own context":
-            '0cd9533081e7b8393cd8',
-        'used a window of 1 (one word on each side); the window is 2':
-            '395b9285a015e2e5e8cb',
-        'used a window of 3':
-            '06d7905c556e1e910295',
-        'looked to the right only; the window reaches 2 words to each side':
-            '7c6dda5683fb5f1a7543',
-        'looked to the left only; the window reaches 2 words to each side':
-            '10b2a28720ee2dbfe644',
+    "contexts_over": (None, "2a910bca279cfe65f1ca", {
+        "included 'over' itself; a word is not its own context": "0cd9533081e7b8393cd8",
+        "used a window of 1 (one word on each side); the window is 2": "395b9285a015e2e5e8cb",
+        "used a window of 3": "06d7905c556e1e910295",
+        "looked to the right only; the window reaches 2 words to each side": "7c6dda5683fb5f1a7543",
+        "looked to the left only; the window reaches 2 words to each side": "10b2a28720ee2dbfe644",
         "stopped one word short on the right, as range(i - 2, i + 2) does: 'lazy' is 2 words to the right of 'over'":
-            '28b459ae1f9d33fe97bd',
+            "28b459ae1f9d33fe97bd",
     }),
-    'n_cbow': (None, 'efef19c93358384ac565', {
-        'counted the skip-gram pairs; CBOW makes one example per centre word (its whole window predicts it)':
-            'd47eb4fe104c6b92bf30',
-        'counted only the centre words with a full window of 2 on each side; CBOW uses every position, with a '
-        'shorter window at the ends':
-            '3a7d571e441bd31cb6cb',
+    "n_cbow": (None, "efef19c93358384ac565", {
+        "counted the skip-gram pairs; CBOW makes one example per centre word (its whole window predicts it)":
+            "d47eb4fe104c6b92bf30",
+        "counted only the centre words with a full window of 2 on each side; CBOW uses every position, with a shorter "
+        "window at the ends":
+            "3a7d571e441bd31cb6cb",
     }),
-    'p_noise': (3, '17161aa93949fef4f7e7', {
-        'forgot the power 0.75: that is the plain unigram distribution':
-            '59aefafa905d0b2dbd6a',
-        'used the square root (power 0.5) instead of the power 0.75':
-            'c9ea1935349226309704',
-        'did not normalise: the three probabilities must add up to 1':
-            '1da09c2e93bc5529b86f',
-        'raised the counts to the power 4/3 instead of 3/4':
-            '8b0755b0340c610bfe6b',
-        'raised the probabilities, not the counts, to 0.75 and did not normalise again':
-            '7931eceb8cd96ef9945c',
+    "p_noise": (3, "17161aa93949fef4f7e7", {
+        "forgot the power 0.75: that is the plain unigram distribution": "59aefafa905d0b2dbd6a",
+        "used the square root (power 0.5) instead of the power 0.75": "c9ea1935349226309704",
+        "did not normalise: the three probabilities must add up to 1": "1da09c2e93bc5529b86f",
+        "raised the counts to the power 4/3 instead of 3/4": "8b0755b0340c610bfe6b",
+        "raised the probabilities, not the counts, to 0.75 and did not normalise again": "7931eceb8cd96ef9945c",
     }),
-    'loss_pair': (3, '665838dfff4144e4b982', {
+    "loss_pair": (3, "665838dfff4144e4b982", {
         "used log σ(s_k) for the noise words; they need log σ(-s_k) (the answer for a noise word is 'no')":
-            'a81c7adfa0f74ac19d40',
-        'dropped the minus sign in front of the logs: a loss is a negative log-likelihood, always >= 0':
-            '1b7a4e8374aa9132c454',
-        'left out the noise words: the loss has one term for the real pair and one for each noise word':
-            '7fce22cfdbe1b52e0933',
-        "used log base 10; the course's logs are natural (math.log)":
-            '1b0010fe263ce6fd4040',
+            "a81c7adfa0f74ac19d40",
+        "dropped the minus sign in front of the logs: a loss is a negative log-likelihood, always >= 0":
+            "1b7a4e8374aa9132c454",
+        "left out the noise words: the loss has one term for the real pair and one for each noise word":
+            "7fce22cfdbe1b52e0933",
+        "used log base 10; the course's logs are natural (math.log)": "1b0010fe263ce6fd4040",
     }),
-    'dloss_ds': (3, '34284f29b80e4caf87f8', {
-        'gave σ(s); the derivative of -log σ(s) is σ(s) - 1':
-            'a767af69accb188f33d2',
-        'gave 1 - σ(s), the derivative of +log σ(s); the loss has a minus sign in front':
-            '3f946473ed1f3f23fe28',
-        "differentiated with respect to a noise word's score":
-            '02e7773110c2d946fcbc',
+    "dloss_ds": (3, "34284f29b80e4caf87f8", {
+        "gave σ(s); the derivative of -log σ(s) is σ(s) - 1": "a767af69accb188f33d2",
+        "gave 1 - σ(s), the derivative of +log σ(s); the loss has a minus sign in front": "3f946473ed1f3f23fe28",
+        "differentiated with respect to a noise word's score": "02e7773110c2d946fcbc",
     }),
-    'grad_centre': (3, '20f14a0dbef2269a90a0', {
-        'used σ(s_k) - 1 for the noise words too; their derivative is σ(s_k)':
-            '7dc672054d303071752d',
-        'got every sign flipped: that is minus the gradient (the direction of the step, not the gradient)':
-            'd9443dce912ff2efb600',
-        "left out the noise words' terms σ(s_k) u_k":
-            '6d781d64374bbf1b5e74',
-        'used the centre vector v instead of the context vectors u in the chain rule':
-            '8e8959abdf66dc282198',
+    "grad_centre": (3, "20f14a0dbef2269a90a0", {
+        "used σ(s_k) - 1 for the noise words too; their derivative is σ(s_k)": "7dc672054d303071752d",
+        "got every sign flipped: that is minus the gradient (the direction of the step, not the gradient)":
+            "d9443dce912ff2efb600",
+        "left out the noise words' terms σ(s_k) u_k": "6d781d64374bbf1b5e74",
+        "used the centre vector v instead of the context vectors u in the chain rule": "8e8959abdf66dc282198",
     }),
-    'noise_score_moves': (None, 'cc0814a3c248c635f5eb', {
-        "said 'up': the loss grows with s_1 (its derivative σ(s_1) is positive), and gradient descent steps "
-        "against the gradient, so s_1 goes down":
-            '04c99642f556fa378fb0',
+    "noise_score_moves": (None, "cc0814a3c248c635f5eb", {
+        "said 'up': the loss grows with s_1 (its derivative σ(s_1) is positive), and gradient descent steps against "
+        "the gradient, so s_1 goes down":
+            "04c99642f556fa378fb0",
     }),
-}
-
-
-
-# What a list of the wrong length most likely means, for the answers that are lists of numbers.
-_SHAPE_HINTS = {
-    "scores_cat": "one score per context word: four numbers, in the order sat, the, mat, dog",
-    "p_noise": "one probability per word of the corpus: [P(the), P(cat), P(sat)]",
-    "grad_centre": "the gradient with respect to v_c has one entry per entry of v_c = [1, 2]: two numbers",
-}
-
-
-def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = None,
-            shape: tuple[int, ...] | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    try:
-        check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind, shape=shape)
-    except CheckFailed as err:
-        if err.hint is None and err.problem.startswith("expected shape") and name in _SHAPE_HINTS:
-            raise CheckFailed(name, err.problem, _SHAPE_HINTS[name]) from None
-        raise
+})
 
 
 # --- exercise 1: P(sat | cat) by hand -------------------------------------------------------------------
@@ -143,11 +96,12 @@ def _sealed(name: str, value: Any, kind: str = "numbers", hint: str | None = Non
 def check_softmax_by_hand(scores_cat: Any, p_sat: Any) -> None:
     """v_cat = [1, 2]; context vectors sat [1, 1], the [0, 1], mat [1, 0], dog [-1, 0]."""
     check_all(
-        lambda: _sealed("scores_cat", scores_cat, shape=(4,),
-                              hint="one dot product per context word, in the order sat, the, mat, dog: u_w · v_cat = "
-                              "u_w[0] * 1 + u_w[1] * 2"),
-        lambda: _sealed("p_sat", p_sat, "number",
-                        "P(sat | cat) = exp(score of sat) / (sum of exp(score) over all four words)"),
+        lambda: SEALS.check("scores_cat", scores_cat, "numbers",
+                            "one dot product per context word, in the order sat, the, mat, dog: u_w · v_cat = "
+                            "u_w[0] * 1 + u_w[1] * 2", shape=(4,),
+                            shape_hint="one score per context word: four numbers, in the order sat, the, mat, dog"),
+        lambda: SEALS.check("p_sat", p_sat, "number",
+                            "P(sat | cat) = exp(score of sat) / (sum of exp(score) over all four words)"),
     )
 
 
@@ -162,32 +116,28 @@ def _as_words(name: str, value: Any) -> str:
         raise CheckFailed(name, f"expected a list of words such as ['the', 'fox'], got the string {value!r}.",
                           "split it into words, or write the list out: ['...', '...']")
     if not isinstance(value, (list, tuple, set)) or not all(isinstance(w, str) for w in value):
-        raise CheckFailed(name, f"expected a list of words (strings), got {_short(value)}.")
+        raise CheckFailed(name, f"expected a list of words (strings), got {short(value)}.")
     words = [w.strip().lower() for w in value]
     if len(set(words)) != len(words):
-        raise CheckFailed(name, f"{_short(list(value))} lists a word twice.", "list each context word once.")
+        raise CheckFailed(name, f"{short(list(value))} lists a word twice.", "list each context word once.")
     return " ".join(sorted(words))
 
 
-def _sealed_words(name: str, value: Any, hint: str) -> None:
+def _check_words(name: str, value: Any, hint: str) -> None:
     """A hand-written list of words, compared in any order; a failure shows the learner's own list."""
-    text = _as_words(name, value)
-    try:
-        _sealed(name, text, "text", hint)
-    except CheckFailed as err:
-        raise CheckFailed(name, f"{_short(list(value))} is not right.", err.hint) from None
+    SEALS.check(name, _as_words(name, value), "text", hint, shown=short(list(value)))
 
 
 def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
     """ "a fox jumps over the lazy dog" with a window of 2: skip-gram pairs, the contexts of "over", CBOW examples."""
     check_all(
-        lambda: _sealed("n_pairs", n_pairs, "count",
-                        "count, for each word in turn, the neighbours at most 2 positions to its left and to its "
-                        "right"),
-        lambda: _sealed_words("contexts_over", contexts_over,
-                              "the context of a centre word is every word at most 2 positions away from it, on "
-                              "both sides"),
-        lambda: _sealed("n_cbow", n_cbow, "count", "CBOW predicts each centre word once, from its whole window"),
+        lambda: SEALS.check("n_pairs", n_pairs, "count",
+                            "count, for each word in turn, the neighbours at most 2 positions to its left and to its "
+                            "right"),
+        lambda: _check_words("contexts_over", contexts_over,
+                             "the context of a centre word is every word at most 2 positions away from it, on "
+                             "both sides"),
+        lambda: SEALS.check("n_cbow", n_cbow, "count", "CBOW predicts each centre word once, from its whole window"),
     )
 
 
@@ -196,8 +146,9 @@ def check_window_by_hand(n_pairs: Any, contexts_over: Any, n_cbow: Any) -> None:
 
 def check_noise_by_hand(p_noise: Any) -> None:
     """Counts the: 81, cat: 16, sat: 1; noise words are drawn with probability proportional to count ** 0.75."""
-    _sealed("p_noise", p_noise, shape=(3,),
-                  hint="raise each count to the power 0.75 (81 ** 0.75 = 27), then divide by the sum of the three")
+    SEALS.check("p_noise", p_noise, "numbers",
+                "raise each count to the power 0.75 (81 ** 0.75 = 27), then divide by the sum of the three",
+                shape=(3,), shape_hint="one probability per word of the corpus: [P(the), P(cat), P(sat)]")
 
 
 # --- exercise 4: the negative-sampling loss of one pair, and its gradient --------------------------------
@@ -208,18 +159,20 @@ def check_sgns_by_hand(loss_pair: Any, dloss_ds: Any, grad_centre: Any, noise_sc
 
     def direction() -> None:
         if not isinstance(noise_score_moves, str) or noise_score_moves.strip().lower() not in ("up", "down"):
-            raise CheckFailed("noise_score_moves", f"expected 'up' or 'down', got {_short(noise_score_moves)}.")
-        _sealed("noise_score_moves", noise_score_moves.strip().lower(), "text",
-                "look at the sign of d loss / d s_1 and remember that gradient descent steps against the gradient")
+            raise CheckFailed("noise_score_moves", f"expected 'up' or 'down', got {short(noise_score_moves)}.")
+        SEALS.check("noise_score_moves", noise_score_moves.strip().lower(), "text",
+                    "look at the sign of d loss / d s_1 and remember that gradient descent steps against the gradient")
 
     check_all(
-        lambda: _sealed("loss_pair", loss_pair, "number",
-                        "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and "
-                        "natural logs"),
-        lambda: _sealed("dloss_ds", dloss_ds, "number",
-                        "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"),
-        lambda: _sealed("grad_centre", grad_centre, shape=(2,),
-                              hint="d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2"),
+        lambda: SEALS.check("loss_pair", loss_pair, "number",
+                            "loss = -log σ(s) - log σ(-s_1) - log σ(-s_2), with s = u_o · v_c, s_k = u_k · v_c and "
+                            "natural logs"),
+        lambda: SEALS.check("dloss_ds", dloss_ds, "number",
+                            "differentiate -log σ(s) with respect to s: d/ds log σ(s) = 1 - σ(s)"),
+        lambda: SEALS.check("grad_centre", grad_centre, "numbers",
+                            "d loss / d v_c = (σ(s) - 1) u_o + σ(s_1) u_1 + σ(s_2) u_2", shape=(2,),
+                            shape_hint="the gradient with respect to v_c has one entry per entry of v_c = [1, 2]: "
+                                       "two numbers"),
         direction,
     )
 
@@ -382,10 +335,10 @@ def check_analogy(fn: Callable, name: str = "solve_analogy", *, hidden: bool = F
             shown = f"{name}(table, {a!r}, {b!r}, {c!r}) with {table_name}"
             got = call(name, fn, copy.deepcopy(table), a, b, c)
             if isinstance(got, (tuple, list)) and got and isinstance(got[0], str):
-                raise CheckFailed(shown, f"expected one word (a str), got {_short(got)}.",
+                raise CheckFailed(shown, f"expected one word (a str), got {short(got)}.",
                                   "return only the best word, e.g. return best")
             if not isinstance(got, str):
-                raise CheckFailed(shown, f"expected a word (a str), got {_short(got)}.")
+                raise CheckFailed(shown, f"expected a word (a str), got {short(got)}.")
             want = reference_analogy(table, a, b, c)
             if got == want:
                 n += 1

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
-from .core import CheckFailed, NotAttempted, _short, call, check_all, check_sealed, passed
+from .core import CheckFailed, NotAttempted, Seals, call, check_all, passed
+from .helpers import short
 
 N_BYTES = 256  # ids 0..255 are the bytes; merge k (counting from 0) makes id 256 + k
 
@@ -34,7 +35,7 @@ def reference_encode(text: str, merges: Mapping[tuple[int, int], int]) -> list[i
     """UTF-8 bytes, then repeatedly the pair present whose merge was learned first (smallest new id)."""
     ids = list(text.encode("utf-8"))
     while len(ids) >= 2:
-        present = [p for p in set(zip(ids, ids[1:])) if p in merges]
+        present = [p for p in set(zip(ids, ids[1:], strict=False)) if p in merges]
         if not present:
             break
         pair = min(present, key=lambda p: merges[p])
@@ -100,87 +101,105 @@ def reference_train(text: str, n_merges: int, *, ties: str = "smallest", units: 
 
 
 # --- answers worked out by hand ----------------------------------------------------------------------
-# The answers of exercises 1-3, 5 and 6, and the values of the mistakes their hints name, kept as seals
-# (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}). Token lists
-# are sealed as their tokens joined with "|".
+# The answers of exercises 1-3, 5, 6 and 10, and the values of the mistakes their hints name, kept as seals
+# (see core.Seals), written by `course seal lesson05` from solutions/seals/lesson05.py. Token lists are
+# sealed as their tokens joined with "|", GPT-2's chunks as the repr of their list.
 
-_SEALED = {
-    'count_wo': (None, '7940447e22718a741861', {}),
-    'count_ow': (None, '1ed83308ad7ce58547de', {}),
-    'count_aa': (None, 'f394a93e8c6737fa1efb', {
-        "counted non-overlapping occurrences (as str.count does): BPE counts every pair of neighbours, and 'aaaa' has one at positions 0-1, one at 1-2 and one at 2-3":
-            'fa3f2af0fea793f33173',
-        'counted the letters: count the pairs of neighbours':
-            '949b8ce574d31de38e68',
+SEALS = Seals({
+    "count_wo": (None, "7940447e22718a741861", {}),
+    "count_ow": (None, "1ed83308ad7ce58547de", {}),
+    "count_aa": (None, "f394a93e8c6737fa1efb", {
+        "counted non-overlapping occurrences (as str.count does): BPE counts every pair of neighbours, and 'aaaa' has "
+        "one at positions 0-1, one at 1-2 and one at 2-3":
+            "fa3f2af0fea793f33173",
+        "counted the letters: count the pairs of neighbours": "949b8ce574d31de38e68",
     }),
-    'first_merge': (None, '49fc4a9d1444ff7e3fbc', {
-        "took the pair that comes first in the text: 'wo' and 'ow' both occur 3 times, and the tie goes to the pair with the smaller byte values ('o' is 111, 'w' is 119)":
-            '1e6424300e9a063848f1',
+    "first_merge": (None, "49fc4a9d1444ff7e3fbc", {
+        "took the pair that comes first in the text: 'wo' and 'ow' both occur 3 times, and the tie goes to the pair "
+        "with the smaller byte values ('o' is 111, 'w' is 119)":
+            "1e6424300e9a063848f1",
     }),
-    'after_merge': (None, 'd8e7e2fd66aff5c4095f', {
-        "merged ('w', 'o'): the tie goes to ('o', 'w') (see first_merge)":
-            '106f785d342dabf4f9f8',
+    "after_merge": (None, "d8e7e2fd66aff5c4095f", {
+        "merged ('w', 'o'): the tie goes to ('o', 'w') (see first_merge)": "106f785d342dabf4f9f8",
         "dropped the first 'w': a symbol that is not part of a merged pair stays as a token of its own":
-            '6104fe140ea64ec6db20',
+            "6104fe140ea64ec6db20",
     }),
-    'compressed': (None, 'c82767ed0261bf292869', {
-        "broke the tie between 'Zb' and 'bZ' by taking the pair that comes first in the text: among equally frequent pairs take the one whose first symbol is older, and b (an original letter) is older than Z (a new symbol)":
-            '467fcc0ae97fcafa60c8',
-        'stopped after one merge: after aa -> Z, a pair still occurs twice':
-            'eacd2088a2501a5fd57d',
-        'kept merging a pair that occurs only once: stop when no pair occurs at least twice':
-            'de72e1cc91974eb5e813',
+    "compressed": (None, "c82767ed0261bf292869", {
+        "broke the tie between 'Zb' and 'bZ' by taking the pair that comes first in the text: among equally frequent "
+        "pairs take the one whose first symbol is older, and b (an original letter) is older than Z (a new symbol)":
+            "467fcc0ae97fcafa60c8",
+        "stopped after one merge: after aa -> Z, a pair still occurs twice": "eacd2088a2501a5fd57d",
+        "kept merging a pair that occurs only once: stop when no pair occurs at least twice": "de72e1cc91974eb5e813",
     }),
-    'n_rules': (None, '6dda5e9bb6975717ad17', {
-        'counted a merge of a pair that occurs only once: stop when no pair occurs at least twice':
-            '9dbc6f0bf9b4ed5f7361',
-        'stopped after one merge: after aa -> Z, a pair still occurs twice':
-            '2a12202065298f2efffe',
+    "n_rules": (None, "6dda5e9bb6975717ad17", {
+        "counted a merge of a pair that occurs only once: stop when no pair occurs at least twice":
+            "9dbc6f0bf9b4ed5f7361",
+        "stopped after one merge: after aa -> Z, a pair still occurs twice": "2a12202065298f2efffe",
     }),
-    'decoded': (None, 'a309515174537574c4ed', {
-        'undid the rules in the order they were made (Z first): the Y and Z that X expands into are then never replaced; undo the newest rule (X) first':
-            '6addf496e4292cda8e5c',
-        'stopped after undoing X: Y and Z still stand for pairs':
-            '915f25911f8a707a96c4',
-        'stopped after undoing X and Y: Z still stands for aa':
-            'ab214fd0e7961bc6be3a',
+    "decoded": (None, "a309515174537574c4ed", {
+        "undid the rules in the order they were made (Z first): the Y and Z that X expands into are then never "
+        "replaced; undo the newest rule (X) first":
+            "6addf496e4292cda8e5c",
+        "stopped after undoing X: Y and Z still stand for pairs": "915f25911f8a707a96c4",
+        "stopped after undoing X and Y: Z still stands for aa": "ab214fd0e7961bc6be3a",
     }),
-    'tokens_lower': (None, '05ffb7669aa114ff784c', {
-        'merged from left to right (or took the longest known token first): merges are applied in the order they were learned, and w + er (merge 2) comes before l + o (merge 3) and lo + w (merge 4)':
-            'cf63e916fb126139474a',
-        'stopped after the first merge: keep applying merges, in the order learned, while any of them applies':
-            'c25474da4f9a333246a6',
+    "tokens_lower": (None, "05ffb7669aa114ff784c", {
+        "merged from left to right (or took the longest known token first): merges are applied in the order they were "
+        "learned, and w + er (merge 2) comes before l + o (merge 3) and lo + w (merge 4)":
+            "cf63e916fb126139474a",
+        "stopped after the first merge: keep applying merges, in the order learned, while any of them applies":
+            "c25474da4f9a333246a6",
     }),
-    'tokens_lowest': (None, '9d110755970eebba1dda', {
-        "stopped before the last merge: once s + t has made 'st', e + st (merge 6) applies":
-            '990765eb1801c7f93af1',
+    "tokens_lowest": (None, "9d110755970eebba1dda", {
+        "stopped before the last merge: once s + t has made 'st', e + st (merge 6) applies": "990765eb1801c7f93af1",
     }),
-    'gpt2_merges': (None, 'dac445b347db82cf5897', {
-        'forgot the special token: 256 bytes + merges + 1 special token = 50,257':
-            '3bd25dea20beb654843f',
-        'gave the vocabulary size: subtract the 256 bytes and the one special token':
-            'd3dbf4ee326010551ecb',
-        'subtracted only the special token: the 256 byte tokens are not merges either':
-            'e80ba89c5c1ff90b961b',
+    "gpt2_merges": (None, "dac445b347db82cf5897", {
+        "forgot the special token: 256 bytes + merges + 1 special token = 50,257": "3bd25dea20beb654843f",
+        "gave the vocabulary size: subtract the 256 bytes and the one special token": "d3dbf4ee326010551ecb",
+        "subtracted only the special token: the 256 byte tokens are not merges either": "e80ba89c5c1ff90b961b",
     }),
-    'id_of_merge_10': (None, 'b325820167695f5ea766', {
-        'counted the merges from 0: the first merge gets id 256 + 0 = 256, so the tenth gets 256 + 9':
-            'af47683a1ab9ffa90e4b',
-        'forgot that ids 0..255 are taken by the bytes':
-            '495939afa1e1fc35abda',
-        'forgot that ids 0..255 are taken by the bytes (and counted from 1)':
-            '57028fd892509de08c4d',
+    "id_of_merge_10": (None, "b325820167695f5ea766", {
+        "counted the merges from 0: the first merge gets id 256 + 0 = 256, so the tenth gets 256 + 9":
+            "af47683a1ab9ffa90e4b",
+        "forgot that ids 0..255 are taken by the bytes": "495939afa1e1fc35abda",
+        "forgot that ids 0..255 are taken by the bytes (and counted from 1)": "57028fd892509de08c4d",
     }),
-    'naive_bytes': (None, '5b4049969d61421f6832', {
-        "counted characters: a byte-level tokenizer with no merges makes one token per byte, and 'ï' takes two bytes in UTF-8":
-            '16bf58d53ea19c6229a9',
+    "naive_bytes": (None, "5b4049969d61421f6832", {
+        "counted characters: a byte-level tokenizer with no merges makes one token per byte, and 'ï' takes two bytes "
+        "in UTF-8":
+            "16bf58d53ea19c6229a9",
     }),
-}
-
-
-def _sealed(name: str, value: Any, kind: str, hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+    "chunks": (None, "7ab5a15b97f2c9c747bb", {
+        "split at the spaces only: the pattern also cuts letters, numbers and other symbols apart (' ?\\p{L}+', ' "
+        "?\\p{N}+', ' ?[^\\s\\p{L}\\p{N}]+')":
+            "28d699d6720c2c9bb578",
+        "kept '12.50' together: '.' is not a number (\\p{N}), so it is a chunk between the two runs of digits":
+            "605a17514d8a016fbe27",
+        "gave the space before '$' a chunk of its own: every class may take one space in front (' ?'), whatever "
+        "follows it":
+            "b7708f9f5351f323e7ba",
+        "left the contraction in the word: GPT-2 cuts 's 't 're 've 'm 'll 'd off as chunks of their own":
+            "aac4c0df0e01f827403f",
+        "split the contraction: \"'ll\" is one of GPT-2's contractions ('s 't 're 've 'm 'll 'd), one chunk":
+            "7fd516e6e84d32b2e757",
+        "put each space after a word: GPT-2 gives a space to the chunk that follows it (' pay', not 'pay ')":
+            "538cb8a3723e7fd328bd",
+        "kept '$' with the digits: '$' is neither a letter nor a number, so it goes in a chunk of symbols":
+            "d5ef375950567be89554",
+        "joined '50' and '!': digits and other symbols are different classes, each a chunk of its own":
+            "520d573dc771f333767f",
+    }),
+    "stored": (None, "fd201bafdeca4b4ebc45", {
+        "mapped only the space: 'è' is two bytes in UTF-8, and GPT-2's files write each byte as a character of its own":
+            "d73bc15ba817789be100",
+        "left the space as it is: byte 32 is not printable, so GPT-2 writes it as 'Ġ'": "ca2e641e44f499df6ddd",
+    }),
+    "eot_count": (None, "68ad4b58ab806aa46499", {
+        "counted only the app's own marker: allowed_special='all' turns every '<|endoftext|>' in the text into the "
+        "special id, the one the user typed as well":
+            "093323011bc226cd85f7",
+    }),
+})
 
 
 def _tokens_text(name: str, value: Any) -> str:
@@ -188,18 +207,16 @@ def _tokens_text(name: str, value: Any) -> str:
     if value is None:
         raise CheckFailed(name, "got None: did you forget to assign the variable?")
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
-        raise CheckFailed(name, f"expected a list of token strings such as ['lo', 'w'], got {_short(value)}.")
+        raise CheckFailed(name, f"expected a list of token strings such as ['lo', 'w'], got {short(value)}.")
     if any(t == "" for t in value):
-        raise CheckFailed(name, f"{_short(list(value))} holds an empty string: every token stands for at least one character.")
+        raise CheckFailed(name, f"{short(list(value))} holds an empty string: every token stands for at least one "
+                                "character.")
     return "|".join(value)
 
 
-def _sealed_tokens(name: str, value: Any, hint: str) -> None:
-    text = _tokens_text(name, value)
-    try:
-        _sealed(name, text, "text", hint)
-    except CheckFailed as err:  # show the learner's list, not the joined text the seal is made of
-        raise CheckFailed(name, f"{_short(list(value), 80)} is not right.", err.hint) from None
+def _check_tokens(name: str, value: Any, hint: str) -> None:
+    # a wrong answer is quoted as the learner's list, not as the joined text the seal is made of
+    SEALS.check(name, _tokens_text(name, value), "text", hint, shown=short(list(value), 80))
 
 
 def _pair_text(name: str, value: Any) -> str:
@@ -213,7 +230,8 @@ def _pair_text(name: str, value: Any) -> str:
             return value[0] + value[1]
         if all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < N_BYTES for i in value):
             return bytes(value).decode("utf-8", errors="replace")
-    raise CheckFailed(name, f"expected the pair as a string such as 'ab' or a tuple such as ('a', 'b'), got {_short(value)}.")
+    raise CheckFailed(name, "expected the pair as a string such as 'ab' or a tuple such as ('a', 'b'), got "
+                            f"{short(value)}.")
 
 
 # --- exercises 1-3: counting, one merge, compression by hand ------------------------------------------
@@ -223,29 +241,31 @@ def check_pair_counts(count_wo: Any, count_ow: Any, count_aa: Any) -> None:
     """Exercise 1: pairs of neighbours counted by hand, overlaps included."""
     hint = "write the text out and count every pair of neighbours: positions 0-1, 1-2, 2-3, ..."
     check_all(
-        lambda: _sealed("count_wo", count_wo, "count", hint),
-        lambda: _sealed("count_ow", count_ow, "count", hint),
-        lambda: _sealed("count_aa", count_aa, "count", hint),
+        lambda: SEALS.check("count_wo", count_wo, "count", hint),
+        lambda: SEALS.check("count_ow", count_ow, "count", hint),
+        lambda: SEALS.check("count_aa", count_aa, "count", hint),
     )
 
 
 def check_one_merge(first_merge: Any, after_merge: Any) -> None:
     """Exercise 2: the first merge on "wowowow" (with the tie rule) and the tokens after it."""
     check_all(
-        lambda: _sealed("first_merge", _pair_text("first_merge", first_merge), "text",
-                        "the most frequent pair; among equally frequent pairs, the one with the smaller byte values"),
-        lambda: _sealed_tokens("after_merge", after_merge,
-                               "replace the merged pair everywhere, left to right; every other letter stays a token"),
+        lambda: SEALS.check("first_merge", _pair_text("first_merge", first_merge), "text",
+                            "the most frequent pair; among equally frequent pairs, the one with the smaller byte "
+                            "values"),
+        lambda: _check_tokens("after_merge", after_merge,
+                              "replace the merged pair everywhere, left to right; every other letter stays a token"),
     )
 
 
 def check_compression(compressed: Any, n_rules: Any, decoded: Any) -> None:
     """Exercise 3: aabaabaac compressed by hand until no pair occurs twice, and XYa decoded."""
     check_all(
-        lambda: _sealed("compressed", compressed, "text",
-                        "count the pairs, replace the most frequent by Z; count again, replace by Y; ... until no pair occurs twice"),
-        lambda: _sealed("n_rules", n_rules, "count", "one rule per replacement you made"),
-        lambda: _sealed("decoded", decoded, "text", "undo the rules newest first: X, then Y, then Z"),
+        lambda: SEALS.check("compressed", compressed, "text",
+                            "count the pairs, replace the most frequent by Z; count again, replace by Y; ... until no "
+                            "pair occurs twice"),
+        lambda: SEALS.check("n_rules", n_rules, "count", "one rule per replacement you made"),
+        lambda: SEALS.check("decoded", decoded, "text", "undo the rules newest first: X, then Y, then Z"),
     )
 
 
@@ -295,9 +315,11 @@ def _merge_right_to_left(ids, pair, new_id):
 
 
 _MERGE_MISTAKES = {
-    "forgot to skip the second symbol of a merged pair: after a match, move on by two positions, not one": _merge_no_skip,
+    "forgot to skip the second symbol of a merged pair: after a match, move on by two positions, not one":
+        _merge_no_skip,
     "replaced only the first occurrence: replace every occurrence of the pair": _merge_first_only,
-    "dropped the last symbol when it is not part of a pair: the loop must also copy the last element": _merge_drops_last,
+    "dropped the last symbol when it is not part of a pair: the loop must also copy the last element":
+        _merge_drops_last,
     "merged from right to left: in 'a a a' the first two a's form the pair, left to right": _merge_right_to_left,
 }
 
@@ -323,17 +345,19 @@ def _as_ids(name: str, value: Any, shown: str) -> list[int]:
         value = value.tolist()
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not all(
             isinstance(i, int) and not isinstance(i, bool) for i in value):
-        raise CheckFailed(name, f"expected a list of ints when called as {shown}, got {_short(value)}.")
+        raise CheckFailed(name, f"expected a list of ints when called as {shown}, got {short(value)}.")
     return list(value)
 
 
-def _compare_ids(name: str, got: list[int], want: list[int], wrong: Mapping[str, list[int]], shown: str, hint: str) -> None:
+def _compare_ids(name: str, got: list[int], want: list[int], wrong: Mapping[str, list[int]], shown: str,
+                 hint: str) -> None:
     if got == want:
         return
     for description, ids in wrong.items():
         if ids != want and got == ids:
-            raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, which is not right.", f"it looks like you {description}.")
-    raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, expected {_short(want, 80)}.", hint)
+            raise CheckFailed(name, f"{shown} returned {short(got, 80)}, which is not right.",
+                              f"it looks like you {description}.")
+    raise CheckFailed(name, f"{shown} returned {short(got, 80)}, expected {short(want, 80)}.", hint)
 
 
 def check_merge_pair(fn: Callable, name: str = "merge_pair", *, hidden: bool = False) -> None:
@@ -345,9 +369,10 @@ def check_merge_pair(fn: Callable, name: str = "merge_pair", *, hidden: bool = F
         got = _as_ids(name, call(name, fn, given, pair, new_id), shown)
         wrong = {d: m(list(ids), pair, new_id) for d, m in _MERGE_MISTAKES.items()}
         _compare_ids(name, got, reference_merge_pair(ids, pair, new_id), wrong, shown,
-                     "walk along the list: where the pair starts, append new_id and jump two places; otherwise copy one element")
+                     "walk along the list: where the pair starts, append new_id and jump two places; otherwise copy "
+                     "one element")
         if given != list(ids):
-            raise CheckFailed(name, f"{shown} changed the list it was given (to {_short(given)}).",
+            raise CheckFailed(name, f"{shown} changed the list it was given (to {short(given)}).",
                               "build a new list (out = [] ... out.append(...)) and leave the input as it was")
     passed(name, f"{len(cases)} cases")
 
@@ -359,17 +384,18 @@ def check_encode_by_hand(tokens_lower: Any, tokens_lowest: Any) -> None:
     """Exercise 5: "lower" and "lowest" encoded by hand with six given merges."""
     hint = "start from single letters; apply merge 1 everywhere it fits, then merge 2, ... in the order given"
     check_all(
-        lambda: _sealed_tokens("tokens_lower", tokens_lower, hint),
-        lambda: _sealed_tokens("tokens_lowest", tokens_lowest, hint),
+        lambda: _check_tokens("tokens_lower", tokens_lower, hint),
+        lambda: _check_tokens("tokens_lowest", tokens_lowest, hint),
     )
 
 
 def check_vocab_arithmetic(gpt2_merges: Any, id_of_merge_10: Any, naive_bytes: Any) -> None:
     """Exercise 6: how a byte-level vocabulary is laid out, and how many bytes a word takes."""
     check_all(
-        lambda: _sealed("gpt2_merges", gpt2_merges, "count", "vocabulary = 256 bytes + merges + special tokens"),
-        lambda: _sealed("id_of_merge_10", id_of_merge_10, "count", "merge k, counting from 0, makes id 256 + k"),
-        lambda: _sealed("naive_bytes", naive_bytes, "count", "write out the UTF-8 bytes of each character: list('naïve'.encode('utf-8'))"),
+        lambda: SEALS.check("gpt2_merges", gpt2_merges, "count", "vocabulary = 256 bytes + merges + special tokens"),
+        lambda: SEALS.check("id_of_merge_10", id_of_merge_10, "count", "merge k, counting from 0, makes id 256 + k"),
+        lambda: SEALS.check("naive_bytes", naive_bytes, "count",
+                            "write out the UTF-8 bytes of each character: list('naïve'.encode('utf-8'))"),
     )
 
 
@@ -446,7 +472,7 @@ def _encode_first_occurrence(text, merges):
 
 def _encode_one_merge(text, merges):
     ids = list(text.encode("utf-8"))
-    present = [p for p in zip(ids, ids[1:]) if p in merges]
+    present = [p for p in zip(ids, ids[1:], strict=False) if p in merges]
     if present:
         pair = min(present, key=lambda p: merges[p])
         ids = reference_merge_pair(ids, pair, merges[pair])
@@ -460,8 +486,10 @@ _ENCODE_MISTAKES = {
     "applies the learned merges in the order they were learned (the smallest new id first)": _encode_most_frequent,
     "merged the pair learned last (the largest new id) first: apply the merges in the order they were learned, "
     "the smallest new id first": _encode_latest_first,
-    "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169": _encode_chars,
-    "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs": _encode_first_occurrence,
+    "used ord() of each character: start from the UTF-8 bytes, text.encode('utf-8'), so 'é' is two ids, 195 and 169":
+        _encode_chars,
+    "replaced only the first occurrence of each pair: a merge applies everywhere its pair occurs":
+        _encode_first_occurrence,
     "stopped after one merge: keep going while any learned pair is present": _encode_one_merge,
 }
 
@@ -496,10 +524,10 @@ def _diagnose(name: str, results: Sequence[tuple[str, Any, Any, Mapping[str, Any
     shown, got, want = wrong[0]
     for description in results[0][3]:
         if all(outs[description] == got_i for _, got_i, _, outs in results):
-            raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, which is not right.",
+            raise CheckFailed(name, f"{shown} returned {short(got, 80)}, which is not right.",
                               f"it looks like you {description}.")
     extra = f" {detail(got, want)}" if detail else ""
-    raise CheckFailed(name, f"{shown} returned {_short(got, 80)}, which is not right{extra}.", hint)
+    raise CheckFailed(name, f"{shown} returned {short(got, 80)}, which is not right{extra}.", hint)
 
 
 def check_encode(fn: Callable, name: str = "encode", *, hidden: bool = False) -> None:
@@ -548,7 +576,7 @@ def check_broken_example(value: Any, merges: Mapping[tuple[int, int], int], voca
     if value is None:
         raise CheckFailed(name, "got None: did you forget to assign the variable?")
     if not isinstance(value, str):
-        raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({_short(value)}).")
+        raise CheckFailed(name, f"expected a string, got {type(value).__name__} ({short(value)}).")
     ids = reference_encode(value, merges)
     if buggy_decode(ids, vocab) == value:
         multibyte = sorted({ch for ch in value if len(ch.encode("utf-8", "surrogatepass")) > 1})
@@ -563,7 +591,7 @@ def check_broken_example(value: Any, merges: Mapping[tuple[int, int], int], voca
             hint = ("buggy_decode only goes wrong when the bytes of one character are split over two or more "
                     "tokens, so the string needs a character that takes more than one byte in UTF-8 (an ASCII "
                     "letter takes one)")
-        raise CheckFailed(name, f"buggy_decode gives {_short(value)} back correctly.", hint)
+        raise CheckFailed(name, f"buggy_decode gives {short(value)} back correctly.", hint)
     passed(name, "buggy_decode garbles it")
 
 
@@ -584,7 +612,8 @@ def _decode_one_replacement(ids, vocab):
 
 _DECODE_MISTAKES = {
     "still decoded token by token (the bug): join the bytes of all tokens first, then decode once": buggy_decode,
-    "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'": _decode_ignore,
+    "used errors='ignore', which silently drops bad bytes: use errors='replace', so that they show as '\ufffd'":
+        _decode_ignore,
     "decoded as latin-1: the bytes are UTF-8": _decode_latin1,
     "returned a single '\ufffd' for the whole text when its bytes are not valid UTF-8: errors='replace' puts "
     "'\ufffd' only where the bad bytes are and keeps the valid text around them": _decode_one_replacement,
@@ -617,17 +646,18 @@ def check_fixed_decode(fn: Callable, merges: Mapping[tuple[int, int], int], voca
     cases = _decode_cases(merges, vocab, hidden)
     results = []
     for label, ids in cases:
-        shown = f"{name}({_short(ids, 40)}, vocab) ({label})"
+        shown = f"{name}({short(ids, 40)}, vocab) ({label})"
         try:
             got = call(name, fn, list(ids), dict(vocab))
         except NotAttempted:
             raise
         except CheckFailed as err:
-            hint = ("decode with errors='replace': ids from a model need not be valid UTF-8, and a decoder must not crash on them"
+            hint = ("decode with errors='replace': ids from a model need not be valid UTF-8, and a decoder must not "
+                    "crash on them"
                     if "UnicodeDecodeError" in err.problem else None)
             raise CheckFailed(name, err.problem, hint) from None
         if not isinstance(got, str):
-            raise CheckFailed(name, f"expected a string from {shown}, got {_short(got)}.",
+            raise CheckFailed(name, f"expected a string from {shown}, got {short(got)}.",
                               "end with bytes.decode('utf-8', errors='replace'), which makes a str")
         mistakes = {d: m(ids, vocab) for d, m in _DECODE_MISTAKES.items()}
         results.append((shown, got, reference_decode(ids, vocab), mistakes))
@@ -654,13 +684,15 @@ _TRAIN_MISTAKES = {
     "broke ties by taking the largest pair: among equally frequent pairs take the smallest (left id, right id)":
         dict(ties="largest"),
     "started from ord() of each character: start from the UTF-8 bytes, text.encode('utf-8')": dict(units="chars"),
-    "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times": dict(min_count=1),
+    "kept merging pairs that occur only once: stop when the most frequent pair occurs fewer than 2 times":
+        dict(min_count=1),
     "counted the pairs only once, before the first merge: count again after every merge, because each merge "
     "changes the pairs (and makes new ones with the new id)": dict(recount=False),
     "counted a pair of equal neighbours without overlaps (as str.count does, 'aaa' as one (97, 97)): BPE counts "
     "every pair of neighbours, so 'aaa' has (97, 97) twice, at 0-1 and at 1-2": dict(overlaps=False),
     "numbered the new tokens from 257: the first merge makes id 256": dict(first_id=N_BYTES + 1),
-    "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256": dict(first_id=N_BYTES - 1),
+    "numbered the new tokens from 255: ids 0..255 are the bytes, so the first merge makes id 256":
+        dict(first_id=N_BYTES - 1),
 }
 
 _TRAIN_CASES = [("bcab bcab", 3), ("a rose is a rose is a rose", 8), ("aaaaaa", 3), ("crème brûlée crème brûlée", 6)]
@@ -678,8 +710,9 @@ def _as_merges(name: str, value: Any, shown: str) -> list[tuple[int, int]]:
         isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in p)
         for p in value)
     if not ok:
-        raise CheckFailed(name, f"expected a list of pairs of ints such as [(101, 32), (256, 116)] when called as {shown}, "
-                          f"got {_short(value)}.")
+        raise CheckFailed(name, "expected a list of pairs of ints such as [(101, 32), (256, 116)] when called as "
+                                f"{shown}, "
+                          f"got {short(value)}.")
     return [(int(a), int(b)) for a, b in value]
 
 
@@ -705,36 +738,6 @@ def check_train(fn: Callable, name: str = "train_bpe", *, hidden: bool = False) 
 
 # --- exercise 10: what GPT-2 adds around BPE --------------------------------------------------------------
 
-_SEALED_GPT2 = {
-    "chunks": (None, "7ab5a15b97f2c9c747bb", {
-        "split at the spaces only: the pattern also cuts letters, numbers and other symbols apart (' ?\\p{L}+', "
-        "' ?\\p{N}+', ' ?[^\\s\\p{L}\\p{N}]+')": "28d699d6720c2c9bb578",
-        "kept '12.50' together: '.' is not a number (\\p{N}), so it is a chunk between the two runs of digits":
-            "605a17514d8a016fbe27",
-        "gave the space before '$' a chunk of its own: every class may take one space in front (' ?'), "
-        "whatever follows it": "b7708f9f5351f323e7ba",
-        "left the contraction in the word: GPT-2 cuts 's 't 're 've 'm 'll 'd off as chunks of their own":
-            "aac4c0df0e01f827403f",
-        "split the contraction: \"'ll\" is one of GPT-2's contractions ('s 't 're 've 'm 'll 'd), one chunk":
-            "7fd516e6e84d32b2e757",
-        "put each space after a word: GPT-2 gives a space to the chunk that follows it (' pay', not 'pay ')":
-            "538cb8a3723e7fd328bd",
-        "kept '$' with the digits: '$' is neither a letter nor a number, so it goes in a chunk of symbols":
-            "d5ef375950567be89554",
-        "joined '50' and '!': digits and other symbols are different classes, each a chunk of its own":
-            "520d573dc771f333767f",
-    }),
-    "stored": (None, "fd201bafdeca4b4ebc45", {
-        "mapped only the space: 'è' is two bytes in UTF-8, and GPT-2's files write each byte as a character "
-        "of its own": "d73bc15ba817789be100",
-        "left the space as it is: byte 32 is not printable, so GPT-2 writes it as 'Ġ'": "ca2e641e44f499df6ddd",
-    }),
-    "eot_count": (None, "68ad4b58ab806aa46499", {
-        "counted only the app's own marker: allowed_special='all' turns every '<|endoftext|>' in the text into the "
-        "special id, the one the user typed as well": "093323011bc226cd85f7",
-    }),
-}
-
 
 def check_gpt2_additions(chunks: Any, stored: Any, eot_count: Any) -> None:
     """Exercise 10: GPT-2's pre-tokenization chunks, its byte-to-unicode file format, and a typed special token."""
@@ -744,26 +747,20 @@ def check_gpt2_additions(chunks: Any, stored: Any, eot_count: Any) -> None:
             raise CheckFailed("chunks", "got None: did you forget to assign the variable?")
         listed = isinstance(chunks, (list, tuple)) and all(isinstance(c, str) for c in chunks)
         if not listed:
-            raise CheckFailed("chunks", f"expected a list of strings such as ['She', ' pay'], got {_short(chunks)}.")
+            raise CheckFailed("chunks", f"expected a list of strings such as ['She', ' pay'], got {short(chunks)}.")
         if "".join(chunks) != "She'll pay $12.50!":
-            raise CheckFailed("chunks", f"{_short(list(chunks), 80)} does not spell the text: the chunks, joined, "
+            raise CheckFailed("chunks", f"{short(list(chunks), 80)} does not spell the text: the chunks, joined, "
                               "must give back \"She'll pay $12.50!\" exactly, spaces included.")
-        decimals, answer, mistakes = _SEALED_GPT2["chunks"]
-        try:
-            check_sealed("chunks", repr(list(chunks)), answer, decimals=decimals, mistakes=mistakes, kind="text",
-                         hint="go left to right: a contraction, or a run of letters, of numbers or of other symbols, "
-                              "each taking at most one space in front of it")
-        except CheckFailed as err:
-            raise CheckFailed("chunks", f"{_short(list(chunks), 80)} is not right.", err.hint) from None
+        SEALS.check("chunks", repr(list(chunks)), "text",
+                    "go left to right: a contraction, or a run of letters, of numbers or of other symbols, each "
+                    "taking at most one space in front of it", shown=short(list(chunks), 80))
 
     def check_stored() -> None:
-        decimals, answer, mistakes = _SEALED_GPT2["stored"]
-        check_sealed("stored", stored, answer, decimals=decimals, mistakes=mistakes, kind="text",
-                     hint="write out the UTF-8 bytes of ' crème' and map each byte with bytes_to_unicode's rule")
+        SEALS.check("stored", stored, "text",
+                    "write out the UTF-8 bytes of ' crème' and map each byte with bytes_to_unicode's rule")
 
     def check_eot() -> None:
-        decimals, answer, mistakes = _SEALED_GPT2["eot_count"]
-        check_sealed("eot_count", eot_count, answer, decimals=decimals, mistakes=mistakes, kind="count",
-                     hint="look for '<|endoftext|>' in the whole prompt, the user's text included")
+        SEALS.check("eot_count", eot_count, "count",
+                    "look for '<|endoftext|>' in the whole prompt, the user's text included")
 
     check_all(check_chunks, check_stored, check_eot)

@@ -8,7 +8,19 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _close, _fmt, _short, _to_array, call, check_all, check_close, check_sealed, check_tensor, check_true, check_type, passed)
+from .core import (
+    CheckFailed,
+    NotAttempted,
+    Seals,
+    call,
+    check_all,
+    check_close,
+    check_tensor,
+    check_true,
+    check_type,
+    passed,
+)
+from .helpers import close, fmt, short, to_array
 
 
 def _table(n: int, d: int, base: float = 10000.0, *, exponent: str = "2i/d", swap: bool = False,
@@ -55,86 +67,75 @@ def check_pe_entry(name: str, value: Any, pos: int, column: int, d_model: int, b
     }
     right_value = right(angle)
     try:
-        got = float(_to_array(value).reshape(-1)[0]) if _to_array(value).size == 1 else None
+        got = float(to_array(value).reshape(-1)[0]) if to_array(value).size == 1 else None
     except (TypeError, ValueError):
         got = None
     if got is not None and not abs(got - right_value) <= atol:
         # Several slips can give (almost) the same number, e.g. cos of a tiny angle is 1 either way: name them all.
         matching = [d for d, wrong in mistakes.items() if abs(got - wrong) <= atol]
         if len(matching) > 1:
-            raise CheckFailed(name, f"{_fmt(got)} is not right.",
+            raise CheckFailed(name, f"{fmt(got)} is not right.",
                               f"it looks like you {matching[0]}. (Or else you {'; or you '.join(matching[1:])}.)")
     check_close(name, value, right_value, atol=atol, rtol=0, mistakes=mistakes, reveal=False,
                 hint=f"PE({pos}, {column}) = {'sin' if column % 2 == 0 else 'cos'}({pos} / {base:g}^(2·{i}/{d_model}))")
 
 
 # The answers worked out by hand (exercises 1 and 3) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
-    'pe_2_0': (3, '3b35c383e38d9bf09ce9', {
-        'worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians':
-            '500761d800796139b5f6',
-        'took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine':
-            'ad7c0177ff8b21179da0',
+# kept as seals (see core.Seals), written by `course seal lesson07` from solutions/seals/lesson07.py.
+SEALS = Seals({
+    "pe_2_0": (3, "3b35c383e38d9bf09ce9", {
+        "worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians":
+            "500761d800796139b5f6",
+        "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine":
+            "ad7c0177ff8b21179da0",
     }),
-    'pe_50_3': (3, '93cb3006ede000619b9a', {
-        'used the column number as i: i counts (sin, cos) pairs, so column 3 is pair i = 3 // 2 = 1 and the exponent is 2·1/4 (or else you worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is in radians)':
-            '5c39f4fbad2f1b37e76d',
-        'used the exponent i/d instead of 2i/d (i counts pairs, so column 3 has i = 1 and the exponent is 2·1/4)':
-            'd87702c43c1fc3e51a58',
-        'used the exponent column/d = 3/4: the exponent is 2i/d with i = column // 2 = 1':
-            'a452dbdebb56bf2afcde',
-        'took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine':
-            'bec8d9d94419f1de4d10',
+    "pe_50_3": (3, "93cb3006ede000619b9a", {
+        "used the column number as i: i counts (sin, cos) pairs, so column 3 is pair i = 3 // 2 = 1 and the exponent "
+        "is 2·1/4 (or else you worked in degrees (or made the angle far too small): the angle pos / 10000^(2i/d) is "
+        "in radians)":
+            "5c39f4fbad2f1b37e76d",
+        "used the exponent i/d instead of 2i/d (i counts pairs, so column 3 has i = 1 and the exponent is 2·1/4)":
+            "d87702c43c1fc3e51a58",
+        "used the exponent column/d = 3/4: the exponent is 2i/d with i = column // 2 = 1": "a452dbdebb56bf2afcde",
+        "took sin and cos the wrong way round: even columns (0, 2, ...) hold the sine, odd columns the cosine":
+            "bec8d9d94419f1de4d10",
     }),
-    'pe_row_0': (3, '995dea3bbffefc7ab763', {
-        'swapped sin and cos: sin 0 = 0 goes in the even columns, cos 0 = 1 in the odd ones':
-            'c271ce4de87108b39296',
-        'put a sine in every column: the odd columns hold cosines':
-            '94424dde8be83d49e29b',
-        'put a cosine in every column: the even columns hold sines':
-            'bfa2d23d0588262504d3',
+    "pe_row_0": (3, "995dea3bbffefc7ab763", {
+        "swapped sin and cos: sin 0 = 0 goes in the even columns, cos 0 = 1 in the odd ones": "c271ce4de87108b39296",
+        "put a sine in every column: the odd columns hold cosines": "94424dde8be83d49e29b",
+        "put a cosine in every column: the even columns hold sines": "bfa2d23d0588262504d3",
     }),
-    'learned_table_params': (None, '5da770677f2105b0084e', {
-        'added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers':
-            '51a37197abb925a67245',
-        'counted one position vector: there is one for each of the max_len positions':
-            'a77ca48ca9e097241368',
-        'counted one number per position: each position has a whole d_model-vector':
-            'c741c2aed3fc6c6d163d',
-        'counted a sine and a cosine table: a learned table is a single max_len × d_model matrix':
-            '1c117d769aad1f05f5eb',
+    "learned_table_params": (None, "5da770677f2105b0084e", {
+        "added max_len and d_model: the table holds one d_model-vector per position, max_len × d_model numbers":
+            "51a37197abb925a67245",
+        "counted one position vector: there is one for each of the max_len positions": "a77ca48ca9e097241368",
+        "counted one number per position: each position has a whole d_model-vector": "c741c2aed3fc6c6d163d",
+        "counted a sine and a cosine table: a learned table is a single max_len × d_model matrix":
+            "1c117d769aad1f05f5eb",
     }),
-    'sinusoidal_params': (None, 'e009d0ca387ad0baceac', {
-        'counted the entries of the table: they come from a formula and are never trained':
-            'f8fa7524d852224779de',
-        'counted the frequencies: they are fixed numbers, not parameters':
-            '2ca35cf1910df99b497c',
+    "sinusoidal_params": (None, "e009d0ca387ad0baceac", {
+        "counted the entries of the table: they come from a formula and are never trained": "f8fa7524d852224779de",
+        "counted the frequencies: they are fixed numbers, not parameters": "2ca35cf1910df99b497c",
     }),
-    'rope_params': (None, 'c24aaf408c867d55f882', {
-        "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and the formula, nothing is trained":
-            '835c90c0a74fafe89aa5',
-        'counted a table of angles: the angles come from a formula, nothing is trained':
-            'fc2bfc185abb169ba36a',
-        'counted a position table: RoPE adds no table, it rotates the queries and keys':
-            '0c2718a2b326f26d5738',
+    "rope_params": (None, "c24aaf408c867d55f882", {
+        "counted a d_model × d_model rotation matrix: RoPE's rotations are fixed by the position and the formula, "
+        "nothing is trained":
+            "835c90c0a74fafe89aa5",
+        "counted a table of angles: the angles come from a formula, nothing is trained": "fc2bfc185abb169ba36a",
+        "counted a position table: RoPE adds no table, it rotates the queries and keys": "0c2718a2b326f26d5738",
     }),
-}
-
-
-
-def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 def check_pe_by_hand(pe_2_0: Any, pe_50_3: Any, pe_row_0: Any) -> None:
     """Exercise 1: three entries of the d = 4 sinusoidal table worked out by hand (three decimals)."""
     check_all(
-        lambda: _sealed("pe_2_0", pe_2_0, hint="PE(2, 0) = sin(2 / 10000^(2·0/4))"),
-        lambda: _sealed("pe_50_3", pe_50_3, hint="PE(50, 3) = cos(50 / 10000^(2·1/4)): column 3 is the cosine of pair i = 1"),
-        lambda: _sealed("pe_row_0", pe_row_0, "numbers",
-                        hint="at position 0 every angle is 0 / 10000^(2i/d) = 0, whatever the column: so each entry is sin 0 or cos 0"),
+        lambda: SEALS.check("pe_2_0", pe_2_0, "number", "PE(2, 0) = sin(2 / 10000^(2·0/4))"),
+        lambda: SEALS.check("pe_50_3", pe_50_3, "number",
+                            "PE(50, 3) = cos(50 / 10000^(2·1/4)): column 3 is the cosine of pair i = 1"),
+        lambda: SEALS.check("pe_row_0", pe_row_0, "numbers",
+                            "at position 0 every angle is 0 / 10000^(2i/d) = 0, whatever the column: so each entry is "
+                            "sin 0 or cos 0"),
     )
 
 
@@ -149,7 +150,7 @@ def _function(name: str, fn: Callable, cases: Sequence[tuple], reference: Callab
     explains a crash (None: nothing to add). `label` only says which set of cases passed ("odd d_model").
     """
     for args in cases:
-        shown = ", ".join(_short(a, 30) for a in args)
+        shown = ", ".join(short(a, 30) for a in args)
         try:
             got = call(name, fn, *args)
         except NotAttempted:
@@ -212,18 +213,20 @@ def check_sinusoidal_encoding(fn: Callable, cases: Sequence[tuple[int, int]] = (
     _function(name, fn, list(cases), lambda n, d: positional.sinusoidal_encoding(n, d, dtype=torch.float64),
                   label=label, mistakes={**mistakes, **odd_mistakes},
                   hint=lambda n, d: formula + ("; " + odd if d % 2 else ""),
-                  crash_hint=lambda problem, n, d: ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None)
+                  crash_hint=lambda problem, n, d: (
+                      ("it crashed on an odd d_model = " + str(d) + ": " + odd) if d % 2 else None))
 
 
 def check_position_params(learned: Any, sinusoidal: Any, rope: Any) -> None:
     """Exercise 3: the trainable parameters of a learned 1024 × 768 position table, of sinusoids and of RoPE."""
     hint = "count the numbers that training adjusts, and only those."
-    check_all(lambda: _sealed("learned_table_params", learned, "count", hint),
-              lambda: _sealed("sinusoidal_params", sinusoidal, "count", hint),
-              lambda: _sealed("rope_params", rope, "count", hint))
+    check_all(lambda: SEALS.check("learned_table_params", learned, "count", hint),
+              lambda: SEALS.check("sinusoidal_params", sinusoidal, "count", hint),
+              lambda: SEALS.check("rope_params", rope, "count", hint))
 
 
-def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation", label: str = "") -> None:
+def check_rotation(fn: Callable, angles: Sequence[float] = (0.5, -1.2), name: str = "rotation",
+                   label: str = "") -> None:
     """The learner's 2×2 rotation matrix for an angle in radians (turning column vectors anticlockwise)."""
     from course_lib import positional
 
@@ -253,7 +256,8 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
 
     mistakes = {
         "built M_(-k), the map k places back: with rows as vectors (PE[pos] @ M) each block must be "
-        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
+        "[[cos, -sin], [sin, cos]] of the angle +k·ω_i":
+            lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-2 * i / d), True),
         "turned every pair by the same angle k: pair i turns by k·ω_i with ω_i = 10000^(-2i/d)":
             lambda k, d: blocks(k, d, lambda i, d: 1.0),
         "used ω_i = 10000^(-i/d): the exponent is 2i/d": lambda k, d: blocks(k, d, lambda i, d: 10000.0 ** (-i / d)),
@@ -269,7 +273,7 @@ def check_offset_map(fn: Callable, cases: Sequence[tuple[int, int]] = ((1, 4), (
                   hint="block i (rows and columns 2i, 2i+1) is rotation(k · 10000^(-2i/d)); zeros elsewhere")
     # The property itself, on the learner's matrix: one map moves every position by k.
     for k, d in cases:
-        M = torch.as_tensor(_to_array(call(name, fn, k, d)), dtype=torch.float64)
+        M = torch.as_tensor(to_array(call(name, fn, k, d)), dtype=torch.float64)
         start = abs(int(k))
         pe = positional.sinusoidal_encoding(200 + 2 * start + 1, d, dtype=torch.float64)  # room for pos and pos + k
         moved = pe[start : start + 200] @ M
@@ -330,15 +334,16 @@ def check_rope_attention(fn: Callable, *, hidden: bool = False, name: str = "rop
     pairings = {"": "adjacent", " (with the rotate-half pairing)": "half"}
     for T, d in sizes:
         q, k, v = (torch.randn(T, d, generator=g, dtype=torch.float64) * 2 for _ in range(3))
-        shown = f"{name}({_short(q, 30)}, {_short(k, 30)}, {_short(v, 30)})"
+        shown = f"{name}({short(q, 30)}, {short(k, 30)}, {short(v, 30)})"
         got = call(name, fn, q.clone(), k.clone(), v.clone())
         check_tensor(name, got, f"when called as {shown}",
                      "compute with torch operations (positional.apply_rotary, @, torch.softmax), or convert the result "
                      "with torch.as_tensor(...)")
         if not got.is_floating_point():
             raise CheckFailed(name, f"expected a float tensor, got dtype {got.dtype} when called as {shown}.")
-        got_array = _to_array(got)
-        if got_array.shape == (T, d) and _close(got_array, _to_array(_rope_attention(q, k, v, pairing="half")), 1e-5, 1e-4):
+        got_array = to_array(got)
+        if got_array.shape == (T, d) and close(got_array, to_array(_rope_attention(q, k, v, pairing="half")),
+                                               1e-5, 1e-4):
             continue  # the rotate-half pairing: just as right
         wrong = {description + suffix: _rope_attention(q, k, v, **{"rotate": "qk", **kw}, pairing=pairing)
                  for suffix, pairing in pairings.items() for description, kw in mistakes.items()}
@@ -368,6 +373,7 @@ def check_shuffled_output(value: Any, name: str = "Y_shuffled") -> None:
     check_close(name, value, expected, atol=1e-4, mistakes={
         "kept the original order: self-attention without a mask is permutation-EQUIVARIANT, not invariant; "
         "every output row moves with its word": Y,
-        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]": Y[inverse],
+        "applied the inverse permutation: the new row j belongs to word perm[j], so the new output is Y[perm]":
+            Y[inverse],
         "reversed the rows": Y.flip(0),
     }, hint="the new input is X[perm]; each word keeps its own output vector")

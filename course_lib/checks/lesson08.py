@@ -7,108 +7,93 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .core import (CheckFailed, NotAttempted, call, check_all, check_close, check_count, check_sealed, check_tensor, passed)
-
+from .core import CheckFailed, NotAttempted, Seals, call, check_all, check_close, check_count, check_tensor, passed
 
 # The answers worked out by hand (exercises 1 and 3) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
-    'head_dim': (None, '35080543e38e74113dff', {
-        'used n_heads instead of d_model / n_heads':
-            '55d452a4643943c966f2',
-        'used d_model: each head gets only d_model / n_heads of the features':
-            'f122644be479ede0cdbb',
+# kept as seals (see core.Seals), written by `course seal lesson08` from solutions/seals/lesson08.py.
+SEALS = Seals({
+    "head_dim": (None, "35080543e38e74113dff", {
+        "used n_heads instead of d_model / n_heads": "55d452a4643943c966f2",
+        "used d_model: each head gets only d_model / n_heads of the features": "f122644be479ede0cdbb",
     }),
-    'shape_after_view': (None, '302b84d1756a47087059', {
-        'split the features as (d_k, n_heads): view splits the last axis into (n_heads, d_k)':
-            '86d4b758f18dd9c850ac',
-        'gave the shape after the transpose: view only splits the last axis, (B, T, n_heads, d_k)':
-            '67041833da0576424907',
+    "shape_after_view": (None, "302b84d1756a47087059", {
+        "split the features as (d_k, n_heads): view splits the last axis into (n_heads, d_k)": "86d4b758f18dd9c850ac",
+        "gave the shape after the transpose: view only splits the last axis, (B, T, n_heads, d_k)":
+            "67041833da0576424907",
     }),
-    'shape_heads': (None, '956523f2002a6f73bf74', {
-        'forgot what transpose(1, 2) does: it swaps T and the head axis':
-            '6bdb1a06e8a2e30d5d5e',
-        'swapped the wrong axes: transpose(1, 2) swaps axes 1 and 2 (T and the heads), not the last two':
-            '5076f95a9e272a9b671d',
+    "shape_heads": (None, "956523f2002a6f73bf74", {
+        "forgot what transpose(1, 2) does: it swaps T and the head axis": "6bdb1a06e8a2e30d5d5e",
+        "swapped the wrong axes: transpose(1, 2) swaps axes 1 and 2 (T and the heads), not the last two":
+            "5076f95a9e272a9b671d",
     }),
-    'shape_scores': (None, 'e032662fcddbf1fc4a9d', {
-        'compared features instead of tokens: scores are (T x T) per head, one row per query token':
-            'a2ffd2bcb18b406d275e',
-        'left out the head axis: every head has its own scores':
-            '96163033b0a63ef73f1c',
-        "gave q's shape: q @ k.transpose(-2, -1) is (T, d_k) @ (d_k, T) in every head":
-            'b5da505f10f89e161a54',
+    "shape_scores": (None, "e032662fcddbf1fc4a9d", {
+        "compared features instead of tokens: scores are (T x T) per head, one row per query token":
+            "a2ffd2bcb18b406d275e",
+        "left out the head axis: every head has its own scores": "96163033b0a63ef73f1c",
+        "gave q's shape: q @ k.transpose(-2, -1) is (T, d_k) @ (d_k, T) in every head": "b5da505f10f89e161a54",
     }),
-    'shape_merged': (None, 'ab6bf53a70573f7abd06', {
-        'stopped before the reshape: merging ends with (B, T, d_model)':
-            'a695b998efbb95ef9123',
-        'kept a per-head width: the heads are concatenated back to d_model features':
-            '2e46d598b02673028c78',
-        'kept the heads in front of T: merging transposes back before the reshape':
-            'e2909617fa7b36835414',
+    "shape_merged": (None, "ab6bf53a70573f7abd06", {
+        "stopped before the reshape: merging ends with (B, T, d_model)": "a695b998efbb95ef9123",
+        "kept a per-head width: the heads are concatenated back to d_model features": "2e46d598b02673028c78",
+        "kept the heads in front of T: merging transposes back before the reshape": "e2909617fa7b36835414",
     }),
-    'shape_cross_scores': (None, '8bd631b857c86764c65a', {
-        'swapped queries and keys: rows are the 10 queries, columns the 7 keys of the context':
-            'f70fb89031997b3944a9',
-        'used the query length for the keys: the keys come from the 7-token context':
-            'd90b1c6c4e95b3b3aaf5',
-        'used the context length for the queries too: the queries are still the 10 tokens':
-            'b140131a1e5d0bd285f2',
+    "shape_cross_scores": (None, "8bd631b857c86764c65a", {
+        "swapped queries and keys: rows are the 10 queries, columns the 7 keys of the context": "f70fb89031997b3944a9",
+        "used the query length for the keys: the keys come from the 7-token context": "d90b1c6c4e95b3b3aaf5",
+        "used the context length for the queries too: the queries are still the 10 tokens": "b140131a1e5d0bd285f2",
     }),
-    'n_params_bias': (None, 'f7c2e7ca1ec704955ad9', {
-        'forgot the output projection W_O (three matrices instead of four)':
-            'a6b20478bddfb4c99329',
-        'gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the heads together use d_model × d_model':
-            'cb06f69586ed98456b34',
+    "n_params_bias": (None, "f7c2e7ca1ec704955ad9", {
+        "forgot the output projection W_O (three matrices instead of four)": "a6b20478bddfb4c99329",
+        "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the "
+        "heads together use d_model × d_model":
+            "cb06f69586ed98456b34",
         "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
-            '8a86780317117b16b3c8',
-        'multiplied the count by the number of heads: the head count does not change the parameter count. The heads share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model':
-            '4997b564f8bbec5db5ee',
-        'multiplied the weights by the number of heads: the head count does not change the parameter count; the heads share out each d_model × d_model matrix':
-            'ceb55eb0bdf2659d6e77',
-        'left out the biases (one per output feature of each of the four layers: 4 · d_model)':
-            '5880966a7869ee58fcdb',
+            "8a86780317117b16b3c8",
+        "multiplied the count by the number of heads: the head count does not change the parameter count. The heads "
+        "share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model":
+            "4997b564f8bbec5db5ee",
+        "multiplied the weights by the number of heads: the head count does not change the parameter count; the heads "
+        "share out each d_model × d_model matrix":
+            "ceb55eb0bdf2659d6e77",
+        "left out the biases (one per output feature of each of the four layers: 4 · d_model)": "5880966a7869ee58fcdb",
     }),
-    'n_params_no_bias': (None, '083fe8f866cacfdfc3e1', {
-        'forgot the output projection W_O (three matrices instead of four)':
-            '549ec5c731f4b5670ada',
-        'gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the heads together use d_model × d_model':
-            'd36cdb18a24f2c03756d',
+    "n_params_no_bias": (None, "083fe8f866cacfdfc3e1", {
+        "forgot the output projection W_O (three matrices instead of four)": "549ec5c731f4b5670ada",
+        "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, so the "
+        "heads together use d_model × d_model":
+            "d36cdb18a24f2c03756d",
         "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
-            '085f80af21ba1e238e29',
-        'multiplied the count by the number of heads: the head count does not change the parameter count. The heads share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model (or else you multiplied the weights by the number of heads: the head count does not change the parameter count; the heads share out each d_model × d_model matrix)':
-            '6c69e457dfb83c615f6d',
-        'counted biases, but these layers were built with bias=False':
-            '2acd9edfc7d548724eaf',
+            "085f80af21ba1e238e29",
+        "multiplied the count by the number of heads: the head count does not change the parameter count. The heads "
+        "share out each d_model × d_model matrix, d_model × d_k each, and n_heads × d_k = d_model (or else you "
+        "multiplied the weights by the number of heads: the head count does not change the parameter count; the heads "
+        "share out each d_model × d_model matrix)":
+            "6c69e457dfb83c615f6d",
+        "counted biases, but these layers were built with bias=False": "2acd9edfc7d548724eaf",
     }),
-    'head_q_weights': (None, 'a094178bba498594cf9b', {
+    "head_q_weights": (None, "a094178bba498594cf9b", {
         "counted a d_k x d_k block: a head's W_q maps all d_model input features to its d_k features":
-            '2f06c21ed4dd87d85752',
-        'counted the whole W_q: the 4 heads share it out, each gets d_model x d_k':
-            '4dd5009c411c27cf6b28',
-        'added biases: the question asks for the weights only':
-            '54f3e8253589adde4218',
+            "2f06c21ed4dd87d85752",
+        "counted the whole W_q: the 4 heads share it out, each gets d_model x d_k": "4dd5009c411c27cf6b28",
+        "added biases: the question asks for the weights only": "54f3e8253589adde4218",
     }),
-}
-
-
-
-def _sealed(name: str, value: Any, kind: str, hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 def check_head_shapes(head_dim: Any, shape_after_view: Any, shape_heads: Any, shape_scores: Any, shape_merged: Any,
                       shape_cross_scores: Any) -> None:
     """Exercise 1: the shapes through the head split of MultiHeadAttention(96, 8) on 4 sequences of 10 tokens."""
     check_all(
-        lambda: _sealed("head_dim", head_dim, "count", "the heads share out the d_model features equally: d_k = d_model // n_heads"),
-        lambda: _sealed("shape_after_view", shape_after_view, "shape", "view splits the last axis: (B, T, d_model) -> (B, T, n_heads, d_k)"),
-        lambda: _sealed("shape_heads", shape_heads, "shape", "transpose(1, 2) swaps axes 1 and 2"),
-        lambda: _sealed("shape_scores", shape_scores, "shape", "each head compares every query token with every key token"),
-        lambda: _sealed("shape_merged", shape_merged, "shape", "merging undoes the split: back to (B, T, d_model)"),
-        lambda: _sealed("shape_cross_scores", shape_cross_scores, "shape",
-                        "in cross-attention the queries come from x, the keys from the context"),
+        lambda: SEALS.check("head_dim", head_dim, "count",
+                            "the heads share out the d_model features equally: d_k = d_model // n_heads"),
+        lambda: SEALS.check("shape_after_view", shape_after_view, "shape",
+                            "view splits the last axis: (B, T, d_model) -> (B, T, n_heads, d_k)"),
+        lambda: SEALS.check("shape_heads", shape_heads, "shape", "transpose(1, 2) swaps axes 1 and 2"),
+        lambda: SEALS.check("shape_scores", shape_scores, "shape",
+                            "each head compares every query token with every key token"),
+        lambda: SEALS.check("shape_merged", shape_merged, "shape", "merging undoes the split: back to (B, T, d_model)"),
+        lambda: SEALS.check("shape_cross_scores", shape_cross_scores, "shape",
+                            "in cross-attention the queries come from x, the keys from the context"),
     )
 
 
@@ -117,9 +102,10 @@ def check_param_counts(n_params_bias: Any, n_params_no_bias: Any, head_q_weights
     hint = ("count each nn.Linear(d_model, d_model): a weight matrix of d_model × d_model numbers, "
             "plus d_model biases if it has them.")
     check_all(
-        lambda: _sealed("n_params_bias", n_params_bias, "count", hint),
-        lambda: _sealed("n_params_no_bias", n_params_no_bias, "count", hint),
-        lambda: _sealed("head_q_weights", head_q_weights, "count", "one head's block of W_q maps the d_model inputs to its d_k outputs."),
+        lambda: SEALS.check("n_params_bias", n_params_bias, "count", hint),
+        lambda: SEALS.check("n_params_no_bias", n_params_no_bias, "count", hint),
+        lambda: SEALS.check("head_q_weights", head_q_weights, "count",
+                            "one head's block of W_q maps the d_model inputs to its d_k outputs."),
     )
 
 
@@ -158,7 +144,8 @@ _MERGE_MISTAKES = {
 }
 
 
-def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] = ((2, 5, 12, 3),), seed: int = 0) -> None:
+def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] = ((2, 5, 12, 3),),
+                      seed: int = 0) -> None:
     """`fn(x, n_heads)`: (B, T, d_model) -> (B, n_heads, T, d_model // n_heads). Cases are (B, T, d_model, n_heads)."""
     for i, (B, T, C, h) in enumerate(cases):
         x = _randn(B, T, C, seed=seed + i)
@@ -166,8 +153,10 @@ def check_split_heads(fn: Callable, cases: Sequence[tuple[int, int, int, int]] =
         check_tensor("split_heads", got, f"when called with x of shape {(B, T, C)}, n_heads={h}")
         if isinstance(got, torch.Tensor) and T != h and tuple(got.shape) == (B, T, h, C // h):
             raise CheckFailed(
-                "split_heads", f"got shape (B, T, n_heads, d_k) = {tuple(got.shape)}, expected (B, n_heads, T, d_k) = {(B, h, T, C // h)}.",
-                "it looks like you forgot transpose(1, 2): the heads must come before T, so they act like a batch axis.",
+                "split_heads", f"got shape (B, T, n_heads, d_k) = {tuple(got.shape)}, expected (B, n_heads, T, d_k) = "
+                f"{(B, h, T, C // h)}.",
+                "it looks like you forgot transpose(1, 2): the heads must come before T, so they act like a batch "
+                "axis.",
             )
         wrong = {d: m(x, h) for d, m in _SPLIT_MISTAKES.items()}
         check_close(f"split_heads(x of shape {(B, T, C)}, n_heads={h})", got, _split(x, h), mistakes=wrong, quiet=True)
@@ -210,7 +199,8 @@ def check_mha_param_count(name: str, value: Any, d_model: int, n_heads: int, bia
         "forgot the output projection W_O (three matrices instead of four)": 3 * d * d + 3 * d * b,
         "gave every head its own full d_model × d_model matrices: a head only gets d_model × d_k of each, "
         "so the heads together use d_model × d_model": h * (3 * d * d + 3 * d * b) + d * d + d * b,
-        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k": 3 * h * d_k * d_k + d * d + (4 * d) * b,
+        "counted each head's projections as d_k × d_k: a head maps all d_model input features to d_k":
+            3 * h * d_k * d_k + d * d + (4 * d) * b,
         f"multiplied the count by the number of heads ({h}): the head count does not change the parameter count. "
         f"The {h} heads share out each d_model × d_model matrix, d_model × d_k each, and {h} × d_k = d_model":
             h * (4 * d * d + 4 * d * b),
@@ -243,7 +233,8 @@ def _combine_mistakes(heads: torch.Tensor, w_o: torch.Tensor, b_o: torch.Tensor 
     return wrong
 
 
-def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True), (1, 2, 3, 4, False)),
+def check_combine_by_sum(fn: Callable,
+                         cases: Sequence[tuple[int, int, int, int, bool]] = ((2, 3, 4, 2, True), (1, 2, 3, 4, False)),
                          seed: int = 0) -> None:
     """`fn(heads, w_o, b_o)`: heads (B, h, T, d_k), w_o (d_model, d_model), b_o (d_model,) or None -> (B, T, d_model).
 
@@ -255,7 +246,8 @@ def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int,
         heads = _randn(B, h, T, d_k, seed=seed + 300 + i)
         w_o = _randn(d, d, seed=seed + 400 + i, scale=d ** -0.5)
         b_o = _randn(d, seed=seed + 500 + i) if with_bias else None
-        shown = f"heads of shape {(B, h, T, d_k)}, w_o of shape {(d, d)}, b_o {'of shape ' + str((d,)) if with_bias else 'None'}"
+        bias = f"of shape {(d,)}" if with_bias else "None"
+        shown = f"heads of shape {(B, h, T, d_k)}, w_o of shape {(d, d)}, b_o {bias}"
         try:
             got = call("combine_by_sum", fn, heads.clone(), w_o.clone(), None if b_o is None else b_o.clone())
         except NotAttempted:
@@ -264,14 +256,18 @@ def check_combine_by_sum(fn: Callable, cases: Sequence[tuple[int, int, int, int,
             error = err.problem.split(" when called as ")[0]  # the error itself, without the shapes of the call
             if b_o is None and "NoneType" in error:
                 raise CheckFailed("combine_by_sum", err.problem,
-                                  "b_o may be None (a layer built with bias=False): add the bias only when there is one, "
+                                  "b_o may be None (a layer built with bias=False): add the bias only when there is "
+                                  "one, "
                                   "e.g. `if b_o is not None: out = out + b_o`") from None
-            shape_errors = ("cannot be multiplied", "must match the size", "size mismatch", "Expected size", "shape mismatch")
+            shape_errors = ("cannot be multiplied", "must match the size", "size mismatch", "Expected size",
+                            "shape mismatch")
             if not any(words in error for words in shape_errors):
                 raise
             raise CheckFailed("combine_by_sum", err.problem,
-                              f"mind the shapes: heads[:, i] is (B, T, d_k) = {(B, T, d_k)}, and head i's block of w_o is "
-                              f"the columns w_o[:, i*d_k:(i+1)*d_k], shape (d_model, d_k) = {(d, d_k)}. nn.Linear computes "
+                              f"mind the shapes: heads[:, i] is (B, T, d_k) = {(B, T, d_k)}, and head i's block of w_o "
+                              "is "
+                              f"the columns w_o[:, i*d_k:(i+1)*d_k], shape (d_model, d_k) = {(d, d_k)}. nn.Linear "
+                              "computes "
                               "x @ W.T, so multiply heads[:, i] @ block.T to get (B, T, d_model); without the .T the "
                               "shapes do not fit") from None
         check_tensor("combine_by_sum", got, f"when called with {shown}")
@@ -287,7 +283,8 @@ _MHA_KEYS = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
 def _params(d: int, seed: int, bias: bool = True) -> dict[str, torch.Tensor | None]:
     p: dict[str, torch.Tensor | None] = {}
     for j, name in enumerate(("q", "k", "v", "o")):
-        p[f"w_{name}"] = _randn(d, d, seed=seed + 10 * j, scale=1.5 * d ** -0.5)  # scores large enough that scaling matters
+        # scores large enough that scaling matters
+        p[f"w_{name}"] = _randn(d, d, seed=seed + 10 * j, scale=1.5 * d ** -0.5)
         p[f"b_{name}"] = _randn(d, seed=seed + 10 * j + 1, scale=0.5) if bias else None
     return p
 
@@ -363,7 +360,8 @@ _MHA_MISTAKES = {
 }
 
 
-def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, str | None]] = ((2, 5, 12, 3, None),), seed: int = 0) -> None:
+def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, str | None]] = ((2, 5, 12, 3, None),),
+                      seed: int = 0) -> None:
     """`fn(x, params, n_heads, mask=None)` against nn.MultiheadAttention with the same weights.
 
     `params` holds `w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o` in nn.Linear's layout. Cases are
@@ -389,7 +387,8 @@ def check_mha_forward(fn: Callable, cases: Sequence[tuple[int, int, int, int, st
             wrong[description] = _mha(x, p, h, mask, **kw)
         check_close(f"mha_forward({shown})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True,
                     hint="project x with W_q, W_k, W_v; split into heads (view, then transpose(1, 2)); in each head "
-                         "softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the keys (dim=-1), with masked scores set to "
+                         "softmax(q @ k.transpose(-2, -1) / sqrt(d_k)) over the keys (dim=-1), with masked scores set "
+                         "to "
                          "-inf before it; multiply by v, merge the heads (transpose back, then reshape) and apply W_O")
     passed("mha_forward", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")
 
@@ -425,5 +424,6 @@ def check_fused_mha(fn: Callable, buggy: Callable | None = None,
                 _mha(x, p, h, merge="no_transpose", scale="d_model"),
             "used the queries as the values": _mha(x, p, h, values="q"),
         }
-        check_close(f"fused_mha(x of shape {(B, T, d)}, n_heads={h})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong, quiet=True)
+        check_close(f"fused_mha(x of shape {(B, T, d)}, n_heads={h})", got, want, atol=1e-4, rtol=1e-4, mistakes=wrong,
+                    quiet=True)
     passed("fused_mha", f"{len(cases)} case{'s' if len(cases) != 1 else ''}, equal to torch.nn.MultiheadAttention")

@@ -2,7 +2,7 @@
 one check per exercise.
 
 Hand-worked answers (shapes, the LayerNorm by hand, gradients through a stack, parameter counts) are
-stored as seals (see `core.seal`), never as values. Learner functions and classes are treated as
+stored as seals (see `core.Seals`), never as values. Learner functions and classes are treated as
 black boxes: called on plain tensors, their modules given weights with `load_state_dict`.
 """
 from __future__ import annotations
@@ -12,105 +12,162 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .core import (
-    CheckFailed,
-    NotAttempted,
-    _short,
-    call,
-    check_all,
-    check_close,
-    check_sealed,
-    check_sealed_shapes,
-    check_tensor,
-    passed,
-)
+from .core import CheckFailed, NotAttempted, Seals, call, check_all, check_close, check_tensor, passed
+from .helpers import short
 
-# --- exercise 1: predict the shapes -------------------------------------------------------------------
-# block = TransformerBlock(48, 6, d_ff=160, cross_attention=True); x (3, 10, 48); memory (3, 7, 48)
-
-_SHAPE_SEALS = {
-    "shape_y": "1070bd1438a21d56139f",
-    "shape_self_weights": "4ebcafa3b4c71861d816",
-    "shape_cross_weights": "3efbb95c8e73eb1a8e42",
-    "shape_ffn_hidden": "aaffc13787751495bdbe",
-}
-_DROPPED_BATCH = "left out the batch axis: every tensor here keeps B = 3 in front"
-_MERGED_HEADS = ("merged the batch and head axes into one (B · n_heads): the weights keep them apart, "
-                 "(B, n_heads, T_q, T_k)")
-_SHAPE_MISTAKES = {
-    "shape_y": {
-        "gave the context's length: a block returns one vector per position of x (its queries), "
-        "whatever the length of the sequence it attends to": "bdef505ff49e2edb7f9e",
+# The answers worked out by hand (exercises 1, 2, 4 and 6) and the values of the mistakes their hints name,
+# kept as seals (see core.Seals), written by `course seal lesson09` from solutions/seals/lesson09.py.
+SEALS = Seals({
+    "shape_y": (None, "1070bd1438a21d56139f", {
+        "gave the context's length: a block returns one vector per position of x (its queries), whatever the length "
+        "of the sequence it attends to":
+            "bdef505ff49e2edb7f9e",
         "gave the FFN's hidden width as the last axis: lin2 maps it back to d_model": "e916384db809cff61986",
-        _DROPPED_BATCH: "14b12425f6dd937d3939",
-    },
-    "shape_self_weights": {
+        "left out the batch axis: every tensor here keeps B = 3 in front": "14b12425f6dd937d3939",
+    }),
+    "shape_self_weights": (None, "4ebcafa3b4c71861d816", {
         "left out the head axis: the weights are kept per head, (B, n_heads, T_q, T_k)": "37765ffde8dca708a33f",
-        "used the memory's length for the keys: in SELF-attention the keys come from x itself (10 positions); "
-        "only the cross-attention's keys come from the memory": "0e926543f70a911f8fdb",
-        _MERGED_HEADS: "4834666d7024cd60afaf",
-        _DROPPED_BATCH: "594336cc8a9c70c2b232",
-    },
-    "shape_cross_weights": {
+        "used the memory's length for the keys: in SELF-attention the keys come from x itself (10 positions); only "
+        "the cross-attention's keys come from the memory":
+            "0e926543f70a911f8fdb",
+        "merged the batch and head axes into one (B · n_heads): the weights keep them apart, (B, n_heads, T_q, T_k)":
+            "4834666d7024cd60afaf",
+        "left out the batch axis: every tensor here keeps B = 3 in front": "594336cc8a9c70c2b232",
+    }),
+    "shape_cross_weights": (None, "3efbb95c8e73eb1a8e42", {
         "swapped queries and keys: rows are the queries (x, 10 positions), columns the keys (memory, 7)":
             "971ec32979199858c278",
         "left out the head axis: the weights are kept per head, (B, n_heads, T_q, T_k)": "200044001f8453dea9d3",
         "used x's length for the keys: in cross-attention the keys come from the context (memory)":
             "fcd71144427f58837b1a",
-        _MERGED_HEADS: "eab28a0763ed8c6fc5f5",
-        _DROPPED_BATCH: "6f80267304ec27d58733",
-    },
-    "shape_ffn_hidden": {
+        "merged the batch and head axes into one (B · n_heads): the weights keep them apart, (B, n_heads, T_q, T_k)":
+            "eab28a0763ed8c6fc5f5",
+        "left out the batch axis: every tensor here keeps B = 3 in front": "6f80267304ec27d58733",
+    }),
+    "shape_ffn_hidden": (None, "aaffc13787751495bdbe", {
         "assumed d_ff = 4 · d_model = 192: this block was built with d_ff=160": "94c9092d38b56ded561d",
         "gave the FFN's output: the hidden layer (after lin1) has d_ff features": "e596dfca9aedbb9748d0",
-        "flattened the batch and the positions into one axis (B · T = 30): the FFN works on (B, T, ...) "
-        "as it is, position by position": "a054f604dcc77c7ecc63",
-        _DROPPED_BATCH: "86ab4a3214691ba25c77",
-    },
-}
-
-def check_shapes(answers: dict[str, Any]) -> None:
-    """Exercise 1: four predicted shapes, every wrong one reported."""
-    check_sealed_shapes(answers, _SHAPE_SEALS, _SHAPE_MISTAKES,
-                        hint="follow the shapes: (B, T, d_model) in and out; attention weights (B, n_heads, T_q, T_k); "
-                             "the FFN's hidden layer (B, T, d_ff)")
-
-
-# --- exercise 2: LayerNorm by hand --------------------------------------------------------------------
-# x = [3, -1, 2, 0], gain [2, 1, 1, 0.5], bias [0, 0, 1, 1], eps = 1e-5
-
-LN_BY_HAND = {"x": [3.0, -1.0, 2.0, 0.0], "weight": [2.0, 1.0, 1.0, 0.5], "bias": [0.0, 0.0, 1.0, 1.0], "eps": 1e-5}
-_LN_SEALS = {"ln_mean": "58338c335a3436170a31", "ln_var": "ea31bf281ab956c17a78", "ln_out": "5e019e53677819ed2ffc"}
-_LN_MISTAKES = {
-    "ln_mean": {
+        "flattened the batch and the positions into one axis (B · T = 30): the FFN works on (B, T, ...) as it is, "
+        "position by position":
+            "a054f604dcc77c7ecc63",
+        "left out the batch axis: every tensor here keeps B = 3 in front": "86ab4a3214691ba25c77",
+    }),
+    "ln_mean": (3, "58338c335a3436170a31", {
         "gave the sum of the entries: the mean divides it by d = 4": "ae6e4ea0e601026181dc",
-    },
-    "ln_var": {
+    }),
+    "ln_var": (3, "ea31bf281ab956c17a78", {
         "summed the squared deviations without dividing by d = 4: the variance is their MEAN": "9106e651f1d44c478fe2",
         "divided by d - 1 = 3 (the unbiased variance): LayerNorm divides by d = 4": "0c3a3ba76e7ff693624d",
         "gave the standard deviation: the variance is the mean of the squared deviations, before the root":
             "f2987228e116fa1106fd",
-    },
-    "ln_out": {
+    }),
+    "ln_out": (3, "5e019e53677819ed2ffc", {
         "used the unbiased variance (divided by d - 1): LayerNorm divides by d": "e4f56b8b653e3e2b627e",
         "left out the gain and the bias: multiply by the gain, then add the bias": "8e135ef2ab4aa021ca37",
         "added the bias before multiplying by the gain: it is gain · x̂ + bias": "a466d6efa9c6c33ba866",
         "divided by the variance instead of its square root": "26ae0246ccd6b5417b2e",
         "multiplied x by the gain before normalising: normalise x first, then gain · x̂ + bias": "c9c06250008709cc6784",
         "did not subtract the mean (that is RMSNorm): LayerNorm centres x first, x - mean": "5a72122ecc3837efeb4d",
-    },
-}
+    }),
+    "grad_plain": (5, "a617c0e8df174a37ccdc", {
+        "gave one layer's derivative: the chain rule multiplies the derivatives of all 8 layers":
+            "862dfee389df5cc1569f",
+        "added the 8 derivatives: the chain rule multiplies them": "c131f6551b59f5e388c1",
+        "rounded the answer to 4 decimal places: it is compared to 5, so give it unrounded (write the expression "
+        "itself and let Python work it out)":
+            "82d5f9db2faf427a8785",
+        "rounded the answer to 3 decimal places: it is compared to 5, so give it unrounded (write the expression "
+        "itself and let Python work it out)":
+            "7cf53e734a96d67a54bd",
+        "divided by 0.5 at each layer: the derivative of 0.5·x is 0.5, and the chain rule multiplies by it":
+            "3837a825b357a8f2eacf",
+    }),
+    "grad_residual": (3, "67d26632de779dfeb9f1", {
+        "added the identity once for the whole stack (1 + 0.5^8): every layer has its own identity path, so each "
+        "layer's derivative is 1 + 0.5":
+            "62a20e2fd1f998d34ec2",
+        "added the layers' contributions (1 + 8 · 0.5): the chain rule multiplies the 8 factors (1 + 0.5)":
+            "601844518900dbaa09f6",
+        "used the plain stack's derivative 0.5 per layer: with the residual each layer's derivative is 1 + 0.5":
+            "5f1b00807f9e7b3af3c1",
+        "took each layer's derivative as 1 + 1 = 2: the sub-layer's derivative is f'(x) = 0.5, so each factor is 1 + "
+        "0.5":
+            "994de240d14b4fd0587f",
+        "added 1 for each layer's identity path (8 · 1): the chain rule multiplies the 8 factors (1 + 0.5)":
+            "5d79fb04a1c6eab9a46f",
+        "gave one layer's factor 1 + 0.5: the chain rule multiplies the factors of all 8 layers":
+            "8ae30d7e78ccefc864e7",
+        "rounded the answer to 1 decimal place: it is compared to 3, so give it unrounded (write the expression "
+        "itself and let Python work it out)":
+            "ea76bdedfe23fe5db3bb",
+        "rounded the answer to 2 decimal places: it is compared to 3, so give it unrounded (write the expression "
+        "itself and let Python work it out)":
+            "e21e2b4709a55056a8fa",
+    }),
+    "grad_dead": (3, "345730a2668b0b169445", {
+        "answered 0: a constant sub-layer has derivative 0, but the identity path still has derivative 1":
+            "9e2b0039e206f17061df",
+        "added the 8 identity paths (8 · 1): the chain rule multiplies the 8 factors (1 + 0)": "754556bbd1da590df013",
+    }),
+    "n_decoder_block": (None, "244d109b462d13848648", {
+        "forgot the cross-attention: a decoder block has two attention sub-layers": "d9514d637d89f8987b71",
+        "forgot the LayerNorms (a gain and a bias per feature each, three of them in a decoder block)":
+            "a3c348327e2cbf072d24",
+        "counted two LayerNorms: a decoder block has three, one per sub-layer": "35e5b63b892e62bd4eda",
+        "counted one number per feature for each LayerNorm: each has a gain AND a bias": "dfd42c43b8d4a6500a9b",
+        "forgot the biases of the linear layers (d_model per attention projection, d_ff and d_model in the FFN)":
+            "4a9c8fab44d3915a87e3",
+        "multiplied the attention parameters by the number of heads: the heads share out d_model":
+            "b4bbf69eee93675313d0",
+        "counted only one of the FFN's two linear layers: d_model -> d_ff AND d_ff -> d_model": "0b5d0c2738579fdc547f",
+        "forgot the FFN's biases (d_ff for lin1, d_model for lin2)": "14662a342c577cf53b73",
+        "forgot the output projection W_O: each attention has four d_model x d_model layers": "544064e6a5ac0a715907",
+        "multiplied the query, key and value projections by the number of heads: together the heads share out "
+        "d_model, so W_q, W_k and W_v are d_model x d_model in all":
+            "6a7c845b29c0858132b7",
+    }),
+    "n_encoder_block_no_bias": (None, "6d2a24bde603c447cf99", {
+        "counted biases: with bias=False neither the linear layers nor the LayerNorms have one": "900fcf31f5bed4838a02",
+        "left out the LayerNorms' gains: bias=False removes the bias, the gain (d_model numbers each) stays":
+            "6584ce1ad41cc9a1263b",
+        "counted three LayerNorms: an encoder block has two": "b9c168b1ff22c561d84b",
+        "multiplied the attention parameters by the number of heads: the heads share out d_model":
+            "a99f6a6fbeb5b171e420",
+        "counted the LayerNorms' biases: bias=False removes those too": "0e3fa2b0c93ae5f4031b",
+        "multiplied the query, key and value projections by the number of heads: together the heads share out "
+        "d_model, so W_q, W_k and W_v are d_model x d_model in all":
+            "f601a097e9a7ca1285b2",
+    }),
+})
+
+
+# --- exercise 1: predict the shapes -------------------------------------------------------------------
+# block = TransformerBlock(48, 6, d_ff=160, cross_attention=True); x (3, 10, 48); memory (3, 7, 48)
+
+_SHAPES = ("shape_y", "shape_self_weights", "shape_cross_weights", "shape_ffn_hidden")
+
+
+def check_shapes(answers: dict[str, Any]) -> None:
+    """Exercise 1: four predicted shapes, every wrong one reported."""
+    hint = ("follow the shapes: (B, T, d_model) in and out; attention weights (B, n_heads, T_q, T_k); the FFN's "
+            "hidden layer (B, T, d_ff)")
+    check_all(*(lambda name=name: SEALS.check(name, answers.get(name), "shape", hint) for name in _SHAPES))
+
+
+# --- exercise 2: LayerNorm by hand --------------------------------------------------------------------
+# x = [3, -1, 2, 0], gain [2, 1, 1, 0.5], bias [0, 0, 1, 1], eps = 1e-5
+
+LN_BY_HAND = {"x": [3.0, -1.0, 2.0, 0.0], "weight": [2.0, 1.0, 1.0, 0.5], "bias": [0.0, 0.0, 1.0, 1.0], "eps": 1e-5}
+
 
 def check_layer_norm_by_hand(ln_mean: Any, ln_var: Any, ln_out: Any) -> None:
     """Exercise 2: the mean, the variance and the output of one LayerNorm, worked by hand."""
     check_all(
-        lambda: check_sealed("ln_mean", ln_mean, _LN_SEALS["ln_mean"], decimals=3, mistakes=_LN_MISTAKES["ln_mean"],
-                             hint="the mean of the four entries of x"),
-        lambda: check_sealed("ln_var", ln_var, _LN_SEALS["ln_var"], decimals=3, mistakes=_LN_MISTAKES["ln_var"],
-                             hint="subtract the mean from each entry, square, and average the four squares"),
-        lambda: check_sealed("ln_out", ln_out, _LN_SEALS["ln_out"], decimals=3, kind="numbers",
-                             mistakes=_LN_MISTAKES["ln_out"],
-                             hint="(x - mean) / sqrt(var + eps), then times the gain, plus the bias, entry by entry"),
+        lambda: SEALS.check("ln_mean", ln_mean, "number", "the mean of the four entries of x"),
+        lambda: SEALS.check("ln_var", ln_var, "number",
+                            "subtract the mean from each entry, square, and average the four squares"),
+        lambda: SEALS.check("ln_out", ln_out, "numbers",
+                            "(x - mean) / sqrt(var + eps), then times the gain, plus the bias, entry by entry"),
     )
 
 
@@ -263,50 +320,6 @@ def check_layer_norm(fn: Callable, name: str = "layer_norm", *, hidden: bool = F
 # --- exercise 4: the gradient through a stack, by hand --------------------------------------------------
 # 8 scalar layers, each sub-layer f(x) = 0.5 x; plain y = f(f(...)), residual y = x + f(x); dead: f = constant
 
-_GRAD_SEALS = {"grad_plain": "a617c0e8df174a37ccdc", "grad_residual": "67d26632de779dfeb9f1",
-               "grad_dead": "345730a2668b0b169445"}
-
-
-def _rounded(to: int, compared: int) -> str:
-    return (f"rounded the answer to {to} decimal place{'s' if to > 1 else ''}: it is compared to {compared}, so give "
-            f"it unrounded (write the expression itself and let Python work it out)")
-
-
-_GRAD_MISTAKES = {
-    "grad_plain": {
-        "gave one layer's derivative: the chain rule multiplies the derivatives of all 8 layers":
-            "862dfee389df5cc1569f",
-        "added the 8 derivatives: the chain rule multiplies them": "c131f6551b59f5e388c1",
-        _rounded(4, 5): "82d5f9db2faf427a8785",
-        _rounded(3, 5): "7cf53e734a96d67a54bd",
-        "divided by 0.5 at each layer: the derivative of 0.5·x is 0.5, and the chain rule multiplies by it":
-            "3837a825b357a8f2eacf",
-    },
-    "grad_residual": {
-        "added the identity once for the whole stack (1 + 0.5^8): every layer has its own identity path, "
-        "so each layer's derivative is 1 + 0.5": "62a20e2fd1f998d34ec2",
-        "added the layers' contributions (1 + 8 · 0.5): the chain rule multiplies the 8 factors (1 + 0.5)":
-            "601844518900dbaa09f6",
-        "used the plain stack's derivative 0.5 per layer: with the residual each layer's derivative is 1 + 0.5":
-            "5f1b00807f9e7b3af3c1",
-        "took each layer's derivative as 1 + 1 = 2: the sub-layer's derivative is f'(x) = 0.5, so each factor "
-        "is 1 + 0.5": "994de240d14b4fd0587f",
-        "added 1 for each layer's identity path (8 · 1): the chain rule multiplies the 8 factors (1 + 0.5)":
-            "5d79fb04a1c6eab9a46f",
-        "gave one layer's factor 1 + 0.5: the chain rule multiplies the factors of all 8 layers":
-            "8ae30d7e78ccefc864e7",
-        _rounded(1, 3): "ea76bdedfe23fe5db3bb",
-        _rounded(2, 3): "e21e2b4709a55056a8fa",
-    },
-    "grad_dead": {
-        "answered 0: a constant sub-layer has derivative 0, but the identity path still has derivative 1":
-            "9e2b0039e206f17061df",
-        "added the 8 identity paths (8 · 1): the chain rule multiplies the 8 factors (1 + 0)": "754556bbd1da590df013",
-    },
-}
-_GRAD_DECIMALS = {"grad_plain": 5, "grad_residual": 3, "grad_dead": 3}
-
-
 def check_stack_gradients(grad_plain: Any, grad_residual: Any, grad_dead: Any) -> None:
     """Exercise 4: dy/dx through 8 layers, plain and residual, and with dead sub-layers."""
     values = {"grad_plain": grad_plain, "grad_residual": grad_residual, "grad_dead": grad_dead}
@@ -315,21 +328,17 @@ def check_stack_gradients(grad_plain: Any, grad_residual: Any, grad_dead: Any) -
         "grad_residual": "d(x + f(x))/dx = 1 + f'(x) for each layer; multiply the 8 layers' factors",
         "grad_dead": "a constant sub-layer has f'(x) = 0; what is left of 1 + f'(x)?",
     }
-    check_all(*[
-        (lambda name=name: check_sealed(name, values[name], _GRAD_SEALS[name], decimals=_GRAD_DECIMALS[name],
-                                        mistakes=_GRAD_MISTAKES[name], hint=hints[name]))
-        for name in _GRAD_SEALS
-    ])
+    check_all(*(lambda name=name: SEALS.check(name, values[name], "number", hints[name]) for name in values))
 
 
 # --- exercise 5 and 7: wiring a block ------------------------------------------------------------------
 
 def _reference_block(d_model: int, n_heads: int, norm_first: bool, seed: int):
-    """A course_lib TransformerBlock with random weights (LayerNorm gains and biases too), in eval mode."""
-    from course_lib.layers import TransformerBlock
+    """A course_lib EncoderBlock with random weights (LayerNorm gains and biases too), in eval mode."""
+    from course_lib.layers import EncoderBlock
 
     torch.manual_seed(seed)
-    block = TransformerBlock(d_model, n_heads, norm_first=norm_first).eval()
+    block = EncoderBlock(d_model, n_heads, norm_first=norm_first).eval()
     g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, p in block.named_parameters():
@@ -506,7 +515,7 @@ def _guard_positional_mask(block: torch.nn.Module, name: str) -> None:
 def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str, str | tuple[str, ...]], hint: str,
                        hidden: bool, seed: int) -> None:
     if not callable(cls) or isinstance(cls, torch.nn.Module):
-        raise CheckFailed(name, f"expected a class, got {_short(cls)}.",
+        raise CheckFailed(name, f"expected a class, got {short(cls)}.",
                           f"define `class {name}(...)` and pass the class itself ({name}), not an instance "
                           f"({name}(16, 2))")
     n = 0
@@ -549,17 +558,17 @@ def _check_block_class(cls: Any, name: str, norm_first: bool, mistakes: dict[str
                 wrong[description] = (near or outs)[0]
         check_close(f"{name} ({shown})", got.detach(), want, mistakes=wrong, quiet=True, hint=hint)
         n += 1
-    passed(name, f"{n} cases, as TransformerBlock(norm_first={norm_first})")
+    passed(name, f"{n} cases, as EncoderBlock(norm_first={norm_first})")
 
 
 def check_pre_norm_block(cls: Any, name: str = "PreNormBlock", *, hidden: bool = False) -> None:
-    """Exercise 5: the learner's pre-norm forward against TransformerBlock(norm_first=True)."""
+    """Exercise 5: the learner's pre-norm forward against EncoderBlock(norm_first=True)."""
     _check_block_class(cls, name, True, _PRE_MISTAKES, hidden=hidden, seed=500,
                        hint="x = x + self_attn(norm1(x), mask=mask), then x = x + ff(norm2(x))")
 
 
 def check_post_norm_block(cls: Any, name: str = "FixedPostNormBlock", *, hidden: bool = False) -> None:
-    """Exercise 7: the fixed post-norm forward against TransformerBlock(norm_first=False)."""
+    """Exercise 7: the fixed post-norm forward against EncoderBlock(norm_first=False)."""
     _check_block_class(cls, name, False, _POST_MISTAKES, hidden=hidden, seed=700,
                        hint="post-norm ('Add & Norm'): x = norm1(x + self_attn(x, mask=mask)), "
                             "then x = norm2(x + ff(x))")
@@ -569,47 +578,13 @@ def check_post_norm_block(cls: Any, name: str = "FixedPostNormBlock", *, hidden:
 # n_decoder_block: TransformerBlock(256, 4, d_ff=1024, cross_attention=True), biases on
 # n_encoder_block_no_bias: TransformerBlock(384, 6, d_ff=1536, bias=False)
 
-_COUNT_SEALS = {"n_decoder_block": "244d109b462d13848648", "n_encoder_block_no_bias": "6d2a24bde603c447cf99"}
-_COUNT_MISTAKES = {
-    "n_decoder_block": {
-        "forgot the cross-attention: a decoder block has two attention sub-layers": "d9514d637d89f8987b71",
-        "forgot the LayerNorms (a gain and a bias per feature each, three of them in a decoder block)":
-            "a3c348327e2cbf072d24",
-        "counted two LayerNorms: a decoder block has three, one per sub-layer": "35e5b63b892e62bd4eda",
-        "counted one number per feature for each LayerNorm: each has a gain AND a bias": "dfd42c43b8d4a6500a9b",
-        "forgot the biases of the linear layers (d_model per attention projection, d_ff and d_model in the FFN)":
-            "4a9c8fab44d3915a87e3",
-        "multiplied the attention parameters by the number of heads: the heads share out d_model":
-            "b4bbf69eee93675313d0",
-        "counted only one of the FFN's two linear layers: d_model -> d_ff AND d_ff -> d_model": "0b5d0c2738579fdc547f",
-        "forgot the FFN's biases (d_ff for lin1, d_model for lin2)": "14662a342c577cf53b73",
-        "forgot the output projection W_O: each attention has four d_model x d_model layers": "544064e6a5ac0a715907",
-        "multiplied the query, key and value projections by the number of heads: together the heads share out "
-        "d_model, so W_q, W_k and W_v are d_model x d_model in all": "6a7c845b29c0858132b7",
-    },
-    "n_encoder_block_no_bias": {
-        "counted biases: with bias=False neither the linear layers nor the LayerNorms have one": "900fcf31f5bed4838a02",
-        "left out the LayerNorms' gains: bias=False removes the bias, the gain (d_model numbers each) stays":
-            "6584ce1ad41cc9a1263b",
-        "counted three LayerNorms: an encoder block has two": "b9c168b1ff22c561d84b",
-        "multiplied the attention parameters by the number of heads: the heads share out d_model":
-            "a99f6a6fbeb5b171e420",
-        "counted the LayerNorms' biases: bias=False removes those too": "0e3fa2b0c93ae5f4031b",
-        "multiplied the query, key and value projections by the number of heads: together the heads share out "
-        "d_model, so W_q, W_k and W_v are d_model x d_model in all": "f601a097e9a7ca1285b2",
-    },
-}
-
 def check_block_parameters(n_decoder_block: Any, n_encoder_block_no_bias: Any) -> None:
     """Exercise 6: parameter counts of two blocks, by hand."""
     check_all(
-        lambda: check_sealed("n_decoder_block", n_decoder_block, _COUNT_SEALS["n_decoder_block"], kind="count",
-                             mistakes=_COUNT_MISTAKES["n_decoder_block"],
-                             hint="add up: each attention 4·d² + 4·d; the FFN d·d_ff + d_ff + d_ff·d + d; "
-                                  "each LayerNorm 2·d; a decoder block has 2 attentions, 1 FFN, 3 LayerNorms"),
-        lambda: check_sealed("n_encoder_block_no_bias", n_encoder_block_no_bias,
-                             _COUNT_SEALS["n_encoder_block_no_bias"],
-                             kind="count", mistakes=_COUNT_MISTAKES["n_encoder_block_no_bias"],
-                             hint="without biases: attention 4·d², FFN 2·d·d_ff, each LayerNorm d (its gain); "
-                                  "an encoder block has 1 attention, 1 FFN, 2 LayerNorms"),
+        lambda: SEALS.check("n_decoder_block", n_decoder_block, "count",
+                            "add up: each attention 4·d² + 4·d; the FFN d·d_ff + d_ff + d_ff·d + d; each LayerNorm "
+                            "2·d; a decoder block has 2 attentions, 1 FFN, 3 LayerNorms"),
+        lambda: SEALS.check("n_encoder_block_no_bias", n_encoder_block_no_bias, "count",
+                            "without biases: attention 4·d², FFN 2·d·d_ff, each LayerNorm d (its gain); an encoder "
+                            "block has 1 attention, 1 FFN, 2 LayerNorms"),
     )

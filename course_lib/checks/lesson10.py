@@ -2,7 +2,7 @@
 check per exercise.
 
 Hand-worked answers (shapes, the smoothed target and loss, parameter counts, what the buggy decoder
-lets a position see) are stored as seals (see `core.seal`), never as values. Learner functions and
+lets a position see) are stored as seals (see `core.Seals`), never as values. Learner functions and
 classes are treated as black boxes: called on plain tensors and lists, a module given its weights
 with `load_state_dict`.
 """
@@ -14,26 +14,24 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .core import CheckFailed, _short, call, check_all, check_close, check_sealed, check_sealed_shapes, passed
+from .core import CheckFailed, Seals, call, check_all, check_close, passed
+from .helpers import short
 
-# --- exercise 1: predict the shapes -------------------------------------------------------------------
-# A Seq2SeqTransformer with d_model 32, 4 heads, V_tgt 50; src (4, 9), tgt_in (4, 6).
-
-_SHAPE_SEALS = {
-    "memory_shape": "04ade29087ab0d5fbfcf",
-    "cross_weights_shape": "78f5731ca367a87f1bc8",
-    "logits_shape": "275e99959882c2f7e757",
-}
-_SHAPE_MISTAKES = {
-    "memory_shape": {
-        "gave one vector per sentence: the encoder keeps one vector per source token, which is what the "
-        "decoder's cross-attention looks up": "36b5f491aa95e26aa34d",
-        "used the target's length: the memory is the encoded SOURCE, one vector per source token": "a7f65e8299d93ea0d1d6",
+# The answers worked out by hand (exercises 1, 4, 6 and 7) and the values of the mistakes their hints name,
+# kept as seals (see core.Seals), written by `course seal lesson10` from solutions/seals/lesson10.py.
+SEALS = Seals({
+    "memory_shape": (None, "04ade29087ab0d5fbfcf", {
+        "gave one vector per sentence: the encoder keeps one vector per source token, which is what the decoder's "
+        "cross-attention looks up":
+            "36b5f491aa95e26aa34d",
+        "used the target's length: the memory is the encoded SOURCE, one vector per source token":
+            "a7f65e8299d93ea0d1d6",
         "left out the batch axis": "875cd8e416c039f85025",
         "put the source length first: (S, B, d_model) is torch's batch_first=False layout; this model is batch-first, "
-        "(B, S, d_model)": "2b9e082c74e08e17e8d8",
-    },
-    "cross_weights_shape": {
+        "(B, S, d_model)":
+            "2b9e082c74e08e17e8d8",
+    }),
+    "cross_weights_shape": (None, "78f5731ca367a87f1bc8", {
         "swapped queries and keys: rows are the decoder's positions (queries), columns the source tokens (keys)":
             "82fd7b695db15827169b",
         "left out the head axis: the weights are kept per head, (B, n_heads, T_q, T_k)": "6ca88f58430a52a02a4b",
@@ -41,23 +39,88 @@ _SHAPE_MISTAKES = {
             "0bfeb81ea4984918fe29",
         "used the source's length for the queries too: the queries come from the decoder (6 positions)":
             "5626e619a1b2b8467492",
-        "merged the batch and head axes into one (B * n_heads): that is how some code computes them, but the "
-        "weights kept on .last_weights keep both axes, (B, n_heads, T_q, T_k)": "90ff2adae12085bf67f8",
-    },
-    "logits_shape": {
-        "kept only the last position: in training (teacher forcing) every position predicts its next word "
-        "in the same pass": "2f5678175be30439eeec",
-        "stopped before the output layer: the logits have one score per target word, V_tgt = 50": "270e90bd0a074bdff0be",
+        "merged the batch and head axes into one (B * n_heads): that is how some code computes them, but the weights "
+        "kept on .last_weights keep both axes, (B, n_heads, T_q, T_k)":
+            "90ff2adae12085bf67f8",
+    }),
+    "logits_shape": (None, "275e99959882c2f7e757", {
+        "kept only the last position: in training (teacher forcing) every position predicts its next word in the same "
+        "pass":
+            "2f5678175be30439eeec",
+        "stopped before the output layer: the logits have one score per target word, V_tgt = 50":
+            "270e90bd0a074bdff0be",
         "used the source's length: the decoder makes one prediction per target position": "f0195c00a6321707e7a1",
-    },
-}
+    }),
+    "smoothed_target": (3, "d92dcea969d7b6385014", {
+        "spread eps over the V - 1 wrong classes only: that is another convention; PyTorch's (and the lesson's) "
+        "spreads eps / V over ALL V classes, the right one included":
+            "a1514e00f14bc607b13e",
+        "gave the right class 1 - eps only: it also gets its share eps / V of the uniform part (the target must sum "
+        "to 1)":
+            "b0a9ee169b0d51e409c7",
+        "left the target one-hot: smoothing moves eps of the mass to the uniform distribution": "f74d3f01b0efa9460e2c",
+    }),
+    "smoothed_loss": (3, "545054d8fb2b8702b3af", {
+        "used the (V - 1) convention: spread eps / V over all V classes": "928cf8a6f63ffee05841",
+        "gave the right class 1 - eps only: it also gets eps / V": "2d4aa145c351df5828d7",
+        "computed the loss without smoothing, -ln p[right]": "2913d4cf46ef49684e38",
+        "used log base 2: cross-entropy in PyTorch uses the natural log": "43ef1c055ea7d920ec2f",
+        "computed KL(q || p): the loss asked for is the cross-entropy -sum_k q_k ln p_k = H(q) + KL(q || p), which is "
+        "larger by H(q) (the two have the same gradients)":
+            "84d44a95ca7643ab7682",
+        "computed KL(p || q), and the wrong way round: the loss is the cross-entropy -sum_k q_k ln p_k, with the "
+        "target q as the weights":
+            "ab63226872baafcd1bbf",
+        "gave H(q), the entropy of the target (the floor of the loss): the loss uses the model's p inside the log, "
+        "-sum_k q_k ln p_k":
+            "67d60280e996266276f0",
+    }),
+    "n_params": (None, "73a2b34422eb0dff3c34", {
+        "left out the decoder's cross-attention (and its LayerNorm): a decoder block has two attention layers":
+            "e5f6d3aa762600f3890b",
+        "left out the biases of the Linear layers": "58a72a727e23db59c573",
+        "multiplied the attention weights by the number of heads: the heads split d_model, they do not multiply it":
+            "d350b7922211abad54a9",
+        "forgot the final LayerNorm of each stack": "13ec2197eb82073b0392",
+        "forgot the output layer (d_model -> V_tgt, with a bias)": "ad6b08977c8d1bf95037",
+        "tied the output layer to the target embedding: this model keeps its own (V_tgt, d_model) output matrix "
+        "(tie_weights=False)":
+            "cf35db096c90519dd03d",
+        "counted learned position tables: the positions are sinusoids, computed, not learned": "bd4fcb369d3cea925dda",
+        "counted a learned position table: the positions are sinusoids, computed, not learned": "ebca9a7bfb49ed35f3db",
+    }),
+    "n_cross": (None, "5643f01891d3805afdf4", {
+        "counted only W_K and W_V: cross-attention also has W_Q (on the decoder side) and W_O": "bbaadf84cf1a460db80b",
+        "counted one decoder layer: every one of the 3 has its own cross-attention": "4a555f546202d8d310f7",
+        "left out the biases: each of the four Linear maps has d_model of them": "2b0f2766fb4ec1b4d562",
+        "counted the LayerNorm before the cross-attention too: it belongs to the block, not to the attention's four "
+        "Linear maps":
+            "96c4a52adea74f4306d2",
+    }),
+    "first_sees": (None, "eef30eb37f9af6779e5c", {
+        "gave what a correct decoder allows (the whole source): BuggyDecoder also gives its cross-attention a mask; "
+        "write that mask out and read the row of target position 0":
+            "9e6ae39a895f1eda2624",
+        "counted 0: check whether .tril() keeps the entries ON the diagonal": "8cefedfd955c09066849",
+        "gave the number of target positions: the question asks how many SOURCE words target position 0 may attend to":
+            "342b869feb91a5f570e8",
+        "counted the blocked source words (False) instead of the ones position 0 may attend to (True)":
+            "9e57a5b55d7f601291b6",
+    }),
+})
+
+
+# --- exercise 1: predict the shapes -------------------------------------------------------------------
+# A Seq2SeqTransformer with d_model 32, 4 heads, V_tgt 50; src (4, 9), tgt_in (4, 6).
+
+_SHAPES = ("memory_shape", "cross_weights_shape", "logits_shape")
 
 
 def check_shapes(answers: dict[str, Any]) -> None:
     """Exercise 1: three predicted shapes, every wrong one reported."""
-    check_sealed_shapes(answers, _SHAPE_SEALS, _SHAPE_MISTAKES,
-                        hint="follow the shapes: the encoder keeps (B, S, d_model); attention weights are (B, n_heads, T_q, T_k); "
-                             "the decoder ends in one row of V_tgt scores per target position")
+    hint = ("follow the shapes: the encoder keeps (B, S, d_model); attention weights are (B, n_heads, T_q, T_k); "
+            "the decoder ends in one row of V_tgt scores per target position")
+    check_all(*(lambda name=name: SEALS.check(name, answers.get(name), "shape", hint) for name in _SHAPES))
 
 
 # --- exercise 2: the shifted decoder input ------------------------------------------------------------
@@ -115,7 +178,7 @@ def _as_long(name: str, value: Any, what: str) -> torch.Tensor:
     try:
         t = torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(name, f"{what} should be a (B, T) tensor of token ids, got {_short(value)}.") from None
+        raise CheckFailed(name, f"{what} should be a (B, T) tensor of token ids, got {short(value)}.") from None
     if t.is_floating_point():
         if not bool((t == t.round()).all()):
             raise CheckFailed(name, f"{what} holds fractions; token ids are whole numbers.")
@@ -124,7 +187,8 @@ def _as_long(name: str, value: Any, what: str) -> torch.Tensor:
     return t.long()
 
 
-def _io_matches(got_in: torch.Tensor, got_out: torch.Tensor, want_in: torch.Tensor, want_out: torch.Tensor, pad_id) -> bool:
+def _io_matches(got_in: torch.Tensor, got_out: torch.Tensor, want_in: torch.Tensor, want_out: torch.Tensor,
+                pad_id) -> bool:
     if got_in.shape != want_in.shape or got_out.shape != want_out.shape:
         return False
     labelled = want_out != pad_id  # what tgt_in holds where the label is padding does not matter
@@ -150,7 +214,7 @@ def check_decoder_io(fn: Callable, name: str = "decoder_io", *, hidden: bool = F
         if out is None:
             raise CheckFailed(label, "got None: did you forget to `return tgt_in, tgt_out`?")
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise CheckFailed(label, f"expected a pair (tgt_in, tgt_out), got {_short(out)}.")
+            raise CheckFailed(label, f"expected a pair (tgt_in, tgt_out), got {short(out)}.")
         got_in, got_out = _as_long(label, out[0], "tgt_in"), _as_long(label, out[1], "tgt_out")
         want_in, want_out = reference_decoder_io(targets, bos, eos, pad)
         if got_in.shape != want_in.shape or got_out.shape != want_out.shape:
@@ -186,7 +250,8 @@ def reference_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> tup
 def _mask_cases(hidden: bool) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
     cases = [
         (torch.tensor([[5, 6, 7, 0, 0], [8, 9, 5, 6, 7]]), torch.tensor([[1, 4, 5, 0], [1, 6, 7, 8]]), 0),
-        (torch.tensor([[4, 4, 3, 3], [5, 3, 3, 3], [6, 7, 8, 9]]), torch.tensor([[1, 9, 3, 3, 3], [1, 8, 7, 6, 5], [1, 5, 3, 3, 3]]), 3),
+        (torch.tensor([[4, 4, 3, 3], [5, 3, 3, 3], [6, 7, 8, 9]]),
+         torch.tensor([[1, 9, 3, 3, 3], [1, 8, 7, 6, 5], [1, 5, 3, 3, 3]]), 3),
     ]
     if hidden:
         cases += [
@@ -206,7 +271,7 @@ def _normalise_mask(label: str, value: Any, B: int, rows: int | None, cols: int,
     try:
         m = torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(label, f"{what} should be a boolean tensor, got {_short(value)}.") from None
+        raise CheckFailed(label, f"{what} should be a boolean tensor, got {short(value)}.") from None
     want = (B, cols) if rows is None else (B, rows, cols)
     accepted = [want, (B, 1, cols), (B, 1, 1, cols)] if rows is None else [want, (B, 1, rows, cols)]
     shape = tuple(m.shape)
@@ -237,17 +302,20 @@ def _mask_mistakes(src, tgt_in, pad_id) -> tuple[dict[str, torch.Tensor], dict[s
         "left out the target padding: a padded target key must not be attended to either. (With the padding at "
         "the end, as here, that changes only the padded rows, which nobody reads; it matters with left padding "
         "or packed sequences, so the mask includes it)": tril.expand(len(src), T, T),
-        "left out the causal part: position i must not see target words after it": real_tgt[:, None, :].expand(-1, T, -1),
+        "left out the causal part: position i must not see target words after it":
+            real_tgt[:, None, :].expand(-1, T, -1),
         "used the upper triangle: True must be on and BELOW the diagonal (word i sees words 0..i)":
             real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).triu(),
-        "left out the diagonal: a position may attend to itself": real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).tril(-1),
+        "left out the diagonal: a position may attend to itself":
+            real_tgt[:, None, :] & torch.ones(T, T, dtype=torch.bool).tril(-1),
         "masked the padded queries (rows) instead of the padded keys (columns): a row with nothing allowed has no "
         "softmax (NaN in torch); mask the keys (columns) only": real_tgt[:, None, :] & real_tgt[:, :, None] & tril,
         "inverted the target mask: True must mean 'may attend'": ~(real_tgt[:, None, :] & tril),
     }
     if pad_id != 0:  # put first: with no 0 in the batch, "!= 0" also looks like a mask without padding
         src_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument": src != 0, **src_mistakes}
-        tgt_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument": (tgt_in != 0)[:, None, :] & tril,
+        tgt_mistakes = {"compared with 0 instead of pad_id: the padding id is an argument":
+                        (tgt_in != 0)[:, None, :] & tril,
                         **tgt_mistakes}
     return src_mistakes, tgt_mistakes
 
@@ -260,14 +328,15 @@ def check_masks(fn: Callable, name: str = "seq2seq_masks", *, hidden: bool = Fal
         if out is None:
             raise CheckFailed(label, "got None: did you forget to `return src_mask, tgt_mask`?")
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise CheckFailed(label, f"expected a pair (src_mask, tgt_mask), got {_short(out)}.")
+            raise CheckFailed(label, f"expected a pair (src_mask, tgt_mask), got {short(out)}.")
         B, S, T = src.shape[0], src.shape[1], tgt_in.shape[1]
         got_src = _normalise_mask(label, out[0], B, None, S, "src_mask")
         got_tgt = _normalise_mask(label, out[1], B, T, T, "tgt_mask")
         want_src, want_tgt = reference_masks(src, tgt_in, pad)
         src_wrong, tgt_wrong = _mask_mistakes(src, tgt_in, pad)
         problems = []
-        for part, got, want, mistakes in [("src_mask", got_src, want_src, src_wrong), ("tgt_mask", got_tgt, want_tgt, tgt_wrong)]:
+        for part, got, want, mistakes in [("src_mask", got_src, want_src, src_wrong),
+                                          ("tgt_mask", got_tgt, want_tgt, tgt_wrong)]:
             if torch.equal(got, want):
                 continue
             hint = next((d for d, m in mistakes.items() if torch.equal(got, m)), None)
@@ -293,7 +362,7 @@ def check_masks_in_model(fn: Callable, name: str = "seq2seq_masks (in the model)
     src, tgt = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]]), torch.tensor([[1, 4, 5, 0, 0], [1, 6, 7, 8, 9]])
     out = call(name, fn, src.clone(), tgt.clone(), 0)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise CheckFailed(name, f"expected a pair (src_mask, tgt_mask), got {_short(out)}.")
+        raise CheckFailed(name, f"expected a pair (src_mask, tgt_mask), got {short(out)}.")
     try:
         src_mask, tgt_mask = torch.as_tensor(out[0]), torch.as_tensor(out[1])
         with torch.no_grad():
@@ -314,39 +383,12 @@ def check_masks_in_model(fn: Callable, name: str = "seq2seq_masks (in the model)
 # --- exercise 4: label smoothing by hand ----------------------------------------------------------------
 # V = 4, eps = 0.2, right class 1, p = [0.1, 0.6, 0.2, 0.1]
 
-_SMOOTH_SEALS = {"smoothed_target": "d92dcea969d7b6385014", "smoothed_loss": "545054d8fb2b8702b3af"}
-_SMOOTH_MISTAKES = {
-    "smoothed_target": {
-        "spread eps over the V - 1 wrong classes only: that is another convention; PyTorch's (and the lesson's) "
-        "spreads eps / V over ALL V classes, the right one included": "a1514e00f14bc607b13e",
-        "gave the right class 1 - eps only: it also gets its share eps / V of the uniform part (the target must sum to 1)":
-            "b0a9ee169b0d51e409c7",
-        "left the target one-hot: smoothing moves eps of the mass to the uniform distribution": "f74d3f01b0efa9460e2c",
-    },
-    "smoothed_loss": {
-        "used the (V - 1) convention: spread eps / V over all V classes": "928cf8a6f63ffee05841",
-        "gave the right class 1 - eps only: it also gets eps / V": "2d4aa145c351df5828d7",
-        "computed the loss without smoothing, -ln p[right]": "2913d4cf46ef49684e38",
-        "used log base 2: cross-entropy in PyTorch uses the natural log": "43ef1c055ea7d920ec2f",
-        "computed KL(q || p): the loss asked for is the cross-entropy -sum_k q_k ln p_k = H(q) + KL(q || p), "
-        "which is larger by H(q) (the two have the same gradients)": "84d44a95ca7643ab7682",
-        "computed KL(p || q), and the wrong way round: the loss is the cross-entropy -sum_k q_k ln p_k, "
-        "with the target q as the weights": "ab63226872baafcd1bbf",
-        "gave H(q), the entropy of the target (the floor of the loss): the loss uses the model's p inside the log, "
-        "-sum_k q_k ln p_k": "67d60280e996266276f0",
-    },
-}
-
-
 def check_label_smoothing(target: Any, loss: Any) -> None:
     """Exercise 4: the smoothed target (4 numbers) and the smoothed loss, both worked out by hand."""
     check_all(
-        lambda: check_sealed("smoothed_target", target, _SMOOTH_SEALS["smoothed_target"], decimals=3, kind="numbers",
-                             mistakes=_SMOOTH_MISTAKES["smoothed_target"],
-                             hint="q_k = (1 - eps) * [k is the right class] + eps / V; give 4 numbers"),
-        lambda: check_sealed("smoothed_loss", loss, _SMOOTH_SEALS["smoothed_loss"], decimals=3, kind="number",
-                             mistakes=_SMOOTH_MISTAKES["smoothed_loss"],
-                             hint="loss = -sum_k q_k ln p_k, with the natural log"),
+        lambda: SEALS.check("smoothed_target", target, "numbers",
+                            "q_k = (1 - eps) * [k is the right class] + eps / V; give 4 numbers"),
+        lambda: SEALS.check("smoothed_loss", loss, "number", "loss = -sum_k q_k ln p_k, with the natural log"),
     )
 
 
@@ -393,7 +435,8 @@ def _beam_mistakes(scores, log_probs, k) -> dict[str, tuple[torch.Tensor, torch.
     out["kept the k LOWEST totals: log-probabilities are negative, and the best hypothesis has the largest (closest "
         "to 0) total"] = (worst, flat // V, flat % V)
     best, flat = (scores[:, None] + log_probs).flatten().topk(k)
-    out["returned the right k, but worst first: sort them best first"] = (best.flip(0), (flat // V).flip(0), (flat % V).flip(0))
+    out["returned the right k, but worst first: sort them best first"] = (
+        best.flip(0), (flat // V).flip(0), (flat % V).flip(0))
     return out
 
 
@@ -405,9 +448,11 @@ def _beam_cases(hidden: bool) -> list[tuple[list[float], list[list[float]], int]
         return sc.tolist(), lp.tolist(), k
     cases = [
         # hypothesis 0 is strong enough to take both places; hypothesis 1's best word is the likeliest new word
-        ([-1.0, -2.0], torch.log(torch.tensor([[0.5, 0.4, 0.05, 0.05], [0.7, 0.25, 0.03, 0.02]], dtype=torch.float64)).tolist(), 2),
+        ([-1.0, -2.0],
+         torch.log(torch.tensor([[0.5, 0.4, 0.05, 0.05], [0.7, 0.25, 0.03, 0.02]], dtype=torch.float64)).tolist(), 2),
         random_case(3, 5, 3),
-        ([0.0], torch.log(torch.tensor([[0.1, 0.2, 0.4, 0.3]], dtype=torch.float64)).tolist(), 3),  # the first step: one hypothesis
+        # the first step: one hypothesis
+        ([0.0], torch.log(torch.tensor([[0.1, 0.2, 0.4, 0.3]], dtype=torch.float64)).tolist(), 3),
     ]
     if hidden:
         cases += [random_case(4, 7, 4), random_case(2, 9, 5), random_case(5, 3, 2)]
@@ -423,11 +468,11 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
         if out is None:
             raise CheckFailed(label, "got None: did you forget to `return new_scores, parents, tokens`?")
         if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise CheckFailed(label, f"expected three results (new_scores, parents, tokens), got {_short(out)}.")
+            raise CheckFailed(label, f"expected three results (new_scores, parents, tokens), got {short(out)}.")
         try:
             got = [torch.as_tensor(x, dtype=torch.float64).flatten() for x in out]
         except (TypeError, ValueError, RuntimeError):
-            raise CheckFailed(label, f"expected three tensors or lists of numbers, got {_short(out)}.") from None
+            raise CheckFailed(label, f"expected three tensors or lists of numbers, got {short(out)}.") from None
         if any(len(x) != k for x in got):
             raise CheckFailed(label, f"expected k = {k} entries in each result, got {[len(x) for x in got]}.",
                               "keep the k best of all K * V extensions")
@@ -447,8 +492,9 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
             raise CheckFailed(label, "the result is not right.",
                               "it looks like you returned the right k, but not sorted best first (topk sorts them "
                               "unless it is given sorted=False)")
-        wrong_parts = [n for n, a, b in zip(("new_scores", "parents", "tokens"), got, want)
-                       if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores" else torch.equal(a.long(), b.long()))]
+        wrong_parts = [n for n, a, b in zip(("new_scores", "parents", "tokens"), got, want, strict=False)
+                       if not (torch.allclose(a, b, atol=1e-4) if n == "new_scores"
+                               else torch.equal(a.long(), b.long()))]
         raise CheckFailed(label, f"{', '.join(wrong_parts)} not right.",
                           "add each hypothesis's score to its row of log_probs, flatten the (K, V) table, take the k "
                           "largest; entry i of the flat table is hypothesis i // V extended by token i % V")
@@ -457,31 +503,6 @@ def check_beam_step(fn: Callable, name: str = "beam_step", *, hidden: bool = Fal
 
 # --- exercise 6: count the parameters ---------------------------------------------------------------------
 # Seq2SeqTransformer(V_src 1000, V_tgt 1200, d_model 128, 8 heads, 3 + 3 layers, d_ff 512)
-
-_COUNT_SEALS = {"n_params": "73a2b34422eb0dff3c34", "n_cross": "5643f01891d3805afdf4"}
-_COUNT_MISTAKES = {
-    "n_params": {
-        "left out the decoder's cross-attention (and its LayerNorm): a decoder block has two attention layers":
-            "e5f6d3aa762600f3890b",
-        "left out the biases of the Linear layers": "58a72a727e23db59c573",
-        "multiplied the attention weights by the number of heads: the heads split d_model, they do not multiply it":
-            "d350b7922211abad54a9",
-        "forgot the final LayerNorm of each stack": "13ec2197eb82073b0392",
-        "forgot the output layer (d_model -> V_tgt, with a bias)": "ad6b08977c8d1bf95037",
-        "tied the output layer to the target embedding: this model keeps its own (V_tgt, d_model) output matrix "
-        "(tie_weights=False)": "cf35db096c90519dd03d",
-        "counted learned position tables: the positions are sinusoids, computed, not learned": "bd4fcb369d3cea925dda",
-        "counted a learned position table: the positions are sinusoids, computed, not learned": "ebca9a7bfb49ed35f3db",
-    },
-    "n_cross": {
-        "counted only W_K and W_V: cross-attention also has W_Q (on the decoder side) and W_O": "bbaadf84cf1a460db80b",
-        "counted one decoder layer: every one of the 3 has its own cross-attention": "4a555f546202d8d310f7",
-        "left out the biases: each of the four Linear maps has d_model of them": "2b0f2766fb4ec1b4d562",
-        "counted the LayerNorm before the cross-attention too: it belongs to the block, not to the attention's "
-        "four Linear maps": "96c4a52adea74f4306d2",
-    },
-}
-
 
 def _number(value: Any) -> Any:
     """A one-element tensor or array as a plain number (a count written as torch.tensor(17) is fine)."""
@@ -496,45 +517,32 @@ def check_parameter_counts(n_params: Any, n_cross: Any) -> None:
     """Exercise 6: the model's parameter count and its cross-attention's share, by hand."""
     n_params, n_cross = _number(n_params), _number(n_cross)
     check_all(
-        lambda: check_sealed("n_params", n_params, _COUNT_SEALS["n_params"], kind="count",
-                             mistakes=_COUNT_MISTAKES["n_params"],
-                             hint="add up: two embedding tables; per encoder block one attention layer (4 Linear "
-                                  "d -> d with biases), the FFN and 2 LayerNorms; per decoder block two attention "
-                                  "layers, the FFN and 3 LayerNorms; a final LayerNorm per stack; the output layer"),
-        lambda: check_sealed("n_cross", n_cross, _COUNT_SEALS["n_cross"], kind="count", mistakes=_COUNT_MISTAKES["n_cross"],
-                             hint="one cross-attention per decoder block, each 4 Linear maps d_model -> d_model with biases"),
+        lambda: SEALS.check("n_params", n_params, "count",
+                            "add up: two embedding tables; per encoder block one attention layer (4 Linear d -> d "
+                            "with biases), the FFN and 2 LayerNorms; per decoder block two attention layers, the FFN "
+                            "and 3 LayerNorms; a final LayerNorm per stack; the output layer"),
+        lambda: SEALS.check("n_cross", n_cross, "count",
+                            "one cross-attention per decoder block, each 4 Linear maps d_model -> d_model with biases"),
     )
 
 
 # --- exercise 7: the decoder that masks its cross-attention ------------------------------------------------
 
-_FIRST_SEES_SEAL = "eef30eb37f9af6779e5c"
-_FIRST_SEES_MISTAKES = {
-    "gave what a correct decoder allows (the whole source): BuggyDecoder also gives its cross-attention a mask; "
-    "write that mask out and read the row of target position 0": "9e6ae39a895f1eda2624",
-    "counted 0: check whether .tril() keeps the entries ON the diagonal": "8cefedfd955c09066849",
-    "gave the number of target positions: the question asks how many SOURCE words target position 0 may attend to":
-        "342b869feb91a5f570e8",
-    "counted the blocked source words (False) instead of the ones position 0 may attend to (True)":
-        "9e57a5b55d7f601291b6",
-}
-
-
 def _reference_decoder(d_model: int, n_heads: int) -> nn.Module:
     from course_lib.attention import causal_mask
-    from course_lib.layers import TransformerBlock
+    from course_lib.layers import DecoderBlock
 
     class Decoder(nn.Module):
         def __init__(self):
             super().__init__()
-            self.block = TransformerBlock(d_model, n_heads, cross_attention=True)
+            self.block = DecoderBlock(d_model, n_heads)
 
         def forward(self, y, memory, cross="none", self_mask="causal"):
             T, S = y.shape[1], memory.shape[1]
             ones = torch.ones(T, S, dtype=torch.bool)
             cross_mask = {"none": None, "causal": ones.tril(), "upper": ones.triu(), "shifted": ones.tril(S - T)}[cross]
             self_masks = {"causal": causal_mask(T), "none": None, "upper": causal_mask(T).T}
-            return self.block(y, self_masks[self_mask], context=memory, context_mask=cross_mask)
+            return self.block(y, memory, self_masks[self_mask], cross_mask)
 
     return Decoder()
 
@@ -545,7 +553,7 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
 
     def part_b() -> None:
         if not callable(cls) or isinstance(cls, nn.Module):
-            raise CheckFailed(name, f"expected a class, got {_short(cls)}.",
+            raise CheckFailed(name, f"expected a class, got {short(cls)}.",
                               f"define `class {name}(nn.Module)` and give the class itself ({name}), not an instance "
                               f"({name}(16, 4))")
         torch.manual_seed(0)
@@ -557,7 +565,7 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
         except Exception as err:  # wrong or missing parameter names
             raise CheckFailed(name, f"its weights do not load from a BuggyDecoder's: {type(err).__name__}: "
                                     f"{str(err).splitlines()[0][:200]}",
-                              "copy BuggyDecoder (self.block = TransformerBlock(d_model, n_heads, cross_attention=True)) "
+                              "copy BuggyDecoder (self.block = DecoderBlock(d_model, n_heads)) "
                               "and change only the line with the bug") from None
         module.eval()
         g = torch.Generator().manual_seed(1)
@@ -578,15 +586,16 @@ def check_fixed_decoder(first_sees: Any, cls: Any, name: str = "FixedDecoder") -
                     wrong[f"replaced the cross-attention's causal mask by {triangle}: it needs no mask at all (the "
                           f"whole source is known; there is no padding here)"] = reference(y, memory, cross=cross)
             if not isinstance(got, torch.Tensor):
-                raise CheckFailed(name, f"forward should return a tensor, got {_short(got)}.")
+                raise CheckFailed(name, f"forward should return a tensor, got {short(got)}.")
             check_close(f"{name} on a target of {T} and a source of {S} positions", got, want, atol=1e-5, rtol=1e-4,
                         mistakes=wrong, quiet=True, reveal=False,
-                        hint="the self-attention needs the causal mask; the cross-attention needs none (no padding here)")
+                        hint="the self-attention needs the causal mask; the cross-attention needs none (no padding "
+                             "here)")
         passed(name, "3 shapes")
 
     check_all(
-        lambda: check_sealed("first_sees", first_sees, _FIRST_SEES_SEAL, kind="count", mistakes=_FIRST_SEES_MISTAKES,
-                             hint="write out the mask torch.ones(T, S, dtype=torch.bool).tril() for T = 4, S = 6 and "
-                                  "read its first row"),
+        lambda: SEALS.check("first_sees", first_sees, "count",
+                            "write out the mask torch.ones(T, S, dtype=torch.bool).tril() for T = 4, S = 6 and read "
+                            "its first row"),
         part_b,
     )

@@ -12,8 +12,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .core import (CheckFailed, NotAttempted, _short, _to_array, call, check_all, check_close, check_sealed, check_shape,
-                   check_tensor, check_true, passed)
+from .core import (
+    CheckFailed,
+    NotAttempted,
+    Seals,
+    call,
+    check_all,
+    check_close,
+    check_shape,
+    check_tensor,
+    check_true,
+    passed,
+)
+from .helpers import short, to_array
 
 NEG = float("-inf")
 
@@ -24,19 +35,33 @@ def _generator(seed: int) -> torch.Generator:
 
 # --- sealed answers ---------------------------------------------------------------------------------
 # Answers worked out by hand (exercises 1, 5 and 6) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
+# kept as seals (see core.Seals), written by `course seal lesson11` from solutions/seals/lesson11.py.
+SEALS = Seals({
     "loss_gpt2": (3, "c9fbe69233455144ab0d", {
-        "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)": "5d47fbebdd42e9085cf9",
-        "used log base 2 (bits): the loss in this course is in nats, with the natural log (math.log)": "7994d69297dc72bcbbd1",
+        "used log base 10: the cross-entropy is measured in nats, with the natural log (math.log)":
+            "5d47fbebdd42e9085cf9",
+        "used log base 2 (bits): the loss in this course is in nats, with the natural log (math.log)":
+            "7994d69297dc72bcbbd1",
         "gave the probability of the right token, 1/V: the loss is its negative log": "866678aa70f0f6386b3f",
         "forgot the minus sign: -log(1/V) = log(V) is positive": "dc3ba134c0d73fe2d27e",
     }),
-    "loss_spiky": (3, "ea6748366a5d61a1cd7b", {
-        "left out the spike: the denominator holds e^10 for the wrong token plus 999 terms e^0": "dcd6e4420f1c9b570ad3",
-        "kept only the spike in the denominator: the 999 other tokens, the right one included, add e^0 = 1 each": "91b7337b09630bc1d18c",
-        "computed the loss of the spiked (wrong) token: the loss is -log p of the RIGHT token, whose logit is 0": "dbdceaba6d806e1b6e23",
-        "used log base 10: the cross-entropy is measured in nats, with the natural log": "4375f1fc652f0315a9b5",
+    "loss_spiky": (3, "dda62af57e91ff2d1a56", {
+        "left out the spike: the denominator holds e^3 for the wrong token plus 9 terms e^0": "5f8b51d612a39b8b3906",
+        "gave the loss of a uniform guess, ln 10: the spiked logit adds e^3, not e^0, to the denominator":
+            "22e6bfda0e545b887acf",
+        "kept only the spike in the denominator: the 9 other tokens, the right one included, add e^0 = 1 each":
+            "12a09136bbc805c9872e",
+        "counted 10 tokens with logit 0 besides the spiked one: the vocabulary has 10 tokens in all, so 9 of them "
+        "have logit 0":
+            "76ab7b01791c6cc4ed1d",
+        "counted 8 tokens with logit 0: every token but the spiked one has logit 0, the right one included, so 9 do":
+            "57c3c3ba7219c51f8561",
+        "computed the loss of the spiked (wrong) token: the loss is -log p of the RIGHT token, whose logit is 0":
+            "1510ee83534dd4e6dbd8",
+        "gave the probability of the right token: the loss is its negative log": "f94ad47057a6807bfe57",
+        "forgot the minus sign: -log p is positive": "7bfcbba981d614cb6098",
+        "used log base 10: the cross-entropy is measured in nats, with the natural log": "57843fea82f974cb998f",
+        "used log base 2 (bits): the loss in this course is in nats, with the natural log": "fa62adf2614d7e4c5a73",
     }),
     "n_params": (None, "239bc893dc99cb10b527", {
         "forgot the position table (block_size × C)": "1a26bf8aeed345a1a569",
@@ -45,7 +70,8 @@ _SEALED = {
         "forgot the biases of the Linear layers (4C in attention, 4C + C in the FFN)": "b30088e9908bf936bdc0",
         "forgot the LayerNorms (two per block and a final one, each a gain and a bias of C)": "13f449d6417859a5d4d6",
         "counted one FFN matrix: the FFN has two, C × 4C and 4C × C": "7ab47c31db7621dfc860",
-        "gave every head its own C × C projections: the heads split C, so attention is 4C² whatever the heads": "c93c2117ac19c6b1aaba",
+        "gave every head its own C × C projections: the heads split C, so attention is 4C² whatever the heads":
+            "c93c2117ac19c6b1aaba",
         "counted one block: there are n_layer = 3, each with its own weights": "7916379bf9ecfd0d2c64",
     }),
     "n_params_tied": (None, "5027030ac65a131447a4", {
@@ -54,19 +80,21 @@ _SEALED = {
         "dropped the LayerNorms: without a bias each still has its gain of C": "b696d5fc03409eee4cf1",
         "forgot the position table (block_size × C)": "2116e2608275e338dba0",
     }),
-    "cheat_reason": (None, "35589688efc8c9e40afc", {
-        "chose (a): a learning rate that is too high makes the loss jump or blow up, it does not make the model "
-        "nearly certain of every next character": "8214ac41ff47cc17fdc8",
-        "chose (c): 0.2 million parameters cannot memorise a million characters, and memorising would show as a "
-        "validation loss far above the training loss, not both near zero": "b5df19eb337559d9b9dd",
-        "chose (d): an overflow gives inf or NaN, not a small loss": "e4da3bff4ecb3c691b17",
+    "cheat_reason": (None, "e4da3bff4ecb3c691b17", {
+        "chose (a): 0.2 million parameters cannot memorise a million characters, and memorising would show as a "
+        "validation loss far above the training loss, not both near zero":
+            "8214ac41ff47cc17fdc8",
+        "chose (b): the code does divide the scores by sqrt(d) (the `scores = ...` line); and a softmax that is too "
+        "sharp makes training harder, it does not make the loss on unseen text tiny":
+            "35589688efc8c9e40afc",
+        "chose (c): attending to itself is allowed, and needed; the target at t is x[t + 1], not x[t] (the targets "
+        "are shifted by one), so seeing x[t] gives nothing away":
+            "b5df19eb337559d9b9dd",
+        "chose (e): softmax(..., dim=-1) normalises each row, one query's weights over all keys, which is right: "
+        "every row sums to 1":
+            "0036a584ca1a465457f0",
     }),
-}
-
-
-def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+})
 
 
 # --- exercise 1: the loss at initialisation ---------------------------------------------------------
@@ -75,10 +103,11 @@ def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None
 def check_init_loss(loss_gpt2: Any, loss_spiky: Any) -> None:
     """Exercise 1: the cross-entropy of a uniform guess over GPT-2's vocabulary, and of one spiked wrong logit."""
     check_all(
-        lambda: _sealed("loss_gpt2", loss_gpt2,
-                        hint="near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
-        lambda: _sealed("loss_spiky", loss_spiky,
-                        hint="p(right) = e^0 / (e^10 + 999 · e^0) with 1000 tokens in all; the loss is -log p(right)"),
+        lambda: SEALS.check("loss_gpt2", loss_gpt2, "number",
+                            "near-equal logits give every token probability 1/V; the loss is -log(1/V), natural log"),
+        lambda: SEALS.check("loss_spiky", loss_spiky, "number",
+                            "p(right) = e^(its logit) / (the sum of e^logit over all 10 tokens); the loss is "
+                            "-log p(right), natural log"),
     )
 
 
@@ -96,10 +125,11 @@ def _top_k_mistakes(logits: torch.Tensor, k: int) -> dict[str, torch.Tensor]:
     V = logits.shape[-1]
     out = {}
     if k + 1 <= V:
-        out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = reference_top_k(logits, k + 1)
+        out["kept k + 1 tokens, one too many: the k-th largest logit itself is the smallest one kept"] = (
+            reference_top_k(logits, k + 1))
     if k >= 2:
         kth = torch.topk(logits, min(k, V), dim=-1).values[..., -1:]
-        out["kept only k - 1 tokens (for example `logits <= kth` removes the k-th largest too): keep every logit "
+        out["kept only k - 1 tokens, as `logits <= kth` does (it removes the k-th largest too): keep every logit "
             ">= the k-th largest"] = logits.masked_fill(logits <= kth, NEG)
     kth = torch.topk(logits, min(k, V), dim=-1).values[..., -1:]
     out["set the removed logits to 0: a logit of 0 still gets probability e^0 / Σ after the softmax; set them to "
@@ -132,11 +162,23 @@ def _top_k_cases(hidden: bool) -> list[tuple[torch.Tensor, int]]:
     return cases
 
 
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal shape and values, -inf where the other has -inf (the filters' outputs)."""
+    return tuple(a.shape) == tuple(b.shape) and bool(torch.allclose(a, b, atol=1e-6, rtol=1e-6, equal_nan=True))
+
+
 def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, Any]], reference: Callable,
                   mistakes: Callable, arg: str, hint: str) -> None:
+    """Run every case, then name a mistake only if it explains them all.
+
+    A mistake table matches by value, so one case alone can make two different bugs look alike (keeping
+    k - 1 tokens and a probability threshold can remove the same logits of one row). A mistake is named
+    only when the learner's output equals that mistake's output in every case where the two differ
+    from the right answer; otherwise the failure is reported without a diagnosis."""
+    results = []  # (shown, got, want, mistakes of this case)
     for logits, value in cases:
         given = logits.clone()
-        shown = f"{name}({_short(logits, 40)}, {arg}={value})"
+        shown = f"{name}({short(logits, 40)}, {arg}={value})"
         try:
             got = call(name, fn, given, value)
         except NotAttempted:
@@ -144,30 +186,67 @@ def _filter_check(name: str, fn: Callable, cases: Sequence[tuple[torch.Tensor, A
         except CheckFailed as err:
             crash_hint = hint
             if arg == "k" and value >= logits.shape[-1] and "out of range" in err.problem:
-                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then nothing "
+                crash_hint = (f"k = {value} is at least the number of logits in a row ({logits.shape[-1]}): then "
+                              "nothing "
                               "is removed, as the prompt says; torch.topk needs k <= V, so use min(k, V)")
             raise CheckFailed(err.name, f"{err.problem}", crash_hint) from None
         check_tensor(name, got, f"when called as {shown}")
         if not torch.equal(given, logits):
             raise CheckFailed(name, f"the logits passed in were changed (when called as {shown}).",
-                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with the "
+                              "work on a copy: `logits.masked_fill(...)` returns a new tensor, `masked_fill_` (with "
+                              "the "
                               "underscore) changes the input, which belongs to the caller")
         if got.shape[:-1] == logits.shape[:-1] and got.shape[-1] != logits.shape[-1]:
             raise CheckFailed(name, f"expected shape {tuple(logits.shape)} (like the logits), got {tuple(got.shape)} "
                               f"when called as {shown}.",
-                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the kept "
+                              "return a tensor shaped like the logits, the removed entries set to -inf, not only the "
+                              "kept "
                               "values (torch.topk(...).values are sorted and have lost their token ids)")
-        want = reference(logits, value)
-        check_close(shown, got.detach().to(torch.float64), want.to(torch.float64), atol=1e-6, rtol=1e-6,
-                    mistakes=mistakes(logits, value), hint=hint, quiet=True)
-    passed(name, f"{len(cases)} cases")
+        want = reference(logits, value).to(torch.float64)
+        results.append((shown, got.detach().to(torch.float64), want,
+                        {k: v.detach().to(torch.float64) for k, v in mistakes(logits, value).items()}))
+    failing = [r for r in results if not _same(r[1], r[2])]
+    if not failing:
+        passed(name, f"{len(cases)} cases")
+        return
+    shown, got, want, _ = failing[0]
+    for description in failing[0][3]:
+        explains = all(_same(g, m[description]) if description in m and not _same(m[description], w) else
+                       (description not in m or _same(g, w))
+                       for _, g, w, m in results)
+        if explains:
+            raise CheckFailed(shown, "the values are not right.", f"it looks like you {description}.")
+    check_close(shown, got, want, atol=1e-6, rtol=1e-6, hint=hint, quiet=True)
+
+
+def _ignores_k(fn: Callable) -> bool:
+    """True when the learner's top-k gives one and the same result for k = 2, 4 and 6."""
+    probe = torch.tensor([0.1, 2.0, -1.0, 1.2, 0.9, -0.4, 0.5, 1.6])
+    try:
+        outs = [fn(probe.clone(), k) for k in (2, 4, 6)]
+    except Exception:  # noqa: BLE001 - the learner's code; its crash was reported already
+        return False
+    if not all(isinstance(o, torch.Tensor) and o.shape == probe.shape for o in outs):
+        return False
+    return all(torch.equal(outs[0], o) for o in outs[1:])
 
 
 def check_top_k(fn: Callable, *, hidden: bool = False, name: str = "top_k_filter") -> None:
     """Exercise 2: the learner's top_k_filter(logits, k) against the reference, naming the usual mistakes."""
-    _filter_check(name, fn, _top_k_cases(hidden), reference_top_k, _top_k_mistakes, "k",
-                  "find each row's k-th largest logit (torch.topk(logits, k, dim=-1).values[..., -1:]) and set every "
-                  "logit below it to -inf; keep the shape and the order of the logits")
+    try:
+        _filter_check(name, fn, _top_k_cases(hidden), reference_top_k, _top_k_mistakes, "k",
+                      "find each row's k-th largest logit (torch.topk(logits, k, dim=-1).values[..., -1:]) and set "
+                      "every logit below it to -inf; keep the shape and the order of the logits")
+    except NotAttempted:
+        raise
+    except CheckFailed as err:
+        if callable(fn) and _ignores_k(fn):
+            raise CheckFailed(err.name, "the values are not right, and your result is the same for k = 2, 4 and 6.",
+                              "top-k keeps the k largest logits, however likely each is: find each row's k-th largest "
+                              "(torch.topk) and remove the logits below it. A rule on the probabilities (keep those "
+                              "above a threshold) ignores k; keeping a share of the probability is top-p's "
+                              "idea") from None
+        raise
 
 
 # --- exercise 3: top-p (nucleus) filtering --------------------------------------------------------------
@@ -195,17 +274,23 @@ def _top_p_mistakes(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     cum_unsorted = probs.cumsum(-1)
     return {
         "added up the probabilities in vocabulary order: sort them from the largest down first "
-        "(torch.sort(..., descending=True)) so that the most likely tokens are kept": logits.masked_fill(cum_unsorted - probs >= p, NEG),
+        "(torch.sort(..., descending=True)) so that the most likely tokens are kept":
+            logits.masked_fill(cum_unsorted - probs >= p, NEG),
+        "added up e^logit without dividing by their sum: those are not probabilities until they are normalised "
+        "(torch.softmax does both)": back(sorted_logits.exp().cumsum(-1) - sorted_logits.exp() >= p),
         "dropped the token whose probability makes the total reach p, so the kept tokens hold less than p: keep a "
         "token while the mass BEFORE it (cumsum minus its own probability) is below p": back(cum_sorted >= p),
         "applied a mask made in sorted order to the unsorted logits: send it back to the token ids first, e.g. "
-        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`": logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
-        "added up the logits instead of probabilities: apply the softmax first": back(sorted_logits.cumsum(-1) - sorted_logits >= p),
+        "`drop = drop_sorted.scatter(-1, order, drop_sorted)`":
+            logits.masked_fill((cum_sorted - probs_sorted) >= p, NEG),
+        "added up the logits instead of probabilities: apply the softmax first":
+            back(sorted_logits.cumsum(-1) - sorted_logits >= p),
         "set the removed logits to 0 instead of -inf: a logit of 0 can still be sampled": logits.masked_fill(
             ((cum_sorted - probs_sorted) >= p).scatter(-1, order, (cum_sorted - probs_sorted) >= p), 0.0),
         "returned the logits sorted from the largest down: every logit must stay at its own index (its token id)":
             torch.sort(reference_top_p(logits, p), dim=-1, descending=True).values,
-        "returned probabilities instead of logits: return the filtered logits": torch.softmax(reference_top_p(logits, p), dim=-1),
+        "returned probabilities instead of logits: return the filtered logits":
+            torch.softmax(reference_top_p(logits, p), dim=-1),
     }
 
 
@@ -285,7 +370,7 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
         where = f"with a cache of {t} position{'s' if t != 1 else ''}, d = {d}"
         got = call(name, fn, *[a.clone() for a in args])
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {_short(got)} ({where}).",
+            raise CheckFailed(name, f"expected a tuple (out, K_cache, V_cache), got {short(got)} ({where}).",
                               "end with `return out, K_cache, V_cache`, the caches with the new row added")
         out, K, V = got
         for part, value in (("out", out), ("K_cache", K), ("V_cache", V)):
@@ -296,7 +381,8 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
                 raise CheckFailed(name, f"the returned {part} still has {t} rows ({where}).",
                                   "append the new token's row: torch.cat([cache, new[None]], dim=0) has t + 1 rows")
             if tuple(value.shape) != (t + 1, d):
-                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} ({where}).",
+                raise CheckFailed(name, f"the returned {part} has shape {tuple(value.shape)}, expected {(t + 1, d)} "
+                                        f"({where}).",
                                   "a cache holds one row per position: add the new row along dim 0 (positions), "
                                   "not along the features")
             if t > 0 and torch.allclose(value.double(), torch.cat([want[-1:], want[:-1]]).double(), atol=1e-5):
@@ -304,7 +390,7 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
                                   "put the newest position at the END of the cache, after the older ones")
             check_close(f"{name} {part} ({where})", value.detach().double(), want.double(), atol=1e-5, quiet=True,
                         hint=f"the new row of {part} is x @ W_{part[0].lower()}, appended after the cached rows")
-        check_shape(f"{name} out ({where})", out, (d,))
+        check_shape(f"{name} out ({where})", out, (d,), quiet=True)
         check_close(f"{name} out ({where})", out.detach().double(), want_out.double(), atol=1e-5, quiet=True,
                     mistakes={k: v.double() for k, v in _kv_mistakes(*args).items()},
                     hint="q = x @ W_q; weights = softmax(K_cache @ q / sqrt(d)) over all t + 1 cached positions, "
@@ -312,7 +398,8 @@ def check_kv_step(fn: Callable, *, hidden: bool = False, name: str = "kv_step") 
     passed(name, f"{len(cases)} cases")
 
 
-def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7, d: int = 6) -> None:
+def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whole sequence)", T: int = 7,
+                                      d: int = 6) -> None:
     """Feeding a sequence one token at a time through the learner's kv_step, from empty caches, must give
     exactly causal self-attention over the whole sequence."""
     g = _generator(14)
@@ -327,7 +414,8 @@ def check_kv_matches_causal_attention(fn: Callable, name: str = "kv_step (a whol
         outs.append(out)
     Q, Kf, Vf = X @ W_q, X @ W_k, X @ W_v
     scores = (Q @ Kf.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), NEG)
-    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5, quiet=True,
+    check_close(name, torch.stack(outs).detach().double(), (torch.softmax(scores, -1) @ Vf).double(), atol=1e-5,
+                quiet=True,
                 hint="step t must attend to positions 0..t: the cached ones and itself")
     passed(name, f"{T} steps equal causal self-attention")
 
@@ -340,10 +428,10 @@ def check_param_count(n_params: Any, n_params_tied: Any) -> None:
     hint = ("add up: token embedding V·C, position table block_size·C, per block 4C² + 8C² weights (+ 4C + 5C biases) "
             "and two LayerNorms (gain C each, + bias C each), a final LayerNorm, and the de-embedding V·C unless tied")
     check_all(
-        lambda: _sealed("n_params", n_params, hint=hint),
-        lambda: _sealed("n_params_tied", n_params_tied,
-                        hint="without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
-                             "and a tied de-embedding adds nothing"),
+        lambda: SEALS.check("n_params", n_params, "number", hint),
+        lambda: SEALS.check("n_params_tied", n_params_tied, "number",
+                            "without biases every Linear and LayerNorm loses its bias (a LayerNorm keeps its gain), "
+                            "and a tied de-embedding adds nothing"),
     )
 
 
@@ -354,11 +442,12 @@ def check_cheat_reason(value: Any) -> None:
     """Exercise 6, part 1: why the loss is impossibly low (a letter)."""
     if isinstance(value, str):
         value = value.strip().strip("()").lower()
-    _sealed("cheat_reason", value, kind="text",
-            hint="ask which line lets position t see the character it is asked to predict")
+    SEALS.check("cheat_reason", value, "text",
+                "ask what position t is asked to predict (y[t] = x[t + 1]) and which line lets it see that character")
 
 
-def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
+def reference_causal_attention(x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor,
+                               W_v: torch.Tensor) -> torch.Tensor:
     T, d = x.shape
     q, k, v = x @ W_q, x @ W_k, x @ W_v
     scores = (q @ k.T / math.sqrt(d)).masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), NEG)
@@ -397,10 +486,12 @@ def check_self_attention(fn: Callable, *, hidden: bool = False, name: str = "sel
         W = [torch.randn(d, d, generator=g) for _ in range(3)]
         got = call(name, fn, x.clone(), *W)
         check_tensor(name, got, f"for T = {T}, d = {d}")
-        check_shape(f"{name} (T = {T}, d = {d})", got, (T, d))
-        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(), atol=1e-5,
+        check_shape(f"{name} (T = {T}, d = {d})", got, (T, d), quiet=True)
+        check_close(f"{name} (T = {T}, d = {d})", got.detach().double(), reference_causal_attention(x, *W).double(),
+                    atol=1e-5,
                     quiet=True, mistakes={k: v.double() for k, v in _causal_mistakes(x, *W).items()},
-                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the softmax")
+                    hint="fill the scores above the diagonal with -inf (a lower-triangular boolean mask) before the "
+                         "softmax")
         if T > 2:  # the property itself: the future does not change the past
             changed = x.clone()
             changed[T // 2:] = torch.randn(T - T // 2, d, generator=g)
@@ -409,6 +500,15 @@ def check_self_attention(fn: Callable, *, hidden: bool = False, name: str = "sel
                        f"changing positions {T // 2}.. changed the outputs of earlier positions (T = {T}).",
                        "position t must not see positions after t")
     passed(name, f"{len(sizes)} sizes, and no position sees the future")
+
+
+def check_cheat(cheat_reason: Any, self_attention: Callable, *, hidden: bool = False) -> None:
+    """Exercise 6: the letter and the fixed function, each earning its part of the points."""
+    check_all(
+        lambda: check_cheat_reason(cheat_reason),
+        lambda: check_self_attention(self_attention, hidden=hidden,
+                                     name="self_attention (more sizes)" if hidden else "self_attention"),
+    )
 
 
 # --- exercise 7: which temperature? -------------------------------------------------------------------
@@ -426,19 +526,21 @@ def _softmax_at(logits: Sequence[float], T: float) -> np.ndarray:
 
 def _temperature_value(name: str, value: Any) -> float:
     try:
-        a = _to_array(value)
+        a = to_array(value)
     except (TypeError, ValueError):
         a = np.asarray([])
     if isinstance(value, (str, bool)) or a.size != 1 or a.dtype.kind not in "biuf":
-        raise CheckFailed(name, f"expected a single number, got {_short(value)}.")
+        raise CheckFailed(name, f"expected a single number, got {short(value)}.")
     T = float(a.reshape(()))
     if not math.isfinite(T) or T <= 0:
-        raise CheckFailed(name, f"{_short(value)} is not a temperature.", "a temperature is a positive number: the logits are divided by it")
+        raise CheckFailed(name, f"{short(value)} is not a temperature.",
+                          "a temperature is a positive number: the logits are divided by it")
     return T
 
 
 def check_temperature(temperature: Any) -> None:
-    """Exercise 7, part 1: the temperature that turns TEMPERATURE_LOGITS into TEMPERATURE_TARGET (checked by its effect)."""
+    """Exercise 7, part 1: the temperature that turns TEMPERATURE_LOGITS into TEMPERATURE_TARGET (checked by its
+    effect)."""
     name = "temperature"
     T = _temperature_value(name, temperature)
     got = _softmax_at(TEMPERATURE_LOGITS, T)
@@ -447,8 +549,9 @@ def check_temperature(temperature: Any) -> None:
         passed(name)
         return
     if np.allclose(_softmax_at(TEMPERATURE_LOGITS, 1 / T), target, atol=6e-4):
-        raise CheckFailed(name, f"{_short(temperature)} is not right.",
-                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides them, so it is the reciprocal")
+        raise CheckFailed(name, f"{short(temperature)} is not right.",
+                          "it looks like you found the factor the logits are MULTIPLIED by; the temperature divides "
+                          "them, so it is the reciprocal")
     sharper = got[0] < target[0]
     raise CheckFailed(name, f"softmax(logits / {T:.4g}) = {np.round(got, 4).tolist()}, not the target.",
                       f"the target is {'sharper' if sharper else 'flatter'} than that, so the temperature must be "
@@ -464,10 +567,295 @@ def check_half_temperature(value: Any) -> None:
         passed(name)
         return
     if abs(_softmax_at(HALF_LOGITS, 1 / T)[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{_short(value)} is not right.",
+        raise CheckFailed(name, f"{short(value)} is not right.",
                           "it looks like you gave 1/T: the temperature divides the logits")
     if abs(_softmax_at(HALF_LOGITS, T / math.log(10))[0] - 0.5) < 2e-3:
-        raise CheckFailed(name, f"{_short(value)} is not right.", "it looks like you used log base 10; use the natural log")
+        raise CheckFailed(name, f"{short(value)} is not right.",
+                          "it looks like you used log base 10; use the natural log")
     raise CheckFailed(name, f"at T = {T:.4g} the top token gets {top:.3f}, not 0.5.",
                       f"{'lower' if top < 0.5 else 'raise'} the temperature (a lower one sharpens the distribution); "
                       "p_top = 1/2 means e^(3/T) equals the sum of the three other terms")
+
+
+def check_temperatures(temperature: Any, temperature_half: Any) -> None:
+    """Exercise 7: both temperatures, each earning its part of the points."""
+    check_all(lambda: check_temperature(temperature), lambda: check_half_temperature(temperature_half))
+
+
+# --- exercise 8: the generation loop ------------------------------------------------------------------
+
+
+class ToyLM:
+    """A small, fixed "language model" for checking a generation loop: ``model(idx)`` maps ``(B, T)`` ids to
+    ``(B, T, V)`` logits, position t from tokens 0..t of the window only (a running mean of token vectors,
+    plus a position vector), so the logits depend on every token in the window, on where the window starts
+    and on the position. Like a GPT with learned positions it refuses more than ``block_size`` tokens."""
+
+    def __init__(self, V: int = 7, block_size: int = 5, seed: int = 16):
+        g = _generator(seed)
+        self.V, self.block_size, self.calls = V, block_size, 0
+        self.tokens = torch.randn(V, V, generator=g) * 2.0  # (V, V): one logit vector per input token
+        self.positions = torch.randn(block_size, V, generator=g)  # (block_size, V)
+
+    def __repr__(self) -> str:
+        return "model"
+
+    def __call__(self, idx: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        # Plain ValueErrors: under `course grade` this model runs in the learner's kernel, and the check reads
+        # the message of what it raised.
+        if not isinstance(idx, torch.Tensor) or idx.ndim != 2 or idx.dtype != torch.long:
+            got = (f"shape {tuple(idx.shape)}, dtype {idx.dtype}" if isinstance(idx, torch.Tensor)
+                   else type(idx).__name__)
+            raise ValueError(f"the model takes a (B, T) tensor of token ids (torch.long), got {got}")
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"the model was given {T} positions, but its block_size is {self.block_size}")
+        if T == 0:
+            raise ValueError("the model was given an empty context (0 positions)")
+        h = self.tokens[idx].cumsum(dim=1) / torch.arange(1, T + 1)[:, None]  # (B, T, V): mean over 0..t
+        return h + self.positions[:T]  # (B, T, V)
+
+
+def reference_generate(model, idx, max_new_tokens, block_size, temperature, generator, *, crop=None, position=-1,
+                       temp_mode="divide", pick="sample", axis=-1):
+    """The loop of lesson 11: crop, last position, temperature, softmax, one draw, append. The keyword
+    arguments make the classic mistakes (used to name them)."""
+    crop = crop or (lambda seq: seq[:, -block_size:])
+    for _ in range(max_new_tokens):
+        logits = model(crop(idx))[:, position, :]  # (B, V)
+        if temperature == 0 or pick == "argmax":
+            nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+        else:
+            if temp_mode == "divide":
+                probs = torch.softmax(logits / temperature, dim=axis)
+            elif temp_mode == "multiply":
+                probs = torch.softmax(logits * temperature, dim=axis)
+            else:  # "after": the probabilities divided by the temperature, renormalised by the draw
+                probs = torch.softmax(logits, dim=axis) / temperature
+            nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+        idx = torch.cat([idx, nxt], dim=1)  # (B, T + 1)
+    return idx
+
+
+def _generate_cases(hidden: bool) -> list[dict]:
+    g = _generator(17)
+    cases = [  # (B, T) prompts for a model with block_size 5; the new tokens go past it, so cropping matters
+        dict(B=2, T=3, new=6, temperature=0.8, seed=1),
+        dict(B=3, T=2, new=8, temperature=1.5, seed=2),
+        dict(B=2, T=4, new=5, temperature=0, seed=3),
+    ]
+    if hidden:
+        cases += [
+            dict(B=1, T=1, new=12, temperature=1.0, seed=4),
+            dict(B=2, T=9, new=4, temperature=0.5, seed=5),  # a prompt longer than block_size
+            dict(B=4, T=5, new=7, temperature=2.0, seed=6),
+        ]
+    for case in cases:
+        case["idx"] = torch.randint(7, (case["B"], case["T"]), generator=g)
+        case["block"] = 5
+    return cases
+
+
+def _generate_mistakes(case: dict) -> dict[str, dict]:
+    b = case["block"]
+    return {
+        "used the first position's logits: the next token's distribution is at the LAST position, logits[:, -1, :]":
+            dict(position=0),
+        "cropped to block_size - 1 tokens (an off-by-one slice): keep the last block_size, idx[:, -block_size:]":
+            dict(crop=lambda seq: seq[:, -(b - 1):]),
+        "kept the FIRST block_size tokens (idx[:, :block_size]): the window must follow the text, keep the last "
+        "ones, idx[:, -block_size:]": dict(crop=lambda seq: seq[:, :b]),
+        "multiplied the logits by the temperature: divide them, softmax(logits / temperature)":
+            dict(temp_mode="multiply"),
+        "applied the temperature after the softmax: probabilities divided by τ are the same distribution once "
+        "renormalised, so it changed nothing; divide the logits before the softmax": dict(temp_mode="after"),
+        "took the most likely token (argmax) instead of drawing one: sample with torch.multinomial(probs, 1, "
+        "generator=generator)": dict(pick="argmax"),
+        "took the softmax over the batch (dim=0): each row's distribution is over the vocabulary, dim=-1":
+            dict(axis=0),
+    }
+
+
+def check_generate(fn: Callable, model: Any = None, *, hidden: bool = False, name: str = "generate") -> None:
+    """Exercise 8: the learner's generate(model, idx, max_new_tokens, block_size, temperature, generator)
+    against the lesson's loop with the same random generator, naming the classic mistakes.
+
+    `model` is the one the learner's loop runs: ``ToyLM(block_size=5)``, given in the exercise's answer cell
+    so that under `course grade` it lives in the learner's kernel beside their function (the grader passes
+    only plain data, or the learner's own objects, to a learner's code). The reference runs its twin here."""
+    model = ToyLM(block_size=5) if model is None else model
+    cases = _generate_cases(hidden)
+    for case in cases:
+        idx, b, temp, n = case["idx"], case["block"], case["temperature"], case["new"]
+        where = (f"a prompt of shape {tuple(idx.shape)}, {n} new tokens, block_size {b}, "
+                 f"temperature {temp}")
+
+        def run(seed=case["seed"], idx=idx, b=b, temp=temp, n=n, where=where):
+            given = idx.clone()
+            try:
+                out = call(name, fn, model, given, n, b, temp, torch.Generator().manual_seed(seed))
+            except NotAttempted:
+                raise
+            except CheckFailed as err:
+                if "but its block_size is" in err.problem:
+                    raise CheckFailed(name, f"the model was given more than block_size = {b} positions ({where}).",
+                                      "crop the context to its last block_size tokens before each call: "
+                                      "idx[:, -block_size:] (the position table has block_size rows)") from None
+                if "empty context" in err.problem:
+                    raise CheckFailed(name, f"the model was given an empty context ({where}).",
+                                      "crop with idx[:, -block_size:], which keeps the LAST block_size "
+                                      "tokens") from None
+                if temp == 0 and "RuntimeError" in err.problem:
+                    raise CheckFailed(name, err.problem, "temperature 0 means greedy decoding: take the argmax of the "
+                                      "logits (logits / 0 is inf or nan, which no softmax can sample)") from None
+                raise
+            if not torch.equal(given, idx):
+                raise CheckFailed(name, f"the prompt passed in was changed ({where}).",
+                                  "build the result with torch.cat([idx, nxt], dim=1), which makes a new tensor")
+            return out
+
+        out = run()
+        check_tensor(name, out, f"({where})")
+        B, T = idx.shape
+        if tuple(out.shape) == (B, n):
+            raise CheckFailed(name, f"expected shape {(B, T + n)}, got {tuple(out.shape)} ({where}).",
+                              "return the prompt followed by the new tokens, as the loop builds it: "
+                              "(B, T + max_new_tokens)")
+        if tuple(out.shape) != (B, T + n):
+            raise CheckFailed(name, f"expected shape {(B, T + n)}, got {tuple(out.shape)} ({where}).",
+                              "append one token per step to every row: nxt is (B, 1), torch.cat([idx, nxt], dim=1)")
+        if not torch.equal(out[:, :T], idx):
+            raise CheckFailed(name, f"the result does not start with the prompt ({where}).",
+                              "append each new token at the END: torch.cat([idx, nxt], dim=1)")
+        want = reference_generate(ToyLM(block_size=b), idx, n, b, temp, torch.Generator().manual_seed(case["seed"]))
+        if torch.equal(out, want):
+            continue
+        if temp != 0:
+            again = run()
+            if not torch.equal(again, out):
+                raise CheckFailed(name, f"two runs with generators of the same seed gave different tokens ({where}).",
+                                  "draw with torch.multinomial(probs, num_samples=1, generator=generator), so that the "
+                                  "seed decides the draws")
+        for description, kwargs in _generate_mistakes(case).items():
+            if temp == 0 and ("temperature" in description or "argmax" in description):
+                continue
+            wrong = reference_generate(ToyLM(block_size=b), idx, n, b, temp,
+                                       torch.Generator().manual_seed(case["seed"]), **kwargs)
+            if torch.equal(out, wrong):
+                raise CheckFailed(name, f"the tokens are not right ({where}).", f"it looks like you {description}.")
+        step = int((out[:, T:] != want[:, T:]).any(dim=0).nonzero()[0])
+        raise CheckFailed(name, f"the tokens are not right from new token {step} on ({where}).",
+                          "each step: logits = model(idx[:, -block_size:])[:, -1, :]; then the argmax if "
+                          "temperature is 0, else torch.multinomial(softmax(logits / temperature, dim=-1), 1, "
+                          "generator=generator); append it with torch.cat([idx, nxt], dim=1)")
+    passed(name, f"{len(cases)} cases: the lesson's tokens for the same seed")
+
+
+# --- exercise 9: targets and tying -------------------------------------------------------------------------
+
+
+def reference_make_batch(ids: torch.Tensor, starts: Sequence[int],
+                         block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.stack([ids[s : s + block_size] for s in starts])  # (B, T)
+    y = torch.stack([ids[s + 1 : s + 1 + block_size] for s in starts])  # (B, T): x shifted by one
+    return x, y
+
+
+def _batch_mistakes(ids, starts, block_size) -> dict[str, torch.Tensor]:
+    x, y = reference_make_batch(ids, starts, block_size)
+    back = torch.stack([ids[s - 1 : s - 1 + block_size] if s > 0 else torch.cat([ids[-1:], ids[: block_size - 1]])
+                        for s in starts])
+    return {
+        "used the inputs as the targets (y = x): the target at t is the NEXT token, ids[s + t + 1]": x,
+        "shifted the targets the wrong way (the token before): y[t] must be the token after x[t], ids[s + t + 1]":
+            back,
+        "rolled x (x.roll(-1)): the last target wraps round to x[0]; it must be the token after the window, "
+        "ids[s + block_size]": torch.roll(x, -1, dims=1),
+    }
+
+
+def check_make_batch(fn: Callable, *, hidden: bool = False, name: str = "make_batch") -> None:
+    """Exercise 9, part 1: make_batch(ids, starts, block_size) -> (x, y), y shifted one to the right."""
+    g = _generator(18)
+    ids = torch.randint(50, (40,), generator=g)
+    cases = [([0, 7, 30], 6), ([12], 4)] + ([([1, 2, 33], 6), ([0, 20], 19)] if hidden else [])
+    for starts, block_size in cases:
+        where = f"starts {starts}, block_size {block_size}"
+        got = call(name, fn, ids.clone(), list(starts), block_size)
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            raise CheckFailed(name, f"expected a tuple (x, y), got {short(got)} ({where}).", "end with `return x, y`")
+        x, y = got
+        check_tensor(name, x, f"for x ({where})", hint="stack the windows into one tensor: torch.stack([...])")
+        check_tensor(name, y, f"for y ({where})", hint="stack the windows into one tensor: torch.stack([...])")
+        want_x, want_y = reference_make_batch(ids, starts, block_size)
+        for part, value, want in (("x", x, want_x), ("y", y, want_y)):
+            if tuple(value.shape) != tuple(want.shape):
+                hint = ("one row per start, block_size tokens in each: windows of block_size, not block_size + 1 "
+                        "(ids[s : s + block_size] for x, ids[s + 1 : s + 1 + block_size] for y)")
+                if value.ndim == 1:
+                    hint = "stack one window per start into a (len(starts), block_size) tensor: torch.stack([...])"
+                raise CheckFailed(name, f"{part} has shape {tuple(value.shape)}, expected {tuple(want.shape)} "
+                                  f"({where}).", hint)
+        if not torch.equal(x, want_x):
+            raise CheckFailed(name, f"x is not right ({where}).",
+                              "row i of x is the window ids[s : s + block_size] for the i-th start s")
+        if not torch.equal(y, want_y):
+            for description, wrong in _batch_mistakes(ids, starts, block_size).items():
+                if torch.equal(y, wrong):
+                    raise CheckFailed(name, f"y is not right ({where}).", f"it looks like you {description}.")
+            raise CheckFailed(name, f"y is not right ({where}).",
+                              "y is x shifted one to the right: ids[s + 1 : s + 1 + block_size], so y[:, t] is the "
+                              "token that follows x[:, t]")
+    passed(name, f"{len(cases)} cases")
+
+
+def untied_gpt():
+    """The small GPT that exercise 9's tie_weights is tried on: its de-embedding has a matrix of its own."""
+    from course_lib.models import GPT, GPTConfig
+
+    torch.manual_seed(19)
+    return GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8, tie_weights=False))
+
+
+def check_tie_weights(fn: Callable, make_model: Callable | None = None, *, name: str = "tie_weights") -> None:
+    """Exercise 9, part 2: tie_weights(model) makes a GPT's de-embedding the token embedding itself.
+
+    make_model() gives the model to tie (`untied_gpt`; in the exercise a copy of it given in the answer cell, so
+    that under `course grade` the model lives in the learner's kernel). Everything is judged from what the model
+    reports: its parameter count (a shared Parameter is counted once) and the values and shapes of the two matrices."""
+    model = (make_model or untied_gpt)()
+    V, C = 11, 8
+    before = int(model.num_parameters())
+    embedding = model.tok_emb.weight.detach().clone()
+    call(name, fn, model)  # it changes the model in place; what it returns does not matter
+    after = int(model.num_parameters())
+    head, tok = model.lm_head.weight.detach(), model.tok_emb.weight.detach()
+    if tuple(tok.shape) != (V, C) or not torch.equal(tok, embedding):
+        raise CheckFailed(name, "the token embedding was replaced.",
+                          "keep the embedding's matrix and make the de-embedding use it: model.lm_head.weight = "
+                          "model.tok_emb.weight")
+    if tuple(head.shape) == (C, V):
+        raise CheckFailed(name, f"lm_head.weight has shape {(C, V)}, the embedding's transpose.",
+                          "no transpose is needed: nn.Linear(C, V) stores its weight as (V, C), the shape of the "
+                          "embedding table; assign the embedding's Parameter itself")
+    if after == before - V * C and tuple(head.shape) == (V, C) and torch.equal(head, embedding):
+        passed(name, f"one ({V}, {C}) matrix, {V * C} fewer parameters")
+        return
+    if after == before and tuple(head.shape) == (V, C) and torch.equal(head, embedding):
+        raise CheckFailed(name, "lm_head.weight holds the embedding's numbers, but as a second parameter "
+                          f"(the model still counts {after:,} parameters).",
+                          "a copy, or an assignment to `.data`, gives the same numbers in another Parameter: the "
+                          "optimiser sees two matrices with two gradients and they drift apart with the first update; "
+                          "assign the Parameter itself: model.lm_head.weight = model.tok_emb.weight")
+    raise CheckFailed(name, "lm_head.weight is not the token embedding's matrix.",
+                      "make the two one object: model.lm_head.weight = model.tok_emb.weight")
+
+
+def check_targets_and_tying(make_batch: Callable, tie_weights: Callable, make_model: Callable | None = None, *,
+                            hidden: bool = False) -> None:
+    """Exercise 9: both parts, each earning its share of the points."""
+    check_all(
+        lambda: check_make_batch(make_batch, hidden=hidden, name="make_batch (more cases)" if hidden else "make_batch"),
+        lambda: check_tie_weights(tie_weights, make_model),
+    )

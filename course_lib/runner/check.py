@@ -8,6 +8,9 @@ learner added has no such metadata: the grader never sees it, so neither does `c
 the table lists it under "Not run", with why. A helper defined there and used in an answer would
 pass in JupyterLab and fail in grading with a NameError; the row of that test says so.
 
+A manually graded answer (nbgrader's `grade: true, solution: true`, a written answer) has no test:
+its row says that a person marks it after the notebook is handed in, and whether it is still blank.
+
 Only visible tests run, so the total says that a teacher's hidden tests may lower it. It is the
 learner's own code on the learner's own machine, so there is no sandbox: the checks run in the
 kernel next to the answers, exactly as in JupyterLab. The table and its words are `feedback`'s.
@@ -20,6 +23,8 @@ from pathlib import Path
 from ..feedback import (
     ADDED_CELL,
     COPIED_CELL,
+    MANUAL_NOTE,
+    MANUAL_STATUS,
     TestResult,
     answer_owner,
     classify,
@@ -31,6 +36,7 @@ from ..feedback import (
 from .notebook import (
     defined_names,
     grade_id,
+    is_manual,
     is_solution,
     is_test,
     nbgrader_meta,
@@ -38,6 +44,7 @@ from .notebook import (
     read_notebook,
     source,
     strip_hidden_tests,
+    strip_solution,
 )
 from .process import Limits
 from .steps import Step, run_steps
@@ -92,6 +99,11 @@ def check_notebook(path: Path, limits: Limits | None = None, skipped: list[Skipp
     titles, owners = exercise_titles(nb), answer_owner(nb)
     step_of = {cell: step for step, cell in where.items()}
     rows = []
+    for i, cell in enumerate(nb["cells"]):  # written answers first, each then moved to its place below
+        if is_manual(cell):
+            blank = not source(cell).strip() or source(cell).strip() == strip_solution(cell).strip()
+            rows.append((i, TestResult(grade_id(cell) or f"cell {i}", titles[i], 0.0, points(cell), MANUAL_STATUS,
+                                       MANUAL_NOTE + ("; you have not answered yet" if blank else "") + ".")))
     for s, step in enumerate(steps):
         if step.kind != "test":
             continue
@@ -103,5 +115,5 @@ def check_notebook(path: Path, limits: Limits | None = None, skipped: list[Skipp
             message = explain_missing(message, not_run)
         pts = points(nb["cells"][i])
         status, earned = score(status, report.results[s], pts)
-        rows.append(TestResult(step.grade_id or f"cell {i}", titles[i], earned, pts, status, message))
-    return rows
+        rows.append((i, TestResult(step.grade_id or f"cell {i}", titles[i], earned, pts, status, message)))
+    return [row for _, row in sorted(rows, key=lambda r: r[0])]

@@ -7,7 +7,9 @@ graded cell carries nbgrader's metadata in `cell.metadata.nbgrader`:
 
 - answer cells (`solution: true`) hold a region between `### BEGIN SOLUTION` / `### END SOLUTION`;
 - test cells (`grade: true`, with `points`) may hold a region between `### BEGIN HIDDEN TESTS` /
-  `### END HIDDEN TESTS` that learners never see.
+  `### END HIDDEN TESTS` that learners never see;
+- manually graded answers (`grade: true` and `solution: true`, with `points`; a markdown cell for a
+  written answer, or a code cell) have no test: a person marks them (`is_manual`).
 
 Everything here works on plain dicts (the notebook's JSON), so that reading a notebook never
 changes it (nbformat's reader would invent random cell ids for old notebooks) and writing is
@@ -110,7 +112,17 @@ def is_solution(cell: dict) -> bool:
 
 
 def is_test(cell: dict) -> bool:
-    return bool(nbgrader_meta(cell).get("grade", False)) and cell.get("cell_type") == "code"
+    """A test cell: graded code that is not also an answer (that is a manually graded answer, `is_manual`)."""
+    nbg = nbgrader_meta(cell)
+    return bool(nbg.get("grade", False)) and not nbg.get("solution", False) and cell.get("cell_type") == "code"
+
+
+def is_manual(cell: dict) -> bool:
+    """nbgrader's manually graded answer: `grade: true, solution: true` on a markdown or code cell, worth
+    its own `points`, with no test: a person (the teacher or a teaching assistant) marks it."""
+    nbg = nbgrader_meta(cell)
+    return (bool(nbg.get("grade", False)) and bool(nbg.get("solution", False))
+            and cell.get("cell_type") in ("markdown", "code"))
 
 
 def is_locked(cell: dict) -> bool:
@@ -183,9 +195,9 @@ def validate_solution_notebook(nb: dict, where: str) -> list[str]:
             seen[gid] = i
         if nbg.get("schema_version") != 3:
             problems.append(f"{label}: nbgrader schema_version should be 3, got {nbg.get('schema_version')!r}")
-        if nbg.get("grade") and nbg.get("solution") and cell["cell_type"] == "code":
-            problems.append(f"{label}: an answer cell that is also graded (nbgrader's manually graded answer) "
-                            "cannot be autograded; put its tests in a separate locked cell")
+        if nbg.get("grade") and nbg.get("solution") and BEGIN_HIDDEN in source(cell):
+            problems.append(f"{label}: a manually graded answer (grade and solution) cannot hold hidden tests; "
+                            "put tests in a separate locked cell")
         if nbg.get("grade") and not isinstance(nbg.get("points"), (int, float)):
             problems.append(f"{label}: a graded cell needs numeric 'points'")
         try:

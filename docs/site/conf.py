@@ -28,6 +28,9 @@ exclude_patterns = ["_course_pages.json"]
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 4
 myst_dmath_double_inline = True
+# Text as the notebooks show it in JupyterLab: no typographic quotes (a heading's id, which lessons
+# link to, keeps its straight apostrophe: "course's", not "course’s").
+smartquotes = False
 
 # Notebooks are shown with their stored outputs: nothing is executed to build the site.
 nb_execution_mode = "off"

@@ -1,6 +1,6 @@
 """Make english.txt: the course's own small English corpus.
 
-Run it from anywhere with ``python course_lib/data/make_english.py``; it writes ``english.txt`` next
+Run it from anywhere with ``python course_lib/corpora/make_english.py``; it writes ``english.txt`` next
 to itself. The output is deterministic (a seeded ``random.Random``; no other input), so running the
 script again reproduces the committed file byte for byte, and a test checks exactly that.
 
