@@ -1,141 +1,224 @@
-"""Grading throughput: submissions per minute at `--jobs 2`, with the sandbox and without it.
+"""Grading throughput, the heaviest exercise set, and what one hostile submission costs a batch.
 
-    python -m bench.grading [--copies 8] [--jobs 2] [--assignment 06_attention] [--cpus 2]
+    python -m bench.grading [--copies 20] [--jobs 2] [--cpus 2] [--repeat 2]
 
-Grades a class made from one exercise set: `copies` students who hand in the solution notebook and
-`copies` who hand in the blank exercise, once in the bubblewrap sandbox and once with
-`--no-sandbox`, alternating (sandbox, plain, sandbox, plain) after a warm-up, and keeps each mode's
-best run. The course's target is 30 or more submissions per minute on 2 cores at `--jobs 2`, the
-sandbox costing at most 10 %. Timings depend on the machine and on what else runs on it, so the
-load average and the CPUs used are printed with them; `--cpus N` pins the run to N CPUs.
+Three measurements, each with `course grade` run as a child process (as a teacher runs it), whose
+whole process tree (the grader, the server it forks its checking processes from, those processes,
+and every sandbox and kernel) is counted: this process is the children's subreaper, so every one of
+them is reaped here, and their CPU time adds up in this process's RUSAGE_CHILDREN.
+
+1. lesson 06's set: `copies` students who hand in the solution notebook and `copies` who hand in the
+   blank exercise, at `--jobs`, in the bubblewrap sandbox and with `--no-sandbox`, alternating after
+   a warm-up, each mode's best run kept. The course's target is 60 or more submissions per minute on
+   2 cores at `--jobs 2` (86 were measured on an idle machine before each submission had a checking
+   process of its own), the sandbox costing at most 10 %.
+2. lesson 09's set, the heaviest (its checks train and compare transformer blocks), in the sandbox.
+3. the same class of lesson 06 with one more submission that hits every limit (a loop that ignores
+   interrupts, a memory hog, an output flood, a fork bomb beside 40 busy loops, memfd files, a kernel
+   whose every reply is a set of colliding keys) against the class without it, alternating, with
+   `--timeout 10 --total-timeout 60`: its extra wall-clock and CPU time, and whether every correct
+   submission still got full marks.
+
+Timings depend on the machine and on what else runs on it, so the load average and the CPUs used are
+printed with them; `--cpus N` pins the run to N CPUs. CPU seconds, unlike wall-clock time, hardly
+change with other work on the machine.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
 import os
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+HOSTILE_LIMITS = ["--timeout", "10", "--total-timeout", "60"]
+
+# One attack per answer cell, in order (the cells after the last attack keep the right answer).
+ATTACKS = [
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",  # cell time limit, a kill
+    "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))\n",  # memory limit
+    "for i in range(10**8):\n    print(i)\n",  # output limit
+    "import os, subprocess, time\nspin = [subprocess.Popen(['timeout', '8', 'sh', '-c', 'while :; do :; done'])\n"
+    "        for _ in range(20)]\nwhile True:\n    os.fork()\n",  # 40 busy processes, then a fork bomb
+    "import os\nheld = [os.memfd_create('hold') for _ in range(48)]\nfor fd in held:\n"
+    "    os.posix_fallocate(fd, 0, 63 * 2**20)\n",  # memory outside RSS: refused or counted
+    "import course_lib.runner.wire as wire\n"
+    "wire.Encoder.encode = lambda self, value, depth=0: ['set', [k * (2**61 - 1) for k in range(1, 300_001)]]\n",
+]
 
 
-def _class(folder: Path, assignment: str, copies: int) -> int:
+def _class(folder: Path, assignment: str, copies: int, hostile: bool = False) -> int:
     from course_grader.build import build_exercise
-    from course_lib.runner.notebook import dumps_notebook, read_notebook
+    from course_lib.runner.notebook import dumps_notebook, grade_id, is_solution, read_notebook, source
 
     solution = REPO / "solutions" / f"{assignment}.ipynb"
     blank = dumps_notebook(build_exercise(read_notebook(solution), solution.name))
+    students = {}
     for i in range(copies):
-        for who, text in (("solved", solution.read_text()), ("blank", blank)):
-            (folder / f"{who}{i:02d}").mkdir(parents=True)
-            (folder / f"{who}{i:02d}" / solution.name).write_text(text)
-    return 2 * copies
+        students[f"solved{i:02d}"] = solution.read_text()
+        students[f"blank{i:02d}"] = blank
+    if hostile:
+        nb = build_exercise(read_notebook(solution), solution.name)
+        answers = {grade_id(c): source(c) for c in read_notebook(solution)["cells"] if is_solution(c)}
+        cells = [c for c in nb["cells"] if is_solution(c)]
+        for cell in cells:
+            cell["source"] = answers[grade_id(cell)]
+        for cell, attack in zip(cells, ATTACKS, strict=False):
+            cell["source"] = attack + cell["source"]
+        students["zz_every_limit"] = json.dumps(nb)
+    for who, text in students.items():
+        (folder / who).mkdir(parents=True)
+        (folder / who / solution.name).write_text(text)
+    return len(students)
 
 
-def _cpu_per_submission(assignment: str, sandbox: bool, repeat: int) -> float:
-    """CPU seconds to grade the solution and the blank exercise `repeat` times each, averaged: the
-    checker's (this process) plus the learner's kernel's, measured here with the grader's own runner."""
-    import resource
-
-    from course_grader.build import build_exercise
-    from course_grader.grade import merge
-    from course_grader.runner import run_steps
-    from course_lib.runner.notebook import grade_id, is_solution, read_notebook, strip_solution
-    from course_lib.runner.process import Limits
-
-    solution = read_notebook(REPO / "solutions" / f"{assignment}.ipynb")
-    blank = build_exercise(solution, f"{assignment}.ipynb")
-    stubs = {grade_id(c): strip_solution(c) for c in solution["cells"] if is_solution(c)}
-    total, n = 0.0, 0
-    for _ in range(repeat):
-        for submission in (solution, blank):
-            steps = merge(solution, submission, stubs)[0]
-            before = resource.getrusage(resource.RUSAGE_SELF)
-            report = run_steps(steps, limits=Limits(), sandbox=sandbox, split=True)
-            after = resource.getrusage(resource.RUSAGE_SELF)
-            total += after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime + report.kernel_cpu
-            n += 1
-    return total / n
+def _subreaper() -> None:
+    """Orphans of our children (the grader's fork server) are reparented here, so their CPU is counted."""
+    try:
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
 
 
-def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool) -> float:
-    """Wall-clock seconds to grade the class with `course grade`'s own function."""
-    from course_grader.grade import grade_all
+def _reap() -> None:
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
 
+
+def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool, extra: list[str] = ()) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds of the whole process tree, results) of `course grade` on the class."""
     out = Path(tempfile.mkdtemp(prefix="bench-grade-out-"))
     try:
+        _reap()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        results = grade_all(folder, REPO / "solutions", out, jobs=jobs, assignments=[assignment], sandbox=sandbox,
-                            progress=lambda line: None)
+        cmd = [sys.executable, "-m", "course_lib.cli", "grade", str(folder), "--solutions", str(REPO / "solutions"),
+               "--out", str(out), "--jobs", str(jobs), "--assignment", assignment, *extra]
+        proc = subprocess.run(cmd + ([] if sandbox else ["--no-sandbox"]), capture_output=True, text=True)
         seconds = time.perf_counter() - start
+        _reap()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"course grade failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+        results = {r["student_id"]: r for r in json.loads((out / "grades.json").read_text())["results"]}
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    bad = [r for r in results if r.status != "graded" or (r.student_id.startswith("solved") and r.score != r.max_score)]
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, cpu, results
+
+
+def _check(results: dict) -> None:
+    bad = [(s, r["status"], r["score"]) for s, r in results.items() if s != "zz_every_limit" and (
+        r["status"] != "graded" or (s.startswith("solved") and r["score"] != r["max_score"]))]
     if bad:
-        raise RuntimeError(f"grading went wrong: {[(r.student_id, r.status, r.score) for r in bad][:3]}")
-    return seconds
+        raise RuntimeError(f"grading went wrong: {bad[:3]}")
 
 
-def run(copies: int = 8, jobs: int = 2, assignment: str = "06_attention", cpus: int | None = 2,
-        repeat: int = 2) -> list[tuple[str, float, str]]:
-    """Rows (what, value, details): submissions per minute in each mode (wall clock, `course grade`'s
-    own function), the CPU seconds one submission costs in each mode (which, unlike wall-clock time,
-    other work on the machine hardly changes), and the sandbox's cost in percent of each."""
-    from course_grader.sandbox import sandbox_status
+def throughput(assignment: str, copies: int, jobs: int, modes: list[bool], repeat: int, used: int,
+               loads: list[float]) -> list[tuple[str, float, str]]:
+    folder = Path(tempfile.mkdtemp(prefix="bench-grade-"))
+    try:
+        n = _class(folder, assignment, copies)
+        _check(_grade(folder, assignment, jobs, modes[0])[2])  # warm-up: the page cache
+        wall = {mode: float("inf") for mode in modes}
+        cpu = {mode: float("inf") for mode in modes}
+        for i in range(repeat):
+            for mode in modes if i % 2 == 0 else modes[::-1]:  # alternate which mode goes first
+                loads.append(os.getloadavg()[0])
+                seconds, used_cpu, results = _grade(folder, assignment, jobs, mode)
+                _check(results)
+                wall[mode], cpu[mode] = min(wall[mode], seconds), min(cpu[mode], used_cpu / n)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    rows = []
+    load = f"load average {min(loads):.1f}-{max(loads):.1f}"
+    for mode in modes:
+        label = "in the sandbox" if mode else "without the sandbox"
+        rows.append((f"{assignment}: submissions per minute, {n} submissions, --jobs {jobs}, {label}",
+                     60 * n / wall[mode], f"best of {repeat}: {wall[mode]:.1f} s on {used} CPU(s), {load}"))
+        rows.append((f"{assignment}: CPU seconds per submission (the whole process tree), {label}", cpu[mode],
+                     f"so about {60 * used / cpu[mode]:.0f} submissions per minute on {used} otherwise idle CPU(s)"))
+    if len(modes) == 2:
+        rows.append((f"{assignment}: sandbox cost in wall-clock time", 100 * (wall[True] / wall[False] - 1), "%"))
+        rows.append((f"{assignment}: sandbox cost in CPU time", 100 * (cpu[True] / cpu[False] - 1), "%"))
+    return rows
 
+
+def hostile_batch(assignment: str, copies: int, jobs: int, repeat: int, sandbox: bool) -> list[tuple[str, float, str]]:
+    """The class with and without one submission that hits every limit, alternating."""
+    plain, hostile = Path(tempfile.mkdtemp(prefix="bench-grade-")), Path(tempfile.mkdtemp(prefix="bench-grade-"))
+    try:
+        n = _class(plain, assignment, copies)
+        _class(hostile, assignment, copies, hostile=True)
+        runs = {False: [], True: []}
+        for i in range(repeat):
+            for with_it in (True, False) if i % 2 == 0 else (False, True):
+                seconds, cpu, results = _grade(hostile if with_it else plain, assignment, jobs, sandbox, HOSTILE_LIMITS)
+                _check(results)
+                runs[with_it].append((seconds, cpu, results))
+    finally:
+        shutil.rmtree(plain, ignore_errors=True)
+        shutil.rmtree(hostile, ignore_errors=True)
+    best = {k: min(v, key=lambda run: run[0]) for k, v in runs.items()}
+    attacker = best[True][2]["zz_every_limit"]
+    full = sum(1 for s, r in best[True][2].items() if s.startswith("solved") and r["score"] == r["max_score"])
+    limits = " ".join(HOSTILE_LIMITS)
+    return [
+        (f"{assignment}: {n} submissions and one that hits every limit ({limits}), --jobs {jobs}: extra wall-clock "
+         "seconds", best[True][0] - best[False][0],
+         f"{best[True][0]:.1f} s against {best[False][0]:.1f} s without it (best of {repeat}); it scored "
+         f"{attacker['score']:g} / {attacker['max_score']:g} ({attacker['status']}) in {attacker['seconds']:.0f} s; "
+         f"{full} of {copies} correct submissions at full marks"),
+        (f"{assignment}: the same, extra CPU seconds", best[True][1] - best[False][1],
+         f"{best[True][1]:.1f} against {best[False][1]:.1f} CPU seconds for the whole batch"),
+    ]
+
+
+def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) -> list[tuple[str, float, str]]:
+    """Rows (what, value, details); see the module's notes."""
+    from course_grader import budgets
+    from course_grader.sandbox import sandbox_status, seccomp_usable
+
+    _subreaper()
     if cpus and hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > cpus:
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cpus])  # the workers and kernels inherit it
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cpus])  # the grader and its children inherit it
     used = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     ok, why = sandbox_status()
     modes = [True, False] if ok else [False]
-    folder = Path(tempfile.mkdtemp(prefix="bench-grade-"))
-    loads = []
-    try:
-        n = _class(folder, assignment, copies)
-        _grade(folder, assignment, jobs, modes[0])  # warm-up: imports and the page cache
-        wall = {mode: float("inf") for mode in modes}
-        for i in range(repeat):
-            for mode in modes if i % 2 == 0 else modes[::-1]:  # alternate which mode goes first
-                loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
-                wall[mode] = min(wall[mode], _grade(folder, assignment, jobs, mode))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    for mode in modes:  # warm-up of this process (the checker's imports), then alternate again
-        _cpu_per_submission(assignment, mode, 1)
-    cpu = {mode: float("inf") for mode in modes}
-    for i in range(repeat):
-        for mode in modes if i % 2 == 0 else modes[::-1]:
-            cpu[mode] = min(cpu[mode], _cpu_per_submission(assignment, mode, 1))
-    load = f"load average {min(loads):.1f}-{max(loads):.1f}"
-    rows = []
-    for mode in modes:
-        label = "in the sandbox" if mode else "without the sandbox"
-        rows.append((f"{assignment}: submissions per minute, {n} submissions, --jobs {jobs}, {label}", 60 * n / wall[mode],
-                     f"best of {repeat}: {wall[mode]:.1f} s on {used} CPU(s), {load}"))
-        rows.append((f"{assignment}: CPU seconds per submission, {label}", cpu[mode],
-                     f"so about {60 * used / cpu[mode]:.0f} submissions per minute on {used} otherwise idle CPU(s)"))
-    if ok:
-        rows.append(("sandbox cost in wall-clock time", 100 * (wall[True] / wall[False] - 1), "%"))
-        rows.append(("sandbox cost in CPU time", 100 * (cpu[True] / cpu[False] - 1), "%"))
-    else:
-        rows.append(("sandbox cost", float("nan"), f"not measured: {why}"))
+    loads: list[float] = []
+    rows = throughput("06_attention", copies, jobs, modes, repeat, used, loads)
+    rows += throughput("09_transformer_block", max(2, copies // 2), jobs, modes[:1], 1, used, loads)
+    if ok:  # never without the sandbox: its fork bomb would meet no process limit
+        rows += hostile_batch("06_attention", max(2, copies // 2), jobs, repeat, ok)
+    controllers = budgets.detect()
+    rows.append(("budgets in force", float("nan"), budgets.summary(controllers, ok and seccomp_usable())
+                 + ("" if ok else f"; no sandbox: {why}")))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.grading", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--copies", type=int, default=8, help="students per kind (solved, blank)")
+    parser.add_argument("--copies", type=int, default=20, help="students per kind (solved, blank) for lesson 06")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--assignment", default="06_attention")
     parser.add_argument("--cpus", type=int, default=2, help="pin to this many CPUs (0: all)")
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
-    print(f"Grading throughput ({args.assignment}, submissions per minute; target >= 30 with the sandbox costing <= 10 %):")
-    for what, value, detail in run(args.copies, args.jobs, args.assignment, args.cpus or None, args.repeat):
+    print("Grading (submissions per minute; target >= 60 at --jobs 2 on 2 cores, the sandbox costing <= 10 %):")
+    for what, value, detail in run(args.copies, args.jobs, args.cpus or None, args.repeat):
         print(f"  {value:7.1f}  {what} ({detail})", flush=True)
     return 0
 

@@ -300,6 +300,13 @@ def grade_cmd(args: argparse.Namespace) -> int:
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")
         return 2
+    except KeyboardInterrupt:
+        if args.dry_run:
+            print("Interrupted. A dry run writes nothing: the gradebook and its exports are as they were.")
+        else:
+            print(f"Interrupted. The submissions graded so far are kept in {args.out / 'gradebook.db'} (and in the "
+                  "rewritten grades.csv, grades.json and feedback/); run the same command again to grade the rest.")
+        return 130
     if args.dry_run:
         print(f"Graded {len(results)} submission(s) for the dry run; nothing was written.")
         return 0

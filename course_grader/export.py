@@ -9,8 +9,9 @@ leaves the previous complete export.
   and "李雷" as written.
 - grades.json: the same with every test's result and message, the notes, the run warnings.
 - feedback/<student>/<assignment>.md (laid out by `course_lib.feedback`), and feedback/index.csv
-  mapping each student id to its folder (ids that are not plain ASCII get a folder name with a
-  short hash).
+  mapping each student id to its folder (ids that are not plain ASCII, and ids that are the name of
+  one of the export's own files, such as a student called "index.csv", get a folder name with a
+  short hash: a student's folder never stands where the export's own files do).
 - canvas.csv / moodle.csv (`course export --lms`): one row per student, one column per assignment,
   final scores, in the layouts the two LMSs import (see `lms_export`): each student's LMS ids filled
   in from the roster, each assignment in the LMS's own column when it is known, and missing work
@@ -35,14 +36,18 @@ from .gradebook import Gradebook, Row
 from .roster import Student, normalize
 
 BOM = "\ufeff"
+RESERVED = {"index.csv"}  # the feedback folder's own files: never a student's folder name (in any case)
 
 
 def safe_name(name: str) -> str:
     """A file name for a student id; ids that had to be changed get a short hash, so that
-    "a b" and "a_b" never share a feedback file (feedback/index.csv maps them back)."""
+    "a b" and "a_b" never share a feedback file (feedback/index.csv maps them back), and so do ids
+    that are the name of one of the feedback folder's own files."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "student"
     safe = "_" + safe[1:] if safe.startswith(".") else safe  # never a hidden folder
-    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    if safe == name and safe.casefold() not in RESERVED:
+        return safe
+    return f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def csv_cell(text) -> str:
@@ -73,19 +78,48 @@ def _replace_folder(fresh: Path, target: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
+def _remove_stale_drafts(out: Path) -> None:
+    """Drafts of the feedback folder that an interrupted export left (`.feedback-PID-*`, `.feedback-old-PID`)
+    whose process is gone."""
+    for entry in out.glob(".feedback-*"):
+        found = re.match(r"^\.feedback-(?:old-)?(\d+)", entry.name)
+        if found and entry.is_dir() and not entry.is_symlink() and not _alive(int(found.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def draft_feedback(rows: list[Row], out: Path) -> Path:
+    """The whole feedback folder, written beside the current one (`.feedback-PID-*`); `_replace_folder` swaps it in."""
+    _remove_stale_drafts(out)
+    fresh = Path(tempfile.mkdtemp(prefix=f".feedback-{os.getpid()}-", dir=out))
+    try:
+        index = [["student_id", "name", "folder"]]
+        folders: dict[str, str] = {}
+        for r in rows:
+            folder = folders.setdefault(r.student, safe_name(r.student))
+            path = fresh / folder / f"{r.assignment}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(feedback_markdown(r), encoding="utf-8")
+        for student, folder in folders.items():
+            index.append([student, next((r.name for r in rows if r.student == student), ""), folder])
+        (fresh / "index.csv").write_text(csv_text(index), encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    return fresh
+
+
 def write_feedback(rows: list[Row], out: Path) -> None:
-    fresh = Path(tempfile.mkdtemp(prefix=".feedback-", dir=out))
-    index = [["student_id", "name", "folder"]]
-    folders: dict[str, str] = {}
-    for r in rows:
-        folder = folders.setdefault(r.student, safe_name(r.student))
-        path = fresh / folder / f"{r.assignment}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(feedback_markdown(r), encoding="utf-8")
-    for student, folder in folders.items():
-        index.append([student, next((r.name for r in rows if r.student == student), ""), folder])
-    (fresh / "index.csv").write_text(csv_text(index), encoding="utf-8")
-    _replace_folder(fresh, out / "feedback")
+    _replace_folder(draft_feedback(rows, out), out / "feedback")
 
 
 # --- grades.csv and grades.json ------------------------------------------------------------------------
@@ -106,20 +140,30 @@ def grades_rows(rows: list[Row]) -> list[list]:
 
 
 def write_exports(book: Gradebook, out: Path) -> list[Row]:
-    """grades.csv, grades.json and feedback/ from the whole gradebook."""
+    """grades.csv, grades.json and feedback/ from the whole gradebook. The feedback folder is written
+    whole first, beside the old one; only then are the three replaced, each atomically, so that a
+    failure part-way leaves the previous export as it was."""
     out.mkdir(parents=True, exist_ok=True)
     rows = book.rows()
     runs = book.runs()
-    write_atomic(out / "grades.csv", csv_text(grades_rows(rows)))
-    data = {
-        # the last run's warnings, then what needs the teacher in the gradebook as it is now
-        "warnings": (runs[-1]["warnings"] if runs else []) + book.state_warnings(),
-        "deadlines": {a: {**asdict(d), "due": d.due.isoformat()} for a, d in book.deadlines().items()},
-        "results": [{"student_id": r.student, **{k: v for k, v in asdict(r).items() if k != "student"}} for r in rows],
-        "runs": runs,
-    }
-    write_atomic(out / "grades.json", json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    write_feedback(rows, out)
+    fresh = draft_feedback(rows, out)
+    try:
+        data = {
+            # the last run's warnings, then what needs the teacher in the gradebook as it is now
+            "warnings": (runs[-1]["warnings"] if runs else []) + book.state_warnings(),
+            "deadlines": {a: {**asdict(d), "due": d.due.isoformat()} for a, d in book.deadlines().items()},
+            "results": [{"student_id": r.student, **{k: v for k, v in asdict(r).items() if k != "student"}}
+                        for r in rows],
+            "runs": runs,
+        }
+        text_json = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+        text_csv = csv_text(grades_rows(rows))
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    write_atomic(out / "grades.csv", text_csv)
+    write_atomic(out / "grades.json", text_json)
+    _replace_folder(fresh, out / "feedback")
     return rows
 
 
@@ -127,7 +171,8 @@ def write_exports(book: Gradebook, out: Path) -> list[Row]:
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["Username", "ID number", "Email address", "Full name"]
-NOT_GRADED = ("unreadable", "wrong notebook", "grader error")  # a submission was made, but nothing could be graded
+# a submission was made, but nothing could be graded (a checking process stopped at its deadline included)
+NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
 
 
 def _extra(student: Student | None, *names: str) -> str:

@@ -16,37 +16,44 @@ cell earns its points only if the checks, here, ran to the end without an except
 learner is told (status words, points, hints, the feedback file) is `course_lib.feedback`'s.
 
 Every submission gets a row, whatever it contains; one broken submission never stops the batch.
-Submission files are only ever read, and never through a symbolic link; results are written
-after every sandbox has gone. A notebook's outputs (figures, printed text) are left aside: only its
-answer cells are graded, so the size limit (`--max-size`) applies to what is left.
+Each is checked in a short-lived process of its own, killed from outside at its time limit plus a
+margin whatever it is doing (see `worker`); a process that dies costs only its own submission. Each
+result is committed to the gradebook as soon as its process and sandbox have gone, so an interrupted
+batch keeps what it finished, and running the same command again resumes where it stopped.
+Submission files are only ever read, and never through a symbolic link. A notebook's outputs
+(figures, printed text) are left aside: only its answer cells are graded, so the size limit
+(`--max-size`) applies to what is left.
 
 Manually graded answers (nbgrader's `grade: true, solution: true`, usually a markdown cell for a
 written answer) are collected, not graded: each becomes a "to be marked" entry with the learner's
 text, which a person marks later (`course mark`); the marks join the score in the gradebook.
 
-A run is visible: `grade_all(dry_run=True)` (`course grade --dry-run`) grades and shows whose scores
-would change, old -> new, per exercise, and writes nothing; a real run prints and records the same
-summary of what it changed (`runs.changes`), with the teacher's `--reason`, and the gradebook keeps
-every replaced version (see `gradebook`).
+A run is visible: `grade_all(dry_run=True)` (`course grade --dry-run`) grades, in the same checking
+processes, and shows whose scores would change, old -> new, per exercise, and writes nothing; a real
+run prints and records the same summary of what it changed (`runs.changes`), with the teacher's
+`--reason`, and the gradebook keeps every replaced version (see `gradebook`), each as its new result
+is committed.
 """
 from __future__ import annotations
 
+import ast
 import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
+import unicodedata
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import closing
-from dataclasses import dataclass, field
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field, fields, replace
 from datetime import timezone
-from multiprocessing import get_context
 from pathlib import Path
 
 import course_lib
@@ -77,17 +84,20 @@ from course_lib.runner.notebook import (
     strip_solution,
     validate_solution_notebook,
 )
-from course_lib.runner.process import CellRun, Limits
+from course_lib.runner.process import INTERRUPT_GRACE_S, CellRun, Limits
 from course_lib.runner.steps import Step
 
+from . import budgets
 from .export import write_exports
 from .gradebook import Gradebook, Row, open_gradebook, parse_time, text_sha256
 from .roster import Roster, read_roster
 from .runner import run_steps
-from .sandbox import sandbox_status
+from .sandbox import sandbox_status, seccomp_usable
+from .worker import Ending, Task, run_batch
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20  # a notebook once its outputs are left aside (`course grade --max-size`, in MB)
 MAX_SUBMISSION_BYTES = 1024 * 2**20  # the most of a file the grader reads at all, outputs included
+STOP_MARGIN_S = 30.0  # after a submission's own limits (total time, a kernel start, an interrupt), before it is killed
 HIDDEN_MARK = "\x1e course: the hidden tests start here \x1e"  # printed by a test cell where its hidden tests start
 HIDDEN_FAILED = ("a hidden test failed: your answer passes the visible test but not the teacher's other cases "
                  "(your teacher keeps their inputs private). Try your answer on other inputs: larger or smaller "
@@ -113,7 +123,7 @@ class SubmissionResult:
     assignment: str
     score: float
     max_score: float
-    status: str  # graded | not submitted | unreadable | wrong notebook | grader error
+    status: str  # graded | not submitted | unreadable | wrong notebook | stopped | grader error
     tests: list[TestResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -320,12 +330,12 @@ def read_submission(path: Path, root: Path | None = None) -> tuple[bytes | None,
 
 def grade_submission(solution_path: Path, submission_path: Path, student: str, *, limits: Limits,
                      sandbox: bool = True, protect: list[Path] = (), work_root: Path | None = None,
-                     root: Path | None = None, max_bytes: int = MAX_NOTEBOOK_BYTES,
-                     hide_hidden: bool = False) -> SubmissionResult:
-    """Grade one submitted notebook (read through `root`, the submissions folder, when given).
-    `max_bytes`: the most the notebook may weigh without its outputs; `hide_hidden`: a failure in a
-    test cell's hidden part says so without the check's words (which may show the hidden inputs).
-    Never raises for anything the submission contains."""
+                     root: Path | None = None, budget: budgets.Group | None = None,
+                     max_bytes: int = MAX_NOTEBOOK_BYTES, hide_hidden: bool = False) -> SubmissionResult:
+    """Grade one submitted notebook (read through `root`, the submissions folder, when given); its
+    kernels' cgroups go under `budget`. `max_bytes`: the most the notebook may weigh without its
+    outputs; `hide_hidden`: a failure in a test cell's hidden part says so without the check's words
+    (which may show the hidden inputs). Never raises for anything the submission contains."""
     started = time.monotonic()
     solution = read_notebook(solution_path)
     _teacher_checks(solution, solution_path)
@@ -339,6 +349,11 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
         return _blank_result(student, assignment, solution, "unreadable",
                              f"The submission could not be read: {str(err).split(': ', 1)[-1]}")
     del raw
+    metadata = submission.get("metadata", {})
+    if not isinstance(metadata, dict):
+        return _blank_result(student, assignment, solution, "unreadable",
+                             f"The submission could not be read: its metadata is a {type(metadata).__name__}, "
+                             "not a JSON object, so it is not a valid notebook.")
     kept = len(json.dumps(submission, ensure_ascii=False).encode("utf-8"))
     if kept > max_bytes:
         return _blank_result(student, assignment, solution, "unreadable",
@@ -346,7 +361,7 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                              f"{_mb(max_bytes)} (`course grade --max-size`); it was not graded.")
     answer_ids = [grade_id(c) for c in solution["cells"] if is_solution(c) and c["cell_type"] == "code"]
     submitted_ids = {grade_id(c) for c in submission["cells"]}
-    built_from = submission.get("metadata", {}).get("course_lib", {})
+    built_from = metadata.get("course_lib", {})
     built_from = built_from.get("built_from", "") if isinstance(built_from, dict) else ""
     if not submitted_ids.intersection(answer_ids) or (built_from and Path(str(built_from)).name != solution_path.name):
         other = f" (it was made from {built_from})" if built_from and Path(str(built_from)).name != solution_path.name else ""
@@ -356,7 +371,8 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     steps, where, notes, missing = merge(solution, submission, stubs, mark_hidden=hide_hidden)
     if missing:
         notes.append("Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + ".")
-    report = run_steps(steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root)
+    report = run_steps(steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root,
+                       budget=budget)
     notes += report.notes
     if report.restarts:
         notes.append(f"The kernel stopped {report.restarts} time(s) (see the exercises marked error); "
@@ -393,26 +409,43 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
                             round(time.monotonic() - started, 2), manual=manual_answers(solution, submission))
 
 
-def _grade_job(args: tuple) -> SubmissionResult:
-    job, limits, sandbox, protect, work_root, root = args
+def _grade_job(job: Job, limits: Limits, sandbox: bool, protect: list[Path], work_root: Path, root: Path,
+               budget: budgets.Group | None = None) -> SubmissionResult:
+    """One job, in its own process (see `worker`)."""
     solution_path, student = job.solution, job.student
     try:
         if job.submission is None:
             res = _blank_result(student, solution_path.stem, read_notebook(solution_path), job.status, job.why)
         else:
             res = grade_submission(solution_path, job.submission, student, limits=limits, sandbox=sandbox,
-                                   protect=protect, work_root=work_root, root=root, max_bytes=job.max_bytes,
-                                   hide_hidden=job.hide_hidden)
+                                   protect=protect, work_root=work_root, root=root, budget=budget,
+                                   max_bytes=job.max_bytes, hide_hidden=job.hide_hidden)
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
         res = _blank_result(student, solution_path.stem, read_notebook(solution_path), "grader error",
-                            f"The grader failed on this submission: {err!r}")
+                            f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}")
     res.notes = job.notes + res.notes
+    return res
+
+
+def _ended_result(job: Job, ending: Ending) -> SubmissionResult:
+    """The row of a submission whose checking process ended without a result (see `worker.Ending`)."""
+    if ending.status == "stopped":
+        message = (f"The grader stopped checking this submission: {ending.message}, past its time limit plus a "
+                   "margin, in code that no time limit inside the grader can interrupt. No other submission was "
+                   "affected.")
+    else:
+        message = f"The grader could not finish this submission: {ending.message}. No other submission was affected."
+    message += f" To grade it again: course grade ... --student {job.student}"
+    res = _blank_result(job.student, job.solution.stem, read_notebook(job.solution), ending.status, message)
+    res.notes = job.notes + res.notes
+    res.seconds = ending.seconds
     return res
 
 
 # --- finding the submissions ----------------------------------------------------------------------------
 
 IGNORED_FOLDERS = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac
+NOT_STUDENTS = ("__MACOSX", ".ipynb_checkpoints", ".git", ".Trash", ".Trashes", ".Spotlight-V100", ".fseventsd")
 
 
 @dataclass
@@ -547,18 +580,27 @@ def resolve_notebooks(folder: Path, known: list[str],
     return chosen, extra
 
 
+def student_key(sid: str) -> str:
+    """What makes two ids the same student: Unicode form (NFC/NFD "José") and case ("Ada"/"ada") do not count."""
+    return unicodedata.normalize("NFC", sid).casefold()
+
+
 def discover(submissions: Path, solutions: Path, assignments: list[str] | None, roster: Roster | None = None,
-             students: list[str] | None = None) -> tuple[list[Job], list[str]]:
+             students: list[str] | None = None, known_ids: list[str] = ()) -> tuple[list[Job], list[str]]:
     """The jobs to grade, and warnings about everything passed over.
 
-    Every folder in `submissions` is a student; without a roster, hidden folders (a leading dot) and
-    `__MACOSX` are passed over with a warning. With a roster, a folder is the student whose id it
-    is; a folder named otherwise (a name, an email) is matched to the roster (see Roster.find) with
-    a warning, and one that matches nobody is not graded, with a warning. Rows for "not submitted"
-    are made only for the assignments named in `assignments`: then every student (every active roster
-    student, with a roster) gets a row for each. A dropped student (`course roster drop`) is not
-    graded; an LMS's test student is graded when it hands something in, and never "not submitted".
-    Links are reported, never followed.
+    Every folder in `submissions` is a student. Ids are matched ignoring case and Unicode form: a
+    folder takes the spelling of an id the gradebook (`known_ids`) or the roster already has, else
+    its own name in NFC form; two folders that are the same id this way are one student (the first
+    graded, a warning and a note for the other). Without a roster, a hidden folder (a leading dot) is
+    a student whose row says it was not graded and why (folders that are never students, such as
+    `__MACOSX` and `.ipynb_checkpoints`, are passed over with a warning). With a roster, a folder is
+    the student whose id it is; a folder named otherwise (a name, an email) is matched to the roster
+    (see Roster.find) with a warning, and one that matches nobody is not graded, with a warning. Rows
+    for "not submitted" are made only for the assignments named in `assignments`: then every student
+    (every active roster student, with a roster) gets a row for each. A dropped student (`course
+    roster drop`) is not graded; an LMS's test student is graded when it hands something in, and
+    never "not submitted". Links are reported, never followed.
     """
     known = {p.stem: p for p in sorted(solutions.glob("*.ipynb"))}
     if assignments:
@@ -566,18 +608,34 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
         if unknown:
             raise ValueError(f"no solution notebook for {', '.join(unknown)} in {solutions} "
                              f"(it has: {', '.join(known) or 'none'})")
-    with os.scandir(submissions) as entries:
-        listed = sorted(entries, key=lambda e: e.name)
     warnings: list[str] = []
+    spelling = {student_key(k): k for k in known_ids}
+    if roster is not None:
+        spelling.update({student_key(s.id): s.id for s in roster.students})
+
+    def preferred(e: os.DirEntry) -> tuple:
+        """Of folders that are one id, the one named as the id is known, else in NFC form, comes first."""
+        nfc = unicodedata.normalize("NFC", e.name)
+        return spelling.get(student_key(nfc), nfc) != e.name, nfc != e.name, e.name
+
+    with os.scandir(submissions) as entries:
+        listed = sorted(entries, key=preferred)
     folders: dict[str, os.DirEntry] = {}  # student id -> its folder
     links: dict[str, os.DirEntry] = {}
+    hidden: dict[str, os.DirEntry] = {}
+    same: dict[str, list[str]] = {}  # student id -> the other folders that are the same id
     for e in listed:
         if not e.is_symlink() and not e.is_dir(follow_symlinks=False):
             warnings.append(f"{e.name}: a file, not a student folder; not graded")
             continue
-        sid = e.name
+        if e.name in NOT_STUDENTS and roster is None:  # with a roster, a listed id is graded whatever its name
+            warnings.append(f"{e.name}: a hidden folder or macOS metadata, not a student; not graded "
+                            "(with a roster, a listed id is graded whatever its name)")
+            continue
+        name = unicodedata.normalize("NFC", e.name)
+        sid = spelling.get(student_key(name), name)
         if roster is not None:
-            student, how = roster.find(e.name)
+            student, how = roster.find(sid)
             if student is None:
                 warnings.append(f"{e.name}: not on the roster{' (' + how + ')' if how else ''}; not graded")
                 continue
@@ -587,49 +645,70 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             if student.status == "dropped":
                 warnings.append(f"{e.name}: {student.label} has dropped the course (course roster drop); not graded")
                 continue
-            if sid in folders or sid in links:
-                warnings.append(f"{e.name}: {sid} already has the folder {(folders.get(sid) or links[sid]).name}; not graded")
-                continue
-        elif _hidden(e.name):
-            warnings.append(f"{e.name}: a hidden folder or macOS metadata, not a student; not graded "
-                            "(with a roster, a listed id is graded whatever its name)")
+        first = folders.get(sid) or links.get(sid) or hidden.get(sid)
+        if first is not None:
+            if roster is not None and how:  # matched to the roster by a name or an email, not by the id's spelling
+                warnings.append(f"{e.name}: {sid} already has the folder {first.name}; not graded")
+            else:
+                warnings.append(f"{e.name}: the same student as the folder {first.name} (ids are matched ignoring "
+                                f"case and Unicode form: both are {sid}); only {first.name} was graded")
+            same.setdefault(sid, []).append(e.name)
             continue
+        spelling.setdefault(student_key(sid), sid)
         if e.is_symlink():
             warnings.append(f"{e.name}: {LINK_NOTE}")
-        (links if e.is_symlink() else folders)[sid] = e
+            links[sid] = e
+        elif _hidden(e.name) and roster is None:
+            warnings.append(f"{e.name}: a hidden folder (its name starts with a dot); it has a row, but was not "
+                            "graded (rename it, or give a roster that lists this id)")
+            hidden[sid] = e
+        else:
+            folders[sid] = e
     if students:
-        everyone = set(folders) | set(links) | (set(roster.by_id) if roster else set())
-        missing = [s for s in students if s not in everyone]
+        everyone = {student_key(s) for s in set(folders) | set(links) | set(hidden)}
+        everyone |= {student_key(s.id) for s in roster.students} if roster else set()
+        missing = [s for s in students if student_key(s) not in everyone]
         if missing:
             raise ValueError(f"no folder in {submissions} for {', '.join(missing)}"
                              + (" and not on the roster" if roster else ""))
-    if not folders and not links and roster is None:
+        wanted = {student_key(s) for s in students}
+    if not folders and not links and not hidden and roster is None:
         raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
-    resolved = {sid: resolve_notebooks(Path(e.path), list(known), submissions) for sid, e in folders.items()}
+    resolved = {sid: resolve_notebooks(Path(e.path), list(known), submissions)
+                for sid, e in [*folders.items(), *hidden.items()]}
     if assignments:
         chosen = [Path(a).stem for a in assignments]
     else:
-        chosen = sorted({a for found, _ in resolved.values() for a in found})
+        chosen = sorted({a for sid, (found, _) in resolved.items() if sid in folders for a in found}
+                        | {a for sid, (found, _) in resolved.items() if sid in hidden for a in found})
     jobs: list[Job] = []
     expected = {s.id for s in roster.active} if roster and assignments else set()
-    everyone = sorted(set(folders) | set(links) | expected)
+    everyone = sorted(set(folders) | set(links) | set(hidden) | expected)
     for sid in everyone:
-        if students and sid not in students:
+        if students and student_key(sid) not in wanted:
             continue
         found, extra = resolved.get(sid, ({}, []))
-        for w in extra:
-            warnings.append(f"{folders[sid].name}: {w}")
+        folder = folders.get(sid) or hidden.get(sid)
+        for w in extra if sid in folders else []:
+            warnings.append(f"{folder.name}: {w}")
         if sid in folders and not found:
-            warnings.append(f"{folders[sid].name}: no notebook for any assignment")
+            warnings.append(f"{folder.name}: no notebook for any assignment")
+        others = [f"The folder `{n}` is the same student id as `{(folder or links[sid]).name}` (ids are matched "
+                  "ignoring case and Unicode form); it was not graded." for n in same.get(sid, [])]
         for a in chosen:
-            job = Job(sid, known[a], None, notes=list(extra))
+            job = Job(sid, known[a], None, notes=others + list(extra if sid in folders else []))
             if sid in links:
                 job.status, job.why = "unreadable", f"The folder {links[sid].name} {LINK_NOTE}."
+            elif sid in hidden:
+                if a not in found and not assignments:
+                    continue
+                job.status, job.why = "unreadable", (f"The folder {hidden[sid].name} is hidden (its name starts with "
+                                                     "a dot), so it was not graded; rename it to grade it.")
             elif a in found:
                 job.submission, decisions = found[a]
                 job.notes = decisions + job.notes
                 for d in decisions:
-                    warnings.append(f"{folders[sid].name}: {d}")
+                    warnings.append(f"{folder.name}: {d}")
             elif not assignments:
                 continue  # not named: no "not submitted" row for an assignment this student never handed in
             else:
@@ -786,29 +865,39 @@ def _unpacked_notes(book: Gradebook, res: SubmissionResult, digest: str | None) 
 
 
 def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, limits: Limits | None = None,
-              assignments: list[str] | None = None, sandbox: bool = True, progress=print, roster: Path | None = None,
+              assignments: list[str] | None = None, sandbox: bool = True, progress=None, roster: Path | None = None,
               students: list[str] | None = None, new_solutions: bool = False, command: str = "",
               dry_run: bool = False, reason: str = "", max_bytes: int = MAX_NOTEBOOK_BYTES,
               hide_hidden: bool = False, id_column: str | None = None) -> list[SubmissionResult]:
     """Grade the class's submissions into the gradebook `out/gradebook.db`, then rewrite its exports.
 
-    `sandbox=False` only when the caller has said so (see NO_SANDBOX_WARNING). `dry_run`: grade, print
-    whose scores would change, old -> new, and write nothing (the version guard does not refuse: nothing
-    is mixed). `reason` is kept with the run and told to every student whose work it regrades.
-    Returns this run's results; the exports hold every result in the gradebook.
+    Each result is committed as soon as it is known, the version it replaces going into the
+    gradebook's history first. When the last run of the same command on this gradebook was
+    interrupted, what it finished is kept and only the rest is graded. On Ctrl-C (or SIGTERM) the
+    running submissions are stopped, the exports are rewritten from what was finished, and
+    KeyboardInterrupt is raised. `sandbox=False` only when the caller has said so (see
+    NO_SANDBOX_WARNING). `dry_run`: grade every submission (in the same checking processes), print
+    whose scores would change, old -> new, and write nothing (the version guard does not refuse:
+    nothing is mixed). `reason` is kept with the run and told to every student whose work it
+    regrades. Returns this run's results (those kept from the interrupted run included); the exports
+    hold every result in the gradebook.
     """
     limits = limits or Limits()
+    progress = progress or _say
     submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
+    command = command or "grade_all"
     warnings: list[str] = []
-    the_roster = None
+    the_roster, known_ids = None, []
     if roster is not None:
         the_roster, roster_warnings = read_roster(roster, id_column)
         warnings += roster_warnings
         progress(f"roster: {the_roster.describe()}")
-    elif (out / "gradebook.db").exists():
+    if (out / "gradebook.db").exists():
         with closing(open_gradebook(out)) as book:
-            the_roster = book.roster()  # the roster given to an earlier run still holds
-    todo, found_warnings = discover(submissions, solutions, assignments, the_roster, students)
+            if the_roster is None:
+                the_roster = book.roster()  # the roster given to an earlier run still holds
+            known_ids = sorted({r.student for r in book.rows()})
+    todo, found_warnings = discover(submissions, solutions, assignments, the_roster, students, known_ids)
     warnings += found_warnings
     if not todo:
         raise ValueError(f"nothing to grade in {submissions}" + (": " + "; ".join(warnings[:5]) if warnings else ""))
@@ -852,11 +941,19 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
         for w in warnings:
             progress(f"warning: {w}")
         before = {(r.student, r.assignment): r for r in book.rows()}
-        old_files = {k: sha for k, sha in book.file_hashes().items()}
+        old_files = dict(book.file_hashes())
         labels = {s.id: s.label for s in (the_roster.students if the_roster else [])}
-        if dry_run:
-            results = _run_jobs(todo, submissions, solutions, out, jobs, limits, sandbox, progress)
-            digests = {(j.student, j.solution.stem): _submitted_at(j, submissions)[2] for j in todo}
+        results: list[SubmissionResult] = []
+        digests: dict[tuple[str, str], str | None] = {}
+        if dry_run:  # every submission graded, nothing kept or written: what would change, from the gradebook as it is
+
+            def collect(res: SubmissionResult, job: Job) -> None:
+                digests[(res.student_id, res.assignment)] = _submitted_at(job, submissions)[2]
+                results.append(res)
+
+            with _terminate_as_interrupt():
+                _run_jobs(todo, submissions, solutions, out, jobs, limits, sandbox, progress, collect)
+            results.sort(key=lambda r: (r.student_id, r.assignment))
             changes = score_changes(before, results, digests, labels, old_files)
             progress("Dry run: nothing was written to the gradebook or its exports.")
             for line in summarize_changes(changes, dry_run=True, limit=None):
@@ -864,13 +961,15 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
             if said and not new_solutions:
                 progress("To grade with these solutions for real, run again with --new-solutions (and --reason).")
             return results
-        run = book.start_run(command or "grade_all", str(solutions), reason)
-        results = _run_jobs(todo, submissions, solutions, out, jobs, limits, sandbox, progress)
-        # Every worker (and so every sandbox) is gone: only now is anything written.
-        by_key = {(j.student, j.solution.stem): j for j in todo}
-        digests = {}
-        for res in results:
-            job = by_key[(res.student_id, res.assignment)]
+        kept, interrupted = _resumable(book, command, str(solutions), todo, submissions, hashes)
+        if kept:
+            progress(f"resuming: {len(kept)} submission(s) graded by the interrupted run of this command are kept")
+            _before_interrupted(book, before, kept, interrupted)
+        run = book.start_run(command, str(solutions), reason)
+        results += [_kept_result(book, key) for key in sorted(kept)]
+
+        def commit(res: SubmissionResult, job: Job) -> None:
+            """Record one result now (the version it replaces into the history first): an interrupted batch keeps it."""
             submitted_at, source_of_time, digest = _submitted_at(job, submissions)
             digests[(res.student_id, res.assignment)] = digest
             if source_of_time == "unreadable timestamp.txt":
@@ -884,6 +983,16 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
             book.record(res, file=job.submission.relative_to(submissions).as_posix() if job.submission else None,
                         submission_sha256=digest, submitted_at=submitted_at, submitted_from=source_of_time,
                         solutions_path=str(path), solutions_sha256=sol_hash, run=run)
+            results.append(res)
+
+        try:
+            with _terminate_as_interrupt():
+                _run_jobs([j for j in todo if (j.student, j.solution.stem) not in kept], submissions, solutions,
+                          out, jobs, limits, sandbox, progress, commit)
+        except KeyboardInterrupt:
+            write_exports(book, out)  # what was finished, so far
+            raise
+        results.sort(key=lambda r: (r.student_id, r.assignment))
         changes = score_changes(before, results, digests, labels, old_files)
         for line in summarize_changes(changes):
             progress(line)
@@ -898,25 +1007,138 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
     return results
 
 
-def _run_jobs(todo: list[Job], submissions: Path, solutions: Path, out: Path, jobs: int, limits: Limits, sandbox: bool,
-              progress) -> list[SubmissionResult]:
-    work_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    protect = [solutions, submissions, out, work_root]
-    results: list[SubmissionResult] = []
+def _say(line: str) -> None:
+    """A line of progress, at once (a teacher may follow it through a pipe or a log file)."""
+    print(line, flush=True)
+
+
+def _resumable(book: Gradebook, command: str, solutions: str, todo: list[Job], submissions: Path,
+               hashes: dict[str, tuple[Path, str]]) -> tuple[set[tuple[str, str]], list[int]]:
+    """(student, assignment) of the jobs that an interrupted run of the same command already graded, from
+    the same file with the same solutions (and not ended by a grader error): they are not graded again;
+    and the ids of those interrupted runs."""
+    runs = book.runs()
+    unfinished = []
+    for r in reversed(runs):  # the unfinished runs of this command since its last finished one
+        if r["command"] != command:
+            continue
+        if r["finished_at"] is not None:
+            break
+        if r["solutions"] == solutions:
+            unfinished.append(r["id"])
+    if not unfinished:
+        return set(), []
+    done = book.results_of_runs(unfinished)
+    kept = set()
+    for job in todo:
+        key = (job.student, job.solution.stem)
+        if key not in done:
+            continue
+        status, file_sha, sol_sha = done[key]
+        digest = _submitted_at(job, submissions)[2]
+        if status not in ("grader error", "stopped") and file_sha == digest and sol_sha == hashes[key[1]][1]:
+            kept.add(key)
+    return kept, unfinished
+
+
+def _before_interrupted(book: Gradebook, before: dict[tuple[str, str], Row], kept: set[tuple[str, str]],
+                        runs: list[int]) -> None:
+    """For each result kept from the interrupted `runs` that replaced a graded version, that version (from
+    the history) becomes the score before, in place: this run's summary says what both runs changed."""
+    for key in kept:
+        old = before.get(key)
+        replaced = [h for h in book.history(*key) if h["replaced_by_run"] in runs]
+        if old is None or not replaced:
+            continue
+        h = replaced[0]
+        marks = old.score - old.auto_score  # the marks of written answers stay as they are across a regrade
+        before[key] = replace(old, status=h["status"], auto_score=h["score"], score=round(h["score"] + marks, 2),
+                              tests=[*h["tests"], *(t for t in old.tests if t.get("manual"))])
+
+
+def _kept_result(book: Gradebook, key: tuple[str, str]) -> SubmissionResult:
+    """What an interrupted run recorded for `key`, as the result it was (manually graded answers included)."""
+    row = book.latest(*key)
+    test_keys = [f.name for f in fields(TestResult)]
+    manual_keys = [f.name for f in fields(ManualAnswer)]
+    tests = [TestResult(**{k: t.get(k, "") for k in test_keys}) for t in row["tests"]]
+    manual = [ManualAnswer(**{k: t[k] for k in manual_keys if k in t}) for t in row["manual"]]
+    return SubmissionResult(key[0], key[1], row["score"], row["max_score"], row["status"], tests, list(row["notes"]),
+                            row["seconds"], manual=manual)
+
+
+@contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (a `kill`, a scheduler's time limit) ends the batch as Ctrl-C does: what is finished is kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        args = [(job, limits, sandbox, protect, work_root, submissions) for job in todo]
-        with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(_grade_job, a): a[0] for a in args}
-            for fut in as_completed(futures):
-                job = futures[fut]
-                try:
-                    res = fut.result()
-                except Exception as err:  # noqa: BLE001 - e.g. the worker process itself died
-                    res = _blank_result(job.student, job.solution.stem, read_notebook(job.solution), "grader error",
-                                        f"The grader failed on this submission: {err!r}")
-                results.append(res)
-                progress(f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} {res.status}")
+        yield
     finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _setup_imports(solution: Path) -> list[str]:
+    """The modules the teacher's setup cells import (the checking processes' server imports them once)."""
+    names = []
+    try:
+        nb = read_notebook(solution)
+    except NotebookError:
+        return names
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code" or is_solution(cell) or is_test(cell):
+            continue
+        try:
+            tree = ast.parse(source(cell))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def _run_jobs(todo: list[Job], submissions: Path, solutions: Path, out: Path, jobs: int, limits: Limits,
+              sandbox: bool, progress, commit) -> None:
+    """Grade `todo`, each job in a process of its own (see `worker`), `jobs` at a time; `commit(result, job)`
+    each result as soon as its process (and every sandbox it started) has gone."""
+    for path in budgets.remove_stale():
+        progress(f"removed what an interrupted batch left: {path}")
+    work_root, lock = budgets.locked_folder(budgets.BATCH_PREFIX)
+    controllers = budgets.detect()
+    group = budgets.batch_group(controllers, jobs)
+    if sandbox:
+        progress(budgets.summary(controllers if group is not None else {}, seccomp_usable()))
+    protect = [solutions, submissions, out, work_root]
+
+    def done(job: Job, res: SubmissionResult) -> None:
+        commit(res, job)  # first: a result that was printed is in the gradebook
+        progress(f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} "
+                 f"{res.status}")
+
+    try:
+        for job in todo:  # nothing to run: no process needed
+            if job.submission is None:
+                done(job, _grade_job(job, limits, sandbox, protect, work_root, submissions))
+        # Killed only once its own limits have all had their turn: the total time, a last kernel start, an interrupt.
+        deadline = limits.total_timeout + limits.startup_timeout + INTERRUPT_GRACE_S + STOP_MARGIN_S
+        tasks = [Task(i, (job, limits, sandbox, protect, work_root, submissions), deadline)
+                 for i, job in enumerate(todo) if job.submission is not None]
+        preload = [m for sol in sorted({j.solution for j in todo}) for m in _setup_imports(sol)]
+        run_batch(tasks, _grade_job, slots=jobs, group=group, memory_mb=limits.memory_mb, preload=preload,
+                  on_result=lambda task, res: done(task.args[0], res),
+                  on_failure=lambda task, ending: done(task.args[0], _ended_result(task.args[0], ending)))
+    finally:
+        if group is not None:
+            group.remove()
         shutil.rmtree(work_root, ignore_errors=True)
-    results.sort(key=lambda r: (r.student_id, r.assignment))
-    return results
+        lock.release()

@@ -328,6 +328,27 @@ class Gradebook:
                 json.dumps(list(result.notes), ensure_ascii=False), json.dumps(manual, ensure_ascii=False)))
         return attempt
 
+    def results_of_runs(self, runs: list[int]) -> dict[tuple[str, str], tuple[str, str | None, str]]:
+        """(student, assignment) -> (status, submission sha256, solutions sha256) of what `runs` recorded
+        (the latest attempt each), so that a run that was interrupted can be resumed."""
+        if not runs:
+            return {}
+        marks = ",".join("?" * len(runs))
+        cur = self.db.execute(f"SELECT student, assignment, status, submission_sha256, solutions_sha256 FROM results "
+                              f"WHERE run IN ({marks}) ORDER BY attempt", list(runs))
+        return {(r[0], r[1]): (r[2], r[3], r[4]) for r in cur}
+
+    def latest(self, student: str, assignment: str) -> dict | None:
+        """The latest attempt of (student, assignment) as it was recorded: its tests and its manually graded
+        answers apart, no marks applied (a run that resumes an interrupted one returns it as this run's)."""
+        r = self.db.execute("SELECT status, score, max_score, seconds, tests, notes, manual FROM results "
+                            "WHERE student=? AND assignment=? ORDER BY attempt DESC LIMIT 1",
+                            (student, assignment)).fetchone()
+        if r is None:
+            return None
+        return dict(status=r[0], score=r[1], max_score=r[2], seconds=r[3], tests=json.loads(r[4]),
+                    notes=json.loads(r[5]), manual=json.loads(r[6]))
+
     def file_hashes(self) -> dict[tuple[str, str], str | None]:
         """The submitted file's hash behind each (student, assignment)'s latest attempt."""
         cur = self.db.execute("SELECT student, assignment, submission_sha256 FROM results r WHERE attempt = (SELECT "

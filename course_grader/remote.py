@@ -39,6 +39,13 @@ BOOKKEEPING = {"load_state_dict", "state_dict", "train", "eval", "to", "cpu", "d
                "requires_grad_", "extra_repr", "named_buffers", "buffers", "children", "named_children", "modules",
                "named_modules", "apply"}
 
+# A stand-in's class is named like the learner's type (the checks' messages say "got MyModel"), and an
+# error's class like the learner's exception. A learner can invent any number of names, so at most
+# MAX_CLASSES of each are kept (the process grades one submission, then ends); past that, stand-ins
+# share one class per kind, named after it, and error classes are made afresh each time (and freed).
+MAX_CLASSES = 256
+MAX_NAMES = 10_000  # names of the learner's a reply may list (to suggest one for a typo)
+MAX_MESSAGE = 20_000  # characters of a learner's exception message kept
 _classes: dict[tuple[type, str], type] = {}
 _errors: dict[tuple[str, type], type] = {}
 
@@ -62,20 +69,26 @@ def learner_error(reply: dict) -> Exception:
             break
     cls = _errors.get((ename, base))
     if cls is None:
+        name = ename if ename.isidentifier() else "LearnerError"
         try:
-            cls = type(ename if ename.isidentifier() else "LearnerError", (LearnerError, base), {"__module__": "learner"})
+            cls = type(name, (LearnerError, base), {"__module__": "learner"})
         except TypeError:  # a built-in that cannot be subclassed together with LearnerError
-            cls = type(ename if ename.isidentifier() else "LearnerError", (LearnerError,), {"__module__": "learner"})
-        _errors[(ename, base)] = cls
-    return cls(str(reply.get("evalue", "")))
+            cls = type(name, (LearnerError,), {"__module__": "learner"})
+        if len(_errors) < MAX_CLASSES:
+            _errors[(ename, base)] = cls
+    return cls(str(reply.get("evalue", ""))[:MAX_MESSAGE])
 
 
 def _proxy_class(base: type, type_name: str) -> type:
     """A subclass of `base` named like the learner's type, so messages say "got function" or "got MyModel"."""
-    name = type_name if isinstance(type_name, str) and type_name.isidentifier() else base.__name__
+    name = type_name[:100] if isinstance(type_name, str) and type_name[:100].isidentifier() else base.__name__
     cls = _classes.get((base, name))
     if cls is None:
-        cls = _classes[(base, name)] = type(name, (base,), {"__module__": "learner"})
+        if len(_classes) >= MAX_CLASSES:  # enough names: one shared class for this kind of stand-in
+            name = base.__name__
+            cls = _classes.get((base, name))
+        if cls is None:
+            cls = _classes[(base, name)] = type(name, (base,), {"__module__": "learner"})
     return cls
 
 
@@ -96,11 +109,12 @@ class Session:
     def value(self, reply: dict, buffers: list[bytes], *, grad: bool = True) -> tuple[Any, wire.Decoder]:
         if not reply.get("ok"):
             raise learner_error(reply)
-        dec = wire.Decoder(buffers, self.make_proxy, grad=grad)
+        dec = wire.Decoder(buffers, self.make_proxy, grad=grad, limit=self.kernel.limits.message_mb * 2**20)
         try:
             return dec.decode(reply.get("value")), dec
         except wire.WireError as err:
-            raise KernelStopped("died", f"the learner's kernel sent a value the grader cannot read ({err})", alive=True) from None
+            raise KernelStopped("died", f"the learner's kernel sent a value the grader cannot read ({err})",
+                                alive=True) from None
 
     def make_proxy(self, item: list) -> Remote:
         if len(item) < 5 or type(item[0]) is not int:
@@ -113,7 +127,8 @@ class Session:
         object.__setattr__(obj, "_session", self)
         object.__setattr__(obj, "_ref", ref)
         object.__setattr__(obj, "_generation", self.kernel.generation)
-        object.__setattr__(obj, "_text", str(text))
+        object.__setattr__(obj, "_text", str(text)[:300])
+        object.__setattr__(obj, "_type_name", str(type_name)[:100])  # the learner's type, whatever the class
         if isinstance(name, str):
             object.__setattr__(obj, "__name__", name)
             object.__setattr__(obj, "__qualname__", name)
@@ -134,7 +149,7 @@ class Session:
         reply, buffers = self.request({"op": "get", "name": name})
         if not reply.get("found"):
             names = reply.get("names") if isinstance(reply.get("names"), list) else []
-            return False, "", None, [n for n in names if isinstance(n, str)]
+            return False, "", None, [n for n in names[:MAX_NAMES] if isinstance(n, str)]
         value, _ = self.value(reply, buffers)
         return True, str(reply.get("owner")), value, []
 
@@ -163,7 +178,7 @@ class Session:
             header.update(track=True, params=[bool(p.requires_grad) for _, p in mirrors])
             job = _Job(self, header, enc)
             outputs = LearnerCall.apply(job, *leaves)
-            value = _substitute(job.value, dict(zip(map(id, job.tensors), outputs)))
+            value = _substitute(job.value, dict(zip(map(id, job.tensors), outputs, strict=False)))
         else:
             reply, buffers = self.request(header, enc.buffers)
             value, dec = self.value(reply, buffers)
@@ -210,7 +225,8 @@ class _Job:
         flags = reply.get("differentiable")
         if not isinstance(flags, list) or len(flags) != len(dec.tensors):
             raise KernelStopped("died", "the kernel sent a garbled reply to a call", alive=True)
-        self.differentiable = [bool(f) and (t.is_floating_point() or t.is_complex()) for f, t in zip(flags, dec.tensors)]
+        self.differentiable = [bool(f) and (t.is_floating_point() or t.is_complex())
+                               for f, t in zip(flags, dec.tensors, strict=False)]
         self.call_id = reply.get("call")
         return self.tensors
 
@@ -218,7 +234,7 @@ class _Job:
         if self.generation != self.session.kernel.generation:
             raise KernelStopped("died", "the learner's kernel stopped and was started again, so the graph of this "
                                 "call is gone", alive=True)
-        wanted = [g for g, d in zip(grads, self.differentiable) if d]
+        wanted = [g for g, d in zip(grads, self.differentiable, strict=False) if d]
         found = self.session.backward(self.call_id, wanted)
         n_inputs = len([t for t in self.enc.tensors if t.requires_grad]) + sum(self.header.get("params") or [])
         if len(found) != n_inputs:
@@ -241,7 +257,7 @@ def _make_learner_call():
         def forward(ctx, job, *leaves):
             tensors = job.run()
             ctx.job = job
-            ctx.mark_non_differentiable(*[t for t, d in zip(tensors, job.differentiable) if not d])
+            ctx.mark_non_differentiable(*[t for t, d in zip(tensors, job.differentiable, strict=False) if not d])
             return tuple(tensors) if tensors else (torch.empty(0),)
 
         @staticmethod
@@ -271,7 +287,7 @@ def _write_back(generators: list, reply: dict, dec: wire.Decoder) -> None:
     states = reply.get("generators")
     if not generators or not isinstance(states, list) or len(states) != len(generators):
         return
-    for target, item in zip(generators, states):
+    for target, item in zip(generators, states, strict=False):
         try:
             wire.set_generator_state(target, dec.decode(item))
         except (wire.WireError, ValueError, TypeError):

@@ -33,7 +33,7 @@ OUTCOMES = tuple(s for s in STATUSES if s != "not submitted")  # passed, partial
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency, and on dark backgrounds.
 COLOURS = {"passed": "#009E73", "partial": "#56B4E9", "failed": "#E69F00", "not attempted": "#999999",
            "error": "#D55E00", MANUAL_STATUS: "#CC79A7"}
-NOT_GRADED = ("unreadable", "wrong notebook", "grader error")
+NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
 HINT_CHARS = 200  # a hint longer than this is cut at a word, never inside one
 
 

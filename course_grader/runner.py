@@ -184,12 +184,13 @@ class Checker:
 
 
 def run_steps(steps: list[Step], *, limits: Limits, sandbox: bool, split: bool, cwd: Path | None = None,
-              protect: list[Path] = (), temp_root: Path | None = None) -> RunReport:
+              protect: list[Path] = (), temp_root: Path | None = None, budget=None) -> RunReport:
     """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`); with `split`, the test
-    cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel."""
+    cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel.
+    `budget`: the cgroup under which each start of the kernel gets its own (see `budgets`)."""
     from course_lib.checks import core  # here, not above: it imports torch, which only grading needs
 
-    kernel = Kernel(limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root)
+    kernel = Kernel(limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root, budget=budget)
     if not split:
         return kernel_steps.run_steps(steps, limits=limits, kernel=kernel)
     checker = Checker(Session(kernel))

@@ -13,17 +13,23 @@
 - `--die-with-parent`, and the PID namespace dies with the kernel: whatever the learner's code
   started ends when the grader kills the sandbox;
 - limits set by the kernel before any learner code runs: processes, open files, file size,
-  address space, CPU seconds.
+  address space, CPU seconds;
+- a seccomp filter (see `budgets.seccomp_filter`): no memfd_create, memfd_secret or shmget, whose
+  memory no RSS or address-space limit sees;
+- where the host allows it, a cgroup of its own for each start of the kernel (see `budgets`): a
+  memory limit that counts everything (shared memory and tmpfs too), a process count and a CPU
+  share. The launcher joins it before bwrap starts, so the sandbox is counted from its first page.
 
 Everything else (the socket pair that is the kernel's only link to the grader, the output pipe
 that the grader reads, counts and caps, the time, output and memory limits) is the learner-side
 kernel's (`course_lib.runner.process.Kernel`), which this class extends. With `sandbox=False`
 (`course grade --no-sandbox`) it is that kernel as it is: a plain child process, with the same
-limits except the process count.
+limits except the process count and the seccomp filter (its cgroup, where there is one, too).
 """
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shutil
 import subprocess
@@ -36,6 +42,11 @@ import psutil
 from course_lib.runner import process
 from course_lib.runner.process import Limits, data_dir, kernel_env, package_dir
 
+from .budgets import STAGE_PREFIX, FolderLock, Group, locked_folder, seccomp_filter
+
+LIBRARY_ALLOWANCE_MB = 1024  # a kernel's cgroup before it is ready: Python, numpy and torch on top of the limit
+_STARTS = itertools.count(1)  # names each kernel start's cgroup in this process
+
 SANDBOX_UID = 1000  # the learner's uid and gid inside the sandbox
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "fonts", "os-release",
              "mime.types", "nsswitch.conf")
@@ -47,6 +58,20 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternat
 @functools.lru_cache(maxsize=1)
 def sandbox_status() -> tuple[bool, str]:
     """(True, "bubblewrap X") if a sandboxed Python starts here, else (False, why not)."""
+    ok, why = _try_sandbox(seccomp=True)
+    if ok or not seccomp_filter():
+        return ok, why
+    ok, why = _try_sandbox(seccomp=False)
+    return ok, why + (" (without the seccomp filter, which this host refused)" if ok else "")
+
+
+def seccomp_usable() -> bool:
+    """Whether sandboxes here start with the seccomp filter (see `budgets.seccomp_filter`)."""
+    return seccomp_filter() is not None and _try_sandbox(seccomp=True)[0]
+
+
+@functools.lru_cache(maxsize=2)
+def _try_sandbox(seccomp: bool) -> tuple[bool, str]:
     if not sys.platform.startswith("linux"):
         return False, f"bubblewrap needs Linux (this is {sys.platform})"
     bwrap = shutil.which("bwrap")
@@ -56,7 +81,7 @@ def sandbox_status() -> tuple[bool, str]:
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError) as err:
         return False, f"bwrap does not run: {err}"
-    launch = _Launch(Limits(), [sys.executable, "-I", "-S", "-c", "print('sandbox ok')"], protect=[])
+    launch = _Launch(Limits(), [sys.executable, "-I", "-S", "-c", "print('sandbox ok')"], protect=[], seccomp=seccomp)
     try:
         proc = launch.popen(stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         out, _ = proc.communicate(timeout=60)
@@ -66,16 +91,19 @@ def sandbox_status() -> tuple[bool, str]:
         launch.cleanup()
     text = out.decode(errors="replace").strip()
     if proc.returncode != 0 or "sandbox ok" not in text:
-        return False, f"bwrap could not start a sandbox here ({text.splitlines()[-1] if text else f'exit status {proc.returncode}'})"
+        said = text.splitlines()[-1] if text else f"exit status {proc.returncode}"
+        return False, f"bwrap could not start a sandbox here ({said})"
     return True, version or "bubblewrap"
 
 
 # --- how a kernel process is started -------------------------------------------------------------------
 
-# Run as root, the launcher makes a private mount namespace, binds the folders the sandbox needs onto
-# empty folders that an unprivileged user can reach (the Python install may sit in /root), drops to
-# that user, then runs bwrap. The learner's code then never runs with root's uid, even outside the
-# user namespace, so it cannot read root's files and the process limit applies to it.
+# The launcher joins the sandbox's cgroups (if any) first, so that everything the sandbox does is counted.
+# Run as root, it then makes a private mount namespace, binds the folders the sandbox needs onto empty
+# folders that an unprivileged user can reach (the Python install may sit in /root), drops to that user,
+# then runs bwrap. The learner's code then never runs with root's uid, even outside the user namespace,
+# so it cannot read root's files and the process limit applies to it.
+#   launcher UID GID N_PAIRS N_GROUPS [SRC DST]... [CGROUP_PROCS_FILE]... ARGV...   (UID -1: stay as is)
 _LAUNCHER = r"""
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -83,17 +111,30 @@ def check(result, what):
     if result != 0:
         err = ctypes.get_errno()
         sys.exit(f"sandbox launcher: {what}: {os.strerror(err)}")
-uid, gid, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-pairs, argv = sys.argv[4:4 + 2 * n], sys.argv[4 + 2 * n:]
-check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
-check(libc.mount(b"none", b"/", None, (1 << 14) | (1 << 18), None), "make / private")
-for src, dst in zip(pairs[0::2], pairs[1::2]):
-    check(libc.mount(src.encode(), dst.encode(), None, 4096 | (1 << 14), None), "bind " + src)
-os.setgroups([])
-os.setgid(gid)
-os.setuid(uid)
+uid, gid, n, m = (int(a) for a in sys.argv[1:5])
+pairs, groups, argv = sys.argv[5:5 + 2 * n], sys.argv[5 + 2 * n:5 + 2 * n + m], sys.argv[5 + 2 * n + m:]
+for path in groups:
+    try:
+        with open(path, "w") as f:
+            f.write(str(os.getpid()))
+    except OSError as err:
+        sys.exit(f"sandbox launcher: could not join the cgroup {path}: {err.strerror}")
+if uid >= 0:
+    check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
+    check(libc.mount(b"none", b"/", None, (1 << 14) | (1 << 18), None), "make / private")
+    for src, dst in zip(pairs[0::2], pairs[1::2]):
+        check(libc.mount(src.encode(), dst.encode(), None, 4096 | (1 << 14), None), "bind " + src)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 os.execv(argv[0], argv)
 """
+
+
+def launcher(uid: int, gid: int, pairs: list[str], group_files: list[str], argv: list[str]) -> list[str]:
+    """The command that runs `argv` after joining the cgroups (and, with uid >= 0, as that user with the binds)."""
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(uid), str(gid), str(len(pairs) // 2),
+            str(len(group_files)), *pairs, *group_files, *argv]
 
 
 def _unprivileged_ids() -> tuple[int, int]:
@@ -157,28 +198,38 @@ class _Launch:
     """The command line (and its file descriptors) that starts `inner` in the sandbox."""
 
     def __init__(self, limits: Limits, inner: list[str], *, protect: list[Path],
-                 temp_root: Path | None = None, keep_fds: tuple[int, ...] = ()):
+                 temp_root: Path | None = None, keep_fds: tuple[int, ...] = (), group: Group | None = None,
+                 seccomp: bool = True):
         self.limits, self.inner = limits, inner
         self.protect = [Path(os.path.realpath(p)) for p in protect]
         self.temp_root, self.keep_fds = temp_root, keep_fds
+        self.group = group  # the cgroups the sandbox joins (see budgets), or None
+        self.seccomp = seccomp_filter() if seccomp else None
         self.stage: str | None = None  # (as root) the empty folders the launcher binds the sandbox's folders onto
+        self.stage_lock: FolderLock | None = None  # held while the stage is in use: stale once nobody holds it
 
     def popen(self, **kwargs) -> subprocess.Popen:
-        argv, user = self._bwrap_argv()
-        read_end, write_end = os.pipe()
-        os.write(write_end, b"\0".join(a.encode() for a in argv) + b"\0")
-        os.close(write_end)
-        # The options travel through a pipe, so the sandbox's /proc/1/cmdline does not list the mounts.
-        command = [shutil.which("bwrap"), "--args", str(read_end), "--", *self.inner]
-        if user is not None:
-            uid, gid, pairs = user
-            command = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(uid), str(gid), str(len(pairs) // 2), *pairs, *command]
+        fds = []
         try:
-            return subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(*self.keep_fds, read_end), **kwargs)
+            seccomp_fd = None
+            if self.seccomp is not None:
+                seccomp_fd = _pipe_with(self.seccomp)
+                fds.append(seccomp_fd)
+            argv, user = self._bwrap_argv(seccomp_fd)
+            # The options travel through a pipe, so the sandbox's /proc/1/cmdline does not list the mounts.
+            args_fd = _pipe_with(b"\0".join(a.encode() for a in argv) + b"\0")
+            fds.append(args_fd)
+            command = [shutil.which("bwrap"), "--args", str(args_fd), "--", *self.inner]
+            group_files = self.group.procs_files() if self.group is not None else []
+            if user is not None or group_files:
+                uid, gid, pairs = user if user is not None else (-1, -1, [])
+                command = launcher(uid, gid, pairs, group_files, command)
+            return subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(*self.keep_fds, *fds), **kwargs)
         finally:
-            os.close(read_end)
+            for fd in fds:
+                os.close(fd)
 
-    def _bwrap_argv(self) -> tuple[list[str], tuple | None]:
+    def _bwrap_argv(self, seccomp_fd: int | None = None) -> tuple[list[str], tuple | None]:
         lim = self.limits
         binds = bound_folders(self.protect)
         user = None
@@ -186,7 +237,8 @@ class _Launch:
         if os.geteuid() == 0:
             # Stage every bound folder where an unprivileged user can reach it (see _LAUNCHER).
             uid, gid = _unprivileged_ids()
-            self.stage = tempfile.mkdtemp(prefix="course-sandbox-", dir=_reachable_folder(self.temp_root))
+            stage, self.stage_lock = locked_folder(STAGE_PREFIX, _reachable_folder(self.temp_root))
+            self.stage = str(stage)
             os.chmod(self.stage, 0o755)
             pairs = []
             for i, b in enumerate(binds):
@@ -213,16 +265,33 @@ class _Launch:
                  "--size", size, "--tmpfs", "/tmp"]
         for b in binds:
             argv += ["--ro-bind", sources[str(b)], str(b)]
-        for p in self.protect:  # a protected folder inside a bound one is covered by an empty one
-            if any(_inside(p, b) for b in binds):
-                argv += ["--tmpfs", str(p)]
+        for p in self.protect:  # a protected folder inside a bound one is covered by an empty one, read-only and
+            if any(_inside(p, b) for b in binds):  # tiny, so that it is no scratch space outside the limits
+                argv += ["--perms", "0555", "--size", "4096", "--tmpfs", str(p)]
         argv += ["--chdir", "/tmp"]
+        if seccomp_fd is not None:
+            argv += ["--seccomp", str(seccomp_fd)]
         return argv, user
 
     def cleanup(self) -> None:
         if self.stage is not None:
             shutil.rmtree(self.stage, ignore_errors=True)
             self.stage = None
+        if self.stage_lock is not None:
+            self.stage_lock.release()
+            self.stage_lock = None
+
+
+def _pipe_with(data: bytes) -> int:
+    """The read end of a pipe that holds `data` and then ends (for bwrap's --args and --seccomp)."""
+    read_end, write_end = os.pipe()
+    try:
+        if len(data) > 60_000:  # a pipe holds 64 KB: more would block this process
+            raise ValueError(f"{len(data)} bytes are too many for bwrap's pipe")
+        os.write(write_end, data)
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 # --- one kernel ---------------------------------------------------------------------------------------
@@ -233,14 +302,18 @@ class Kernel(process.Kernel):
 
     `protect` lists folders that must not be visible in the sandbox even if they sit inside one
     that is bound (the solutions, the submissions, the output folder). `cwd` (without the sandbox)
-    is where the kernel runs; with the sandbox it runs in its private /tmp.
+    is where the kernel runs; with the sandbox it runs in its private /tmp. `budget` is the group
+    (see `budgets`) under which each start of the kernel gets a cgroup of its own: memory, process
+    count and CPU share, counting everything. `seccomp=False` leaves out the seccomp filter (tests).
     """
 
     def __init__(self, limits: Limits, *, sandbox: bool, cwd: Path | None = None, protect: list[Path] = (),
-                 temp_root: Path | None = None):
+                 temp_root: Path | None = None, budget: Group | None = None, seccomp: bool = True):
         super().__init__(limits, cwd=cwd, temp_root=temp_root)
         self.sandbox, self.protect = sandbox, list(protect)
         self.launch: _Launch | None = None
+        self.budget, self.seccomp = budget, seccomp and seccomp_usable()
+        self.group: Group | None = None  # this start's cgroup
 
     def _kernel_config(self) -> dict:
         config = super()._kernel_config()
@@ -248,13 +321,46 @@ class Kernel(process.Kernel):
             config["processes"] = self.limits.processes
         return config
 
+    def _new_group(self) -> Group | None:
+        if self.budget is None or not self.budget.folders:
+            return None
+        memory = None
+        if self.limits.memory_mb:  # until the kernel is ready: the libraries' allowance on top (see _started)
+            memory = (self.limits.memory_mb + 512 + LIBRARY_ALLOWANCE_MB) * 2**20
+        # The pids count includes the launcher, bwrap's two processes and the kernel's own threads.
+        group = self.budget.child(f"kernel-{os.getpid()}-{next(_STARTS)}", memory_bytes=memory,
+                                  pids=self.limits.processes + 16 if self.sandbox else None)
+        return group if group.folders else None
+
     def _popen(self, inner: list[str], config: dict, keep_fds: tuple[int, ...]) -> subprocess.Popen:
+        self.group = self._new_group()
+        files = self.group.procs_files() if self.group is not None else []
         if not self.sandbox:
+            if files:  # the plain kernel joins its cgroup too, through the launcher
+                inner = launcher(-1, -1, [], files, inner)
             return super()._popen(inner, config, keep_fds)
         # In the sandbox there is no GPU device file, so the CPU.
         env = kernel_env(home="/tmp", config=config, device="cpu")
-        self.launch = _Launch(self.limits, inner, protect=self.protect, temp_root=self.temp_root, keep_fds=keep_fds)
+        self.launch = _Launch(self.limits, inner, protect=self.protect, temp_root=self.temp_root, keep_fds=keep_fds,
+                              group=self.group, seccomp=self.seccomp)
         return self.launch.popen(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/")
+
+    def _started(self) -> None:
+        """Ready, and no learner code has run: its memory limit is now what it uses plus the allowance."""
+        if self.group is not None and self.limits.memory_mb:
+            used = self.group.memory_usage()
+            if used is not None:
+                self.group.set_limits(memory_bytes=used + (self.limits.memory_mb + 512) * 2**20)
+
+    def _over_memory_limit(self) -> bool:
+        if self.group is not None and "memory" in self.group.folders and self.limits.memory_mb:
+            return False  # the kernel enforces the cgroup's limit itself, counting what PSS cannot see
+        return super()._over_memory_limit()
+
+    def _why_died(self) -> str:
+        if self.group is not None and self.group.oom_kills():
+            return "memory-limit"
+        return super()._why_died()
 
     def _find_kernel_pid(self) -> int:
         """The kernel's process id as the grader sees it (in the sandbox it is the launcher's grandchild)."""
@@ -268,6 +374,8 @@ class Kernel(process.Kernel):
             return self.proc.pid
 
     def _kill_strays(self) -> None:
+        if self.group is not None:
+            self.group.kill(timeout=2.0)
         if not self.sandbox:  # in the sandbox the whole PID namespace goes with the kernel
             super()._kill_strays()
 
@@ -275,4 +383,7 @@ class Kernel(process.Kernel):
         if self.launch is not None:
             self.launch.cleanup()
             self.launch = None
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
         super()._cleanup()

@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 LABCONFIG = Path(__file__).resolve().parent / "labconfig"  # JupyterLab settings for `course lab` (see its README)
 COMMANDS_GROUP = "course_lib.commands"  # where the grader's package names its `register(subparsers)`
+DOCTOR_GROUP = "course_lib.doctor"  # functions that return more (name, state) lines for `course doctor`
 TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of them when it is not installed
     "build": "write exercises/ from solutions/",
     "new": "start a new exercise set from a template",
@@ -80,6 +81,12 @@ def doctor() -> int:
         report["jupyterlab"] = "not installed"
     ok_widgets, widgets = _widgets_status()
     report["widgets"] = ("ok: " if ok_widgets else "PROBLEM: ") + widgets
+    # Installed packages add lines of their own (the grader: its sandbox and the budgets in force).
+    for entry in metadata.entry_points(group=DOCTOR_GROUP):
+        try:
+            report.update(dict(entry.load()()))
+        except Exception as err:  # noqa: BLE001 - a broken grader must not take the learner's report with it
+            report[entry.name] = f"could not report ({type(err).__name__}: {err})"
     width = max(len(k) for k in report)
     print("From One-Hot to Transformer: environment report")
     for key, value in report.items():

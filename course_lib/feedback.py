@@ -8,7 +8,10 @@ speak through this module:
 - which exercise a test belongs to (`exercise_titles`, `answer_owner`);
 - the hints about cells the grader does not run: cells a learner added, copies of a cell
   (`ADDED_CELL`, `COPIED_CELL`, `explain_missing`, `added_cell_hint`, `added_cells_note`);
-- `course check`'s table (`print_table`) and the Markdown feedback file (`feedback_markdown`);
+- `course check`'s table (`print_table`) and the Markdown feedback file (`feedback_markdown`), in
+  which the learner's own text (exception messages, file names, the first lines of added cells) is
+  quoted so that it can never close a code block, start a heading, or add HTML or links (`md_text`,
+  `md_block`);
 - how a score is written (`num`).
 
 The check messages themselves (what is wrong, which mistake it looks like) are the checks' own
@@ -16,6 +19,7 @@ The check messages themselves (what is wrong, which mistake it looks like) are t
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,12 +208,57 @@ def print_table(path: Path, rows: list[TestResult], skipped: list = ()) -> int:
 
 # --- the feedback file -----------------------------------------------------------------------------------------
 
+_MARKUP = str.maketrans({"\\": "\\\\", "*": "\\*", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;"})
+_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # one that could start or end emphasis (not inside a word)
+_LINE_START = re.compile(r"^(\s*)([#+=|-]|\d+[.)])")
+
+
+def md_text(text: str) -> str:
+    """`text` (which may hold a learner's words) as one line of Markdown that renders as those words:
+    line breaks become spaces; outside code spans (`...`, found as CommonMark finds them) backslashes,
+    `* [ ]` and `_` (but inside a word) are escaped and `< >` written as entities, so no emphasis,
+    link, image or HTML; and the line cannot start a heading or a list. Code spans are left as they
+    are: their content is literal."""
+    flat = " ".join(str(text).split("\n")).replace("\r", " ")
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", flat)]
+    same_length: dict[int, list[int]] = {}
+    for k, (a, b) in enumerate(runs):
+        same_length.setdefault(b - a, []).append(k)
+    out, pos, k = [], 0, 0
+    while k < len(runs):
+        a, b = runs[k]
+        out.append(_UNDERSCORE.sub(r"\\_", flat[pos:a].translate(_MARKUP)))
+        later = same_length[b - a]
+        after = bisect.bisect_right(later, k)
+        if after < len(later):  # the next backtick string of the same length closes the span
+            close = runs[later[after]][1]
+            out.append(flat[a:close])
+            pos, k = close, later[after] + 1
+        else:  # none: the backticks are plain text
+            out.append("\\`" * (b - a))
+            pos, k = b, k + 1
+    out.append(_UNDERSCORE.sub(r"\\_", flat[pos:].translate(_MARKUP)))
+    line = "".join(out)
+    # "\\#" is a literal #; an ordered list's marker is undone by escaping its dot: "1\\."
+    return _LINE_START.sub(lambda m: m.group(1) + (m.group(2)[:-1] + "\\" + m.group(2)[-1] if m.group(2)[0].isdigit()
+                                                   else "\\" + m.group(2)), line, count=1)
+
+
+def md_block(text: str) -> list[str]:
+    """`text` as a fenced code block whose fence is longer than any run of backticks in it, so that
+    nothing in it can close the block (everything in it is shown as it is, HTML included)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text, fence]
+
 
 def feedback_markdown(r) -> str:
     """One learner's feedback on one assignment, as Markdown, from a gradebook row (the grader's
-    `gradebook.Row`: student, name, assignment, status, scores, late penalty, adjustments, notes, tests)."""
+    `gradebook.Row`: student, name, assignment, status, scores, late penalty, adjustments, notes, tests).
+    Headings hold only the teacher's words (the assignment, the exercises' titles); everything that
+    may come from a learner is quoted with `md_text` or `md_block`."""
     who = f"{r.name} ({r.student})" if r.name else r.student
-    lines = [f"# Feedback on {r.assignment} for {who}", ""]
+    lines = [f"# Feedback on {r.assignment}", "", f"For {md_text(who)}", ""]
     to_mark = getattr(r, "to_mark", 0)
     if r.status != "graded":
         lines += [f"**Score: {num(r.final)} / {num(r.max_score)}** ({r.status})", ""]
@@ -235,13 +284,13 @@ def feedback_markdown(r) -> str:
         lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); "
                   "it is the one that counts.", ""]
     if r.notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in dict.fromkeys(r.notes)] + [""]
+        lines += ["## Notes", ""] + [f"- {md_text(n)}" for n in dict.fromkeys(r.notes)] + [""]
     if r.tests:
         lines += ["| Exercise | Points | Result |", "|---|---|---|"]
         for t in r.tests:
-            label = (t.get("exercise") or t.get("grade_id") or "").replace("|", "/")
+            label = md_text(t.get("exercise") or t.get("grade_id") or "").replace("|", "/")
             pts = "–" if t["status"] == MANUAL_STATUS else num(t["points"])
-            lines.append(f"| {label} | {pts} / {num(t['max_points'])} | {t['status']} |")
+            lines.append(f"| {label} | {pts} / {num(t['max_points'])} | {md_text(t['status'])} |")
     # A row that was not graded (unreadable, not submitted) has one reason, said once above.
     details = [t for t in r.tests if t["status"] not in ("passed", "not submitted", MANUAL_STATUS, MARKED)
                and t.get("message") and r.status == "graded"]
@@ -249,11 +298,13 @@ def feedback_markdown(r) -> str:
     if marked:
         lines += ["", "## Your written answers", ""]
         for t in marked:
-            lines += [f"### {t.get('exercise') or t['grade_id']} ({num(t['points'])} / {num(t['max_points'])})", ""]
-            lines += [f"> {line}" if line.strip() else ">" for line in t["message"].strip().splitlines()] + [""]
+            title = md_text(t.get("exercise") or t["grade_id"])
+            lines += [f"### {title} ({num(t['points'])} / {num(t['max_points'])})", ""]
+            lines += [f"> {md_text(line)}" if line.strip() else ">" for line in str(t["message"]).strip().splitlines()]
+            lines += [""]
     if details:
         lines += ["", "## What to look at", ""]
         for t in details:
-            heading = f"### {t.get('exercise') or t['grade_id']} ({t['status']})"
-            lines += [heading, "", "```", t["message"].strip(), "```", ""]
+            heading = f"### {md_text(t.get('exercise') or t['grade_id'])} ({md_text(t['status'])})"
+            lines += [heading, "", *md_block(str(t["message"]).strip()), ""]
     return "\n".join(lines).rstrip() + "\n"

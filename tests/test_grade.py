@@ -1,14 +1,18 @@
 """`course grade`: every kind of submission gets a sane, explained result; none earns points its
-answers did not earn; the batch always finishes; submission files are never modified; nothing the
-learners' code starts outlives the batch.
+answers did not earn; the batch always finishes; one submission can never stop, starve or zero the
+others; submission files are never modified; nothing the learners' code starts outlives the batch.
 
-The crafted submissions are generated from the lesson 00 solution notebook (see grading_helpers),
-graded once by the real command (`python -m course_lib.cli grade`) in a module-scoped fixture,
-and each test reads its student's rows from grades.json. Besides honest mistakes and broken
-notebooks, the class holds one submission per attack of issue 14's red-team pass (each named in
-its test). The command runs under a small wrapper that adopts every orphaned process (a child
-subreaper), so a process that outlived the grader is seen, and with a private temporary folder,
-so a folder left behind is seen too. Limits are tight so the suite stays fast.
+The crafted submissions are generated from the lesson 00 solution notebook (see grading_helpers)
+and graded by the real command (`python -m course_lib.cli grade`) in one module-scoped fixture, and
+each test reads its student's rows from grades.json. Besides honest mistakes and broken notebooks,
+the class holds one submission per attack of the red-team passes (issue 14's twenty, and issue 22's
+findings N1-N9, each named in its test). The fixture grades the class twice, as a teacher would
+after an interruption: the first run is interrupted with Ctrl-C (SIGINT to its process group) once
+three submissions are graded, and the same command then resumes it; during the second run the
+process checking one submission is killed from outside, as a teacher would kill a stuck one. The
+command runs under a small wrapper that adopts every orphaned process (a child subreaper), so a
+process that outlived the grader is seen, and with a private temporary folder (seeded with what a
+killed batch leaves), so a folder left behind is seen too. Limits are tight so the suite stays fast.
 
 The crafted class needs the sandbox: where bubblewrap does not work these tests skip (with one
 warning), and under CI they fail. The last tests (every solution notebook, the command's errors)
@@ -52,16 +56,60 @@ WRONG_RF = "def receptive_field(num_layers, kernel_size):\n    return num_layers
 RIGHT = {  # right answers, for crafted cells that do something else first
     "ex1": "def reproducible_sample(seed):\n    seed_everything(seed)\n    return torch.randn(5)\n",
     "ex2": "rnn_steps_keys_are, rnn_steps_1_20, rnn_steps_1_100 = 17, 19, 99\n",
+    "ex3": "def receptive_field(num_layers, kernel_size):\n    return 1 + num_layers * (kernel_size - 1)\n",
+    "ex4": "def layers_needed(distance, kernel_size):\n    return -(-distance // (kernel_size - 1))\n",
     "ex5": "n_patches, seq_len = 196, 197\n",
+    "ex6": "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
 }
 
 # Runs the grader as its child and adopts every process the grader leaves behind (PR_SET_CHILD_SUBREAPER):
-# whatever is still alive a second after the grader exits outlived the batch.
-ADOPT_ORPHANS = r"""
-import ctypes, json, subprocess, sys, time
+# whatever is still alive a second after the grader exits outlived the batch. With "interrupt_after": N,
+# Ctrl-C (SIGINT to the grader's process group) once N submissions are graded. With "kill_marker": M, the
+# process checking a submission is killed (SIGKILL) once a process whose command line holds M runs in its
+# sandbox: that process's ancestor whose grandparent is the grader (the grader forks checking processes
+# from a server process of its own).
+WRAPPER = r"""
+import ctypes, json, os, re, signal, subprocess, sys, threading, time
 import psutil
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
-proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+options = json.loads(sys.argv[1])
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        start_new_session=True)
+lines, killed = [], []
+def read_stdout():
+    for line in proc.stdout:
+        lines.append(line)
+        graded = sum(1 for ln in lines if re.search(r" / \S+\s+graded$", ln.rstrip()))
+        if options.get("interrupt_after") and graded >= options["interrupt_after"] and not killed:
+            killed.append("SIGINT")
+            os.killpg(proc.pid, signal.SIGINT)
+errors = []
+reader = threading.Thread(target=read_stdout)
+reader.start()
+threading.Thread(target=lambda: errors.append(proc.stderr.read())).start()
+marker = options.get("kill_marker")
+while marker and proc.poll() is None and not killed:
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)  # the grader's, not the whole machine's
+    except psutil.Error:
+        family = []
+    for p in family:
+        try:
+            cmdline = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if marker in cmdline:
+            for up in p.parents():
+                try:
+                    if up.parent() and up.parent().ppid() == proc.pid:
+                        up.kill()
+                        killed.append(up.pid)
+                        break
+                except psutil.Error:
+                    pass
+    time.sleep(0.25)
+proc.wait()
+reader.join()
 time.sleep(1.0)
 left = []
 for p in psutil.Process().children(recursive=True):
@@ -70,7 +118,8 @@ for p in psutil.Process().children(recursive=True):
         p.kill()
     except psutil.Error:
         pass
-print(json.dumps({"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "left": left}))
+print(json.dumps({"returncode": proc.returncode, "stdout": "".join(lines), "stderr": "".join(errors), "left": left,
+                  "killed": killed}))
 """
 
 
@@ -327,7 +376,134 @@ attention_steps_1_20 = attention_steps_1_100 = 99
                           "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
             "ex7_answer": f"import subprocess\nsubprocess.run(['touch', {str(outside / 'pwned2.txt')!r}], check=True)\n",
         }),
+        # --- issue 22: one submission must never stop, starve or zero the others ---------------------
+        # N1: keys that all hash alike (k * (2**61 - 1)), sent by a patched encoder: building the set in the
+        # grader took O(n^2) in C (300,000 keys: stuck for good, no time limit could stop it). N3: range(4e7)
+        # crossed as four numbers and became a 2.2 GB array in the grader.
+        "decode_bombs": learner({
+            "ex2_answer": COLLIDING + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "SET"\n',
+            "ex5_answer": COLLIDING + 'n_patches, seq_len = "DICT", 197\n',
+            "ex6_answer": "def patch_count(height, width, patch):\n    return range(40_000_000)\n",
+            "ex7_answer": COLLIDING + 'attention_steps_1_20 = attention_steps_1_100 = "COUNTER"\n',
+        }),
+        # N4: memory that no RSS or address-space limit sees: memfd files (48 x 63 MB), SysV shared memory.
+        # N8: 40 busy loops in one sandbox, forked (its neighbours must still finish, and the forks share the
+        # kernel's pages); forked workers sharing 300 MB copy-on-write (summed RSS counted it 17 times: a false
+        # memory-limit kill)
+        "memory_and_cpu": learner({
+            "ex1_answer": "import os, time\n_start = time.monotonic() + 1\n_kids = []\n"
+                          "for _ in range(40):\n    _pid = os.fork()\n    if _pid == 0:\n"
+                          "        time.sleep(max(0, _start - time.monotonic()))\n"
+                          "        while time.monotonic() < _start + 2:\n            pass\n"
+                          "        os._exit(0)\n    _kids.append(_pid)\n"
+                          "for _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex1"],
+            "ex3_answer": "import os\n_held = []\nfor _ in range(48):\n    _fd = os.memfd_create('hold')\n"
+                          "    os.posix_fallocate(_fd, 0, 63 * 2**20)\n    _held.append(_fd)\n" + RIGHT["ex3"],
+            "ex4_answer": "import ctypes\n_libc = ctypes.CDLL(None, use_errno=True)\n"
+                          "_id = _libc.shmget(0, 512 * 2**20, 0o1000 | 0o600)\n"
+                          "if _id < 0:\n    raise OSError(ctypes.get_errno(), 'shmget refused')\n"
+                          "import ctypes.util\n_libc.shmat.restype = ctypes.c_void_p\n"
+                          "ctypes.memset(_libc.shmat(_id, None, 0), 1, 512 * 2**20)\n" + RIGHT["ex4"],
+            "ex6_answer": "import os, time\n_block = bytearray(300 * 2**20)\n"
+                          "for _i in range(0, len(_block), 4096):\n    _block[_i] = 1\n_kids = []\n"
+                          "for _ in range(16):\n    _pid = os.fork()\n    if _pid == 0:\n"
+                          "        time.sleep(2)\n        os._exit(0)\n    _kids.append(_pid)\n"
+                          "time.sleep(1)\nfor _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex6"],
+        }),
+        # N7: a 60 MB reply header of empty lists (31x its size once parsed)
+        "listbomb": learner({"ex7_answer": FORGED_REPLY + 'attention_steps_1_20 = "LISTBOMB"\n'
+                                                          'attention_steps_1_100 = 1\n'}),
+        # N9: a 200,000-deep reply and a 5,000-digit integer: one cell each, not the whole row
+        "deep_reply": learner({
+            "ex2_answer": FORGED_REPLY + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "DEEP"\n',
+            "ex5_answer": FORGED_REPLY + 'n_patches, seq_len = "HUGEINT", 197\n',
+        }),
+        # N5: Markdown and HTML in an exception message, in a note and in an added cell's first line
+        "injector": injector(),
+        # N6: a student whose folder is named like the feedback index
+        "index.csv": learner(),
+        # 18: top-level metadata that is not an object
+        "bad_metadata": {**learner(), "metadata": "x"},
+        # 19: ids that differ only in case or Unicode form are one student (both folders hold good work)
+        "Ada": learner(),
+        "ada": learner(),
+        "Jos\u00e9": learner(),
+        "Jose\u0301": learner(),
+        # N2: the process checking this one is killed from outside mid-batch (WRAPPER's kill_marker)
+        "zz_killed": learner({"ex2_answer": "import subprocess, time\nsubprocess.Popen(['sleep', '977'])\n"
+                                            "time.sleep(5)\n" + RIGHT["ex2"]}),
+        "zzz_honest": learner(),
     }
+
+
+# A kernel whose encoder sends sets and dicts of colliding keys for the marker strings (the learner's own code
+# runs the kernel's side of the protocol, so it can send anything).
+COLLIDING = """
+import course_lib.runner.wire as _wire
+_plain_encode = getattr(_wire.Encoder.encode, "plain", _wire.Encoder.encode)
+def _colliding(self, value, depth=0):
+    if type(value) is str and value in ("SET", "DICT", "COUNTER"):
+        keys = [k * (2**61 - 1) for k in range(1, {"SET": 300_001}.get(value, 15_001))]
+        return ["set", keys] if value == "SET" else [value.title() if value == "COUNTER" else "dict",
+                                                     [[k, 1] for k in keys]]
+    return _plain_encode(self, value, depth)
+_colliding.plain = _plain_encode
+_wire.Encoder.encode = _colliding
+"""
+# A kernel that answers a request for a marker string with a forged frame: a 60 MB header of empty lists,
+# a value nested 200,000 deep, or a 5,000-digit integer.
+FORGED_REPLY = """
+import course_lib.runner.wire as _wire
+_plain_pack = getattr(_wire.pack, "plain", _wire.pack)
+def _forged(header, buffers=()):
+    body = {"LISTBOMB": b'["list", [' + b"[]," * 20_000_000 + b'[]]]', "DEEP": b"[" * 200_000 + b"]" * 200_000,
+            "HUGEINT": b"1" * 5_000}.get(header.get("value")) if type(header.get("value")) is str else None
+    if body is None:
+        return _plain_pack(header, buffers)
+    text = b'{"ok": true, "found": true, "owner": "learner", "buffers": [], "id": %d, "value": %s}' % (
+        header["id"], body)
+    return _wire.PREFIX.pack(_wire.MAGIC, len(text), 0) + text
+_forged.plain = _plain_pack
+_wire.pack = _forged
+"""
+INJECTED = ("```\n# Feedback on 00_welcome for injector\n\n**Score: 16 / 16**\n\n<script>alert(1)</script>\n"
+            "<img src=x onerror=alert(1)>\n[click](http://example.com) <!--")
+
+
+def injector() -> dict:
+    nb = learner({
+        "ex3_answer": f"raise ValueError({INJECTED!r})\n",
+        # right values, then an error whose message lands in a note ("... the test passed with what ...")
+        "ex5_answer": "n_patches, seq_len = 196, 197\n"
+                      "raise RuntimeError('<script>alert(3)</script>\\n# Score: 16 / 16 ``` <!--')\n",
+    })
+    nb["cells"].append({"cell_type": "code", "id": "added", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": "# <img src=x onerror=alert(2)> ``` **Score: 16 / 16** <!--\nx = 1\n"})
+    return nb
+
+
+def _stale_leftovers(private_tmp: Path) -> list[str]:
+    """What a killed batch leaves (work folder with mount points, a sandbox's stage, cgroups); the next run
+    must remove it. Returns the cgroup folders made."""
+    from course_grader import budgets
+
+    for name in ("course-grade-4242-deadbeef", "course-sandbox-4242-deadbeef"):
+        (private_tmp / name / "0").mkdir(parents=True)
+    dead = subprocess.Popen(["true"])  # a process id that is gone
+    dead.wait()
+    made = []
+    for ctl in budgets.detect().values():
+        folder = Path(ctl.own) / f"course-grade-{dead.pid}"
+        (folder / "job-0" / "kernel-0").mkdir(parents=True, exist_ok=True)
+        made.append(str(folder))
+    return made
+
+
+def _grade(cmd: list[str], cwd: Path, env: dict, **options) -> dict:
+    wrapper = subprocess.run([sys.executable, "-c", WRAPPER, json.dumps(options), *cmd], cwd=cwd, capture_output=True,
+                             text=True, timeout=1200, env=env)
+    assert wrapper.returncode == 0, wrapper.stdout + wrapper.stderr
+    return json.loads(wrapper.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -350,23 +526,30 @@ def graded(tmp_path_factory):
     # A private temporary folder (searchable by others, as /tmp is): nothing may be left in it.
     private_tmp = Path(tempfile.mkdtemp(prefix="course-grade-test-"))
     os.chmod(private_tmp, 0o711)
+    stale_groups = _stale_leftovers(private_tmp)
+    cmd = [sys.executable, "-m", "course_lib.cli", "grade", str(subs), "--solutions", str(solutions), "--out", str(out),
+           "--assignment", "00_welcome", "--jobs", "2", "--timeout", "6", "--total-timeout", "150", "--memory", "1024",
+           "--max-output", "200000"]
+    env = dict(os.environ, TMPDIR=str(private_tmp))
     started = time.monotonic()
-    wrapper = subprocess.run(
-        [sys.executable, "-c", ADOPT_ORPHANS, sys.executable, "-m", "course_lib.cli", "grade", str(subs),
-         "--solutions", str(solutions), "--out", str(out), "--assignment", "00_welcome", "--jobs", "2",
-         "--timeout", "6", "--total-timeout", "150", "--memory", "1024", "--max-output", "200000"],
-        cwd=tmp, capture_output=True, text=True, timeout=1200, env=dict(os.environ, TMPDIR=str(private_tmp)))
+    first = _grade(cmd, tmp, env, interrupt_after=3)  # Ctrl-C once three submissions are graded
+    first_seconds = time.monotonic() - started
+    stale_left = [g for g in stale_groups if os.path.exists(g)]
+    first_left_in_tmp = sorted(p.name for p in private_tmp.iterdir())
+    first_book = load_json(out / "grades.json")
+    started = time.monotonic()
+    second = _grade(cmd, tmp, env, kill_marker="sleep 977")  # the same command: resumes, and one checker is killed
     seconds = time.monotonic() - started
-    assert wrapper.returncode == 0, wrapper.stdout + wrapper.stderr
-    proc = json.loads(wrapper.stdout)
-    assert proc["returncode"] == 0, proc["stdout"] + proc["stderr"]
     left_in_tmp = sorted(p.name for p in private_tmp.iterdir())
     shutil.rmtree(private_tmp, ignore_errors=True)
+    assert second["returncode"] == 0, second["stdout"] + second["stderr"]
     data = load_json(out / "grades.json")
     results = {r["student_id"]: r for r in data["results"]}
-    return {"tmp": tmp, "subs": subs, "out": out, "solutions": solutions, "before": before, "solutions_before": solutions_before,
-            "results": results, "stdout": proc["stdout"], "left": proc["left"], "left_in_tmp": left_in_tmp,
-            "seconds": seconds, "csv": (out / "grades.csv").read_text()}
+    return {"tmp": tmp, "subs": subs, "out": out, "solutions": solutions, "before": before,
+            "solutions_before": solutions_before, "results": results, "stdout": second["stdout"],
+            "left": first["left"] + second["left"], "left_in_tmp": left_in_tmp, "first_left_in_tmp": first_left_in_tmp,
+            "seconds": seconds, "first_seconds": first_seconds, "csv": (out / "grades.csv").read_text(), "first": first,
+            "second": second, "first_book": first_book, "stale_groups_left": stale_left, "warnings": data["warnings"]}
 
 
 def results_of(graded, student) -> dict[str, dict]:
@@ -377,16 +560,30 @@ def feedback(graded, student) -> str:
     return (graded["out"] / "feedback" / safe_name(student) / "00_welcome.md").read_text()
 
 
+SAME_STUDENT = {"ada": "Ada", "Jose\u0301": "Jos\u00e9"}  # folders that are another folder's id (case, Unicode form)
+FULL_MARKS = ["full", "=1+1", "@SUM(A1)", "duplicates", "escape", "signals", "index.csv", "Ada", "Jos\u00e9",
+              "zzz_honest"]  # correct work, whatever sits next to it in the batch
+
+
+@pytest.mark.slow
 def test_every_student_has_exactly_one_row_and_a_feedback_file(graded):
-    students = sorted(p.name for p in graded["subs"].iterdir() if not p.name.startswith("."))
+    students = sorted({SAME_STUDENT.get(p.name, p.name) for p in graded["subs"].iterdir()})
     assert sorted(graded["results"]) == students
     assert len(graded["csv"].splitlines()) == len(students) + 1
     for student in students:
         assert (graded["out"] / "feedback" / safe_name(student) / "00_welcome.md").is_file(), student
-    warnings = load_json(graded["out"] / "grades.json")["warnings"]
-    assert ".dotted" not in graded["results"] and any(w.startswith(".dotted: a hidden folder") for w in warnings), warnings
 
 
+@pytest.mark.slow
+def test_every_correct_submission_gets_full_marks_whatever_runs_beside_it(graded):
+    """Issue 22, done when: a batch holding every attack next to correct submissions gives each of them
+    full marks, within its time budget."""
+    wrong = {s: (graded["results"][s]["score"], graded["results"][s]["status"]) for s in FULL_MARKS
+             if graded["results"][s]["score"] != 16}
+    assert not wrong, wrong
+
+
+@pytest.mark.slow
 def test_ids_that_look_like_formulas_are_quoted_in_the_csv(graded):
     rows = graded["csv"].lstrip("\ufeff").splitlines()
     assert rows[0].startswith("student_id,name,assignment,status,score,")
@@ -396,16 +593,19 @@ def test_ids_that_look_like_formulas_are_quoted_in_the_csv(graded):
     assert graded["results"]["=1+1"]["score"] == 16, "the id itself is kept as it is in grades.json"
 
 
+@pytest.mark.slow
 def test_submission_and_solution_files_are_never_modified(graded):
     assert digest(graded["subs"]) == graded["before"], "a submission file was modified"
     assert digest(graded["solutions"]) == graded["solutions_before"], "the solution notebook was modified"
 
 
+@pytest.mark.slow
 def test_nothing_outlives_the_batch(graded):
     """critical: children started with fork, a spawn context or a new session ran on after the grader
-    and rewrote grades.csv; a killed worker left temporary folders behind."""
+    and rewrote grades.csv; a killed worker left temporary folders behind (an interrupted batch too)."""
     assert graded["left"] == [], f"processes outlived the grader: {graded['left']}"
     assert graded["left_in_tmp"] == [], f"left in the temporary folder: {graded['left_in_tmp']}"
+    assert graded["first_left_in_tmp"] == [], f"the interrupted run left: {graded['first_left_in_tmp']}"
     time.sleep(1.0)
     assert "pwned" not in graded["csv"] and "\nescape,,00_welcome,graded,16," in graded["csv"]
     assert (graded["out"] / "grades.csv").read_text() == graded["csv"], "grades.csv changed after the grader finished"
@@ -413,6 +613,7 @@ def test_nothing_outlives_the_batch(graded):
     assert r["score"] == 16 and r["status"] == "graded", r
 
 
+@pytest.mark.slow
 def test_full_and_blank_notebooks(graded):
     assert graded["results"]["full"]["score"] == 16
     assert all(t["status"] == "passed" for t in graded["results"]["full"]["tests"])
@@ -421,6 +622,7 @@ def test_full_and_blank_notebooks(graded):
     assert blank["score"] == 0 and {t["status"] for t in blank["tests"]} == {"not attempted"}, blank
 
 
+@pytest.mark.slow
 def test_hidden_tests_run_and_mistakes_are_named_in_feedback(graded):
     t = results_of(graded, "mistakes")
     assert graded["results"]["mistakes"]["score"] == 11
@@ -432,6 +634,7 @@ def test_hidden_tests_run_and_mistakes_are_named_in_feedback(graded):
     assert "forgot the +1 for the centre position" in feedback(graded, "mistakes")
 
 
+@pytest.mark.slow
 def test_infinite_loops_hit_the_cell_time_limit_and_the_rest_is_graded(graded):
     r, t = graded["results"]["loops"], results_of(graded, "loops")
     assert r["score"] == 9, r
@@ -443,6 +646,7 @@ def test_infinite_loops_hit_the_cell_time_limit_and_the_rest_is_graded(graded):
         f"a passing test after a stuck answer cell should still be explained: {r['notes']}")
 
 
+@pytest.mark.slow
 def test_sys_exit_and_os_exit_cost_only_their_exercise(graded):
     r, t = graded["results"]["exits"], results_of(graded, "exits")
     assert r["score"] == 11, r
@@ -450,6 +654,7 @@ def test_sys_exit_and_os_exit_cost_only_their_exercise(graded):
     assert t["ex6_test"]["status"] == "error" and "kernel stopped" in t["ex6_test"]["message"]
 
 
+@pytest.mark.slow
 def test_killing_or_crashing_the_kernel_costs_only_that_exercise(graded):
     r, t = graded["results"]["crash"], results_of(graded, "crash")
     assert r["score"] == 13, r
@@ -457,6 +662,7 @@ def test_killing_or_crashing_the_kernel_costs_only_that_exercise(graded):
     assert t["ex7_test"]["status"] == "error" and "kernel stopped" in t["ex7_test"]["message"]
 
 
+@pytest.mark.slow
 def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     r, t = graded["results"]["memory"], results_of(graded, "memory")
     assert r["score"] == 8, r
@@ -469,6 +675,7 @@ def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     assert "allocate" in t["ex5_test"]["message"], t["ex5_test"]
 
 
+@pytest.mark.slow
 def test_floods_of_output_are_cut_off_display_updates_included(graded):
     """low: update_display_data escaped the output limit."""
     r, t = graded["results"]["output"], results_of(graded, "output")
@@ -478,18 +685,21 @@ def test_floods_of_output_are_cut_off_display_updates_included(graded):
     assert len(json.dumps(r)) < 50_000, "the recorded output must be capped"
 
 
+@pytest.mark.slow
 def test_a_syntax_error_points_at_the_answer_cell(graded):
     t = results_of(graded, "syntax")["ex4_test"]
     assert t["status"] == "error" and "SyntaxError" in t["message"] and "your answer cell, line 2" in t["message"], t
     assert "ipykernel" not in t["message"] and "ipython-input" not in t["message"], t
 
 
+@pytest.mark.slow
 def test_edited_or_deleted_test_cells_are_ignored(graded):
     r, t = graded["results"]["edited_tests"], results_of(graded, "edited_tests")
     assert r["score"] == 13, r
     assert t["ex3_test"]["status"] == "failed" and t["ex6_test"]["status"] == "passed"
 
 
+@pytest.mark.slow
 def test_paths_relative_to_a_directory_descriptor_reach_nothing(graded):
     """critical: os.open/os.remove with dir_fd bypassed the path policy; /proc/<ppid> showed the
     grader's command line. In the sandbox the teacher's and classmates' files are not there at all."""
@@ -500,6 +710,7 @@ def test_paths_relative_to_a_directory_descriptor_reach_nothing(graded):
     assert t["ex5_test"]["status"] == "error" and "found no notebook path" in t["ex5_test"]["message"], t["ex5_test"]
 
 
+@pytest.mark.slow
 def test_replacing_modules_in_the_kernel_changes_nothing(graded):
     """critical: one line replaced the path-policy helper in sys.modules; here the checks too."""
     r, t = graded["results"]["module_swap"], results_of(graded, "module_swap")
@@ -507,6 +718,7 @@ def test_replacing_modules_in_the_kernel_changes_nothing(graded):
     assert t["ex3_test"]["status"] == "failed" and "+1 for the centre" in t["ex3_test"]["message"], t["ex3_test"]
 
 
+@pytest.mark.slow
 def test_torch_file_io_reaches_nothing(graded):
     """critical: torch.from_file / torch.save read and wrote anywhere."""
     r, t = graded["results"]["torch_files"], results_of(graded, "torch_files")
@@ -517,13 +729,16 @@ def test_torch_file_io_reaches_nothing(graded):
     assert (graded["tmp"] / "outside" / "victim.txt").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_signals_reach_only_the_sandbox(graded):
     """critical: pidfd_send_signal to the parent killed a worker (everyone in it got 0) or the grader."""
     r = graded["results"]["signals"]
     assert r["score"] == 16 and r["status"] == "graded", r
-    assert not any(x["status"] == "grader error" for x in graded["results"].values()), "no worker may die"
+    died = [s for s, x in graded["results"].items() if x["status"] in ("grader error", "stopped")]
+    assert died == ["zz_killed"], f"no checking process may die but the one killed on purpose: {died}"
 
 
+@pytest.mark.slow
 def test_symbolic_links_in_the_submissions_folder_are_not_followed(graded):
     """critical: a symlink to the solutions notebook, or to another student's folder, was graded."""
     for student in ("linked_file", "linked_dir"):
@@ -534,6 +749,7 @@ def test_symbolic_links_in_the_submissions_folder_are_not_followed(graded):
     assert "linked_dir: is a symbolic link" in " ".join(load_json(graded["out"] / "grades.json")["warnings"])
 
 
+@pytest.mark.slow
 def test_tricks_inside_the_kernel_change_only_the_learners_own_values(graded):
     """high: forged results, frames read through __int__/__ne__/__array__, sys.settrace, a swapped
     module __class__, patched numpy/torch/builtins, a descriptor on Tensor.numpy, __array_interface__,
@@ -549,6 +765,7 @@ def test_tricks_inside_the_kernel_change_only_the_learners_own_values(graded):
     assert "99 is not right" in t["ex7_test"]["message"], t["ex7_test"]
 
 
+@pytest.mark.slow
 def test_writing_outside_the_sandbox_reaches_nothing(graded):
     r, t = graded["results"]["writes_outside"], results_of(graded, "writes_outside")
     assert r["score"] == 11, r
@@ -567,6 +784,7 @@ def test_writing_outside_the_sandbox_reaches_nothing(graded):
     ("built_elsewhere", "wrong notebook", "01_one_hot_and_dot_products"),
     ("missing", "not submitted", "No 00_welcome.ipynb was submitted"),
 ])
+@pytest.mark.slow
 def test_unusable_submissions_score_zero_with_a_clear_message(graded, student, status, words):
     r = graded["results"][student]
     assert r["score"] == 0 and r["status"] == status, r
@@ -574,22 +792,179 @@ def test_unusable_submissions_score_zero_with_a_clear_message(graded, student, s
     assert words in feedback(graded, student)
 
 
+@pytest.mark.slow
 def test_duplicated_grade_ids_use_the_first_cell_and_say_so(graded):
     r = graded["results"]["duplicates"]
     assert r["score"] == 16, r
     assert any("share the id" in n and "ex3_answer" in n for n in r["notes"]), r["notes"]
 
 
+@pytest.mark.slow
 def test_renamed_answer_cells_count_as_not_submitted(graded):
     r, t = graded["results"]["renamed"], results_of(graded, "renamed")
     assert r["score"] == 13 and t["ex3_test"]["status"] == "not submitted", r
     assert any("ex3_answer" in n for n in r["notes"])
 
 
+@pytest.mark.slow
 def test_the_batch_runs_in_parallel_within_its_time_budget(graded):
     assert graded["seconds"] < 600, f"grading the crafted class took {graded['seconds']:.0f} s"
     for student in graded["results"]:
         assert graded["results"][student]["seconds"] < 150, (student, graded["results"][student]["seconds"])
+
+
+# --- issue 22: one submission can never stop, starve or zero the others --------------------------------
+
+
+@pytest.mark.slow
+def test_an_interrupted_batch_keeps_what_it_finished_and_the_same_command_resumes(graded):
+    """critical (N1): interrupting a stuck batch lost every grade of the run. Results are committed as each
+    submission finishes; the same command resumes, grading only what the interrupted run had not."""
+    first, second = graded["first"], graded["second"]
+    assert first["killed"] == ["SIGINT"] and first["returncode"] == 130, (first["killed"], first["returncode"])
+    assert "Interrupted" in first["stdout"] and "run the same command again" in first["stdout"], first["stdout"]
+    finished = {r["student_id"] for r in graded["first_book"]["results"] if r["status"] == "graded"}
+    assert len(finished) >= 3, f"the interrupted run's graded results were not kept: {finished}"
+    assert graded["first_book"]["runs"][-1]["finished_at"] is None
+    assert f"resuming: {len(graded['first_book']['results'])} submission(s)" in second["stdout"], second["stdout"]
+    regraded = {line.split()[0] for line in second["stdout"].splitlines() if line.rstrip().endswith("graded")}
+    assert not finished & regraded, f"graded again after the resume: {finished & regraded}"
+    for student in finished:
+        assert graded["results"][student]["attempt"] == 1 and graded["results"][student]["attempts"] == 1
+
+
+@pytest.mark.slow
+def test_killing_one_checking_process_costs_only_its_own_submission(graded):
+    """critical (N2): a dead worker broke the process pool; every submission still queued got 0 as a
+    'grader error'. Each submission is checked in a process of its own: the one killed (as a teacher
+    kills a stuck one) gets a clear row, nobody else loses a point."""
+    assert len(graded["second"]["killed"]) == 1, graded["second"]["killed"]
+    r = graded["results"]["zz_killed"]
+    assert r["status"] == "grader error" and r["score"] == 0, r
+    note = " ".join(r["notes"])
+    assert "killed (SIGKILL)" in note and "No other submission was affected" in note, note
+    assert "--student zz_killed" in note, "the row says how to grade it again"
+    assert graded["results"]["zzz_honest"]["score"] == 16
+
+
+@pytest.mark.slow
+def test_keys_that_collide_are_refused_in_linear_time_and_a_range_is_charged_for_its_array(graded):
+    """critical (N1): a set of 300,000 ints (and a dict, a Counter of 15,000) whose hashes all collide
+    took the grader's worker quadratic time in C, beyond any time limit. critical (N3): range(4e7)
+    crossed as four numbers and took the grader to 2.2 GB when checked. Now one cell each fails, at once."""
+    r, t = graded["results"]["decode_bombs"], results_of(graded, "decode_bombs")
+    assert r["score"] == 8 and r["status"] == "graded", r
+    for gid, kind in (("ex2_test", "set"), ("ex5_test", "dict"), ("ex7_test", "Counter")):
+        assert t[gid]["status"] == "error" and f"a {kind} whose keys collide" in t[gid]["message"], t[gid]
+        assert "share one hash value" in t[gid]["message"], t[gid]
+    assert t["ex6_test"]["status"] == "error", t["ex6_test"]
+    assert "a range of 40,000,000 numbers is too large" in t["ex6_test"]["message"], t["ex6_test"]
+    assert r["seconds"] < 60, r["seconds"]
+
+
+@pytest.mark.slow
+def test_memory_that_no_process_maps_is_refused_or_counted(graded):
+    """critical (N4): 48 memfd files of 63 MB held 3 GB outside every limit (RSS 311 MB), and scored 22/22.
+    The seccomp filter refuses memfd_create and shmget; where it cannot be used, the sandbox's memory
+    cgroup counts those pages."""
+    from course_grader.budgets import detect
+    from course_grader.sandbox import seccomp_usable
+
+    t = results_of(graded, "memory_and_cpu")
+    if seccomp_usable():
+        assert t["ex3_test"]["status"] == "error" and "PermissionError" in t["ex3_test"]["message"], t["ex3_test"]
+        assert "[Errno 1] shmget refused" in t["ex4_test"]["message"], t["ex4_test"]
+        assert graded["results"]["memory_and_cpu"]["score"] == 10
+    elif "memory" in detect():
+        assert "more memory than the limit" in t["ex3_test"]["message"], t["ex3_test"]
+    else:
+        pytest.skip("neither the seccomp filter nor a memory cgroup works here: memfd memory is not counted")
+
+
+@pytest.mark.slow
+def test_reply_bombs_cost_one_cell_not_the_row(graded):
+    """medium (N7) and low (N9): a 60 MB header of empty lists (1.86 GB once parsed), a reply nested
+    200,000 deep (RecursionError) and a 5,000-digit integer (ValueError) were the whole row's 'grader
+    error'. They are refused before they are parsed or built, one cell each."""
+    r, t = graded["results"]["listbomb"], results_of(graded, "listbomb")
+    assert r["score"] == 15 and r["status"] == "graded", r
+    assert "too many items" in t["ex7_test"]["message"], t["ex7_test"]
+    r, t = graded["results"]["deep_reply"], results_of(graded, "deep_reply")
+    assert r["score"] == 12 and r["status"] == "graded", r
+    assert "RecursionError" in t["ex2_test"]["message"], t["ex2_test"]
+    assert "ValueError" in t["ex5_test"]["message"] and "4300" in t["ex5_test"]["message"], t["ex5_test"]
+
+
+@pytest.mark.slow
+def test_busy_loops_share_one_cpu_and_forked_workers_are_not_counted_twice(graded):
+    """medium (N8): 60 busy loops in one sandbox slowed every neighbour 2-4x (each sandbox is now one CPU
+    group where cgroups can be used, and the correct submissions beside it keep full marks); forked
+    workers sharing copy-on-write pages were killed by an RSS watchdog that counted the pages once per
+    process (memory is now the cgroup's, or PSS)."""
+    r, t = graded["results"]["memory_and_cpu"], results_of(graded, "memory_and_cpu")
+    assert t["ex1_test"]["status"] == "passed" and t["ex6_test"]["status"] == "passed", t
+    assert not any("memory" in n for n in r["notes"]), r["notes"]
+
+
+@pytest.mark.slow
+def test_feedback_cannot_be_forged(graded):
+    """medium (N5): an exception's ``` closed the feedback's code block, and a forged heading and score,
+    <script>, <img onerror> and <!-- rendered. Rendered as CommonMark, the feedback shows them as text."""
+    markdown_it = pytest.importorskip("markdown_it")
+    text = feedback(graded, "injector")
+    html = markdown_it.MarkdownIt("commonmark").render(text)
+    for tag in ("<script", "<img", "<!--", "<a "):
+        assert tag not in html, f"{tag} rendered as HTML:\n{html}"
+    headings = [tok for tok in markdown_it.MarkdownIt("commonmark").parse(text) if tok.type == "heading_open"]
+    assert len(headings) == 4, f"only the feedback's own headings: {html}"
+    assert html.count("<strong>") == 1 and "<strong>Score: 13 / 16</strong>" in html, html
+    assert "alert(1)" in html and "alert(2)" in html and "alert(3)" in html, "the learner's words are shown, as text"
+    assert graded["results"]["injector"]["score"] == 13
+
+
+@pytest.mark.slow
+def test_a_student_named_like_the_feedback_index(graded):
+    """medium (N6): a folder named index.csv crashed the feedback export for the whole class, and every
+    later export of the gradebook."""
+    r = graded["results"]["index.csv"]
+    assert r["score"] == 16, r
+    index = (graded["out"] / "feedback" / "index.csv").read_text(encoding="utf-8-sig")
+    assert index.startswith("student_id,name,folder") and "index.csv,,index.csv-" in index, index
+    assert not [p.name for p in graded["out"].iterdir() if p.name.startswith(".feedback")]
+
+
+@pytest.mark.slow
+def test_bad_top_level_metadata_is_an_unreadable_row(graded):
+    """low (18): metadata: "x" gave a bare AttributeError 'grader error' row."""
+    r = graded["results"]["bad_metadata"]
+    assert r["status"] == "unreadable" and r["score"] == 0, r
+    assert "metadata is a str, not a JSON object" in " ".join(r["notes"]), r["notes"]
+
+
+@pytest.mark.slow
+def test_ids_that_differ_in_case_or_unicode_form_are_one_student(graded):
+    """low (19): Ada/ada and NFC/NFD "José" were two students each."""
+    for other, kept in SAME_STUDENT.items():
+        assert other not in graded["results"] and graded["results"][kept]["score"] == 16
+        assert any(w.startswith(f"{other}: the same student as the folder {kept}") for w in graded["warnings"]), (
+            graded["warnings"])
+        assert any(f"`{other}` is the same student id" in n for n in graded["results"][kept]["notes"])
+
+
+@pytest.mark.slow
+def test_a_hidden_folder_is_a_row_with_a_reason(graded):
+    """low (19): a .hidden folder got no row, only a warning."""
+    r = graded["results"][".dotted"]
+    assert r["status"] == "unreadable" and r["score"] == 0, r
+    assert "is hidden (its name starts with a dot)" in " ".join(r["notes"]), r["notes"]
+
+
+@pytest.mark.slow
+def test_what_a_killed_batch_left_is_removed_at_the_next_start(graded):
+    """low (20): a killed worker or an interrupted batch left course-sandbox-* and course-grade-* folders
+    (and now cgroups) behind; the next batch removes them."""
+    assert graded["stale_groups_left"] == [], graded["stale_groups_left"]
+    assert "removed what an interrupted batch left" in graded["first"]["stdout"], graded["first"]["stdout"]
 
 
 # --- every exercise set of the course ------------------------------------------------------------------
@@ -613,6 +988,7 @@ def graded_course(tmp_path_factory):
     return {(r.student_id, r.assignment): r for r in results}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ALL_SOLUTIONS, ids=[p.stem for p in ALL_SOLUTIONS])
 def test_solution_scores_full_marks_and_blank_exercise_scores_zero(graded_course, path):
     solved = graded_course[("solution", path.stem)]

@@ -169,10 +169,67 @@ def test_non_ascii_ids_get_safe_folders_and_an_index_that_maps_them_back(book, t
     assert {r["student_id"]: r["name"] for r in index} == {"zoë.müller": "Zoë Müller", "李雷": "李雷"}
     for r in index:
         assert (out / "feedback" / r["folder"] / "06_attention.md").is_file() and r["folder"].isascii()
-    assert "# Feedback on 06_attention for Zoë Müller (zoë.müller)" in (out / "feedback" / safe_name("zoë.müller") / "06_attention.md").read_text()
+    text = (out / "feedback" / safe_name("zoë.müller") / "06_attention.md").read_text()
+    assert text.startswith("# Feedback on 06_attention\n\nFor Zoë Müller (zoë.müller)\n"), text
 
 
 # --- spreadsheets and LMSs ------------------------------------------------------------------------------
+
+
+def test_learner_text_in_feedback_cannot_close_a_block_start_a_heading_or_add_html(book):
+    """medium (N5): a ``` in an exception message closed the feedback's code block; a forged heading and
+    score, <script>, <img onerror> and <!-- rendered."""
+    markdown_it = pytest.importorskip("markdown_it")
+    forged = "```\n# Score: 4 / 4\n<script>alert(1)</script>\n````` <img src=x onerror=alert(2)> <!--"
+    tests = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", f"your answer cell stopped with {forged}"),
+             Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", "")]
+    notes = [f"Exercise 2: your answer cell stopped with ValueError: {forged}; the test passed.",
+             "1 code cell(s) you added were not run (`# <b>x</b> ``` **Score: 4 / 4**`).",
+             "# Score: 4 / 4 [x](http://e)"]
+    record(book, result("# <i>mallory</i>", score=2.0, tests=tests, notes=notes))
+    text = feedback_markdown(book.rows()[0])
+    html = markdown_it.MarkdownIt("commonmark").render(text)
+    for tag in ("<script", "<img", "<!--", "<b>", "<i>", "<a "):
+        assert tag not in html, f"{tag} rendered:\n{html}"
+    headings = [t.tag for t in markdown_it.MarkdownIt("commonmark").parse(text) if t.type == "heading_open"]
+    assert headings == ["h1", "h2", "h2", "h3"], (headings, text)
+    assert html.count("<strong>") == 1, html
+    assert "````` &lt;img" in html.split("<pre><code>")[1], "the message is shown whole, in one block"
+    assert "# &lt;i&gt;mallory&lt;/i&gt;" in html, "the id is shown, as text"
+
+
+def test_a_student_named_like_the_exports_own_files_gets_another_folder(book, tmp_path):
+    """medium (N6): a folder named index.csv crashed every export of the gradebook."""
+    assert safe_name("index.csv") != "index.csv" and safe_name("INDEX.CSV").startswith("INDEX.CSV-")
+    out = tmp_path / "out"
+    for sid in ("index.csv", "ada"):
+        record(book, result(sid, 4.0), sha=sid)
+    write_exports(book, out)
+    index = (out / "feedback" / "index.csv").read_text(encoding="utf-8-sig")
+    assert f"index.csv,,{safe_name('index.csv')}" in index and (out / "feedback" / safe_name("index.csv")).is_dir()
+
+
+def test_an_export_that_fails_leaves_the_previous_one_whole(book, tmp_path, monkeypatch):
+    """The feedback folder is written whole before grades.csv, grades.json and feedback/ are replaced; a
+    draft that a killed export left is removed by the next one."""
+    from course_grader import export
+
+    out = tmp_path / "out"
+    record(book, result("ada", 4.0), sha="a")
+    write_exports(book, out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "gradebook.db"}
+    (out / ".feedback-999999999-stale").mkdir()  # a draft whose process is gone
+    record(book, result("bob", 2.0), sha="b")
+
+    def broken(row):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export, "feedback_markdown", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_exports(book, out)
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "gradebook.db"}
+    assert after == before, "grades.csv, grades.json and feedback/ are as they were"
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".feedback")], "no draft is left"
 
 
 def test_csv_exports_have_a_bom_so_excel_reads_utf8(book, tmp_path):
@@ -302,6 +359,33 @@ def test_macos_metadata_hidden_folders_and_loose_files_are_not_students(tmp_path
     assert any("hidden or macOS metadata: ignored" in n for n in bob.notes), "a checkpoint is not graded, and bob is told"
     assert any(w.startswith("__MACOSX: a hidden folder or macOS metadata") for w in warnings)
     assert any(w.startswith("notes.txt: a file, not a student folder") for w in warnings)
+
+
+def test_ids_are_one_student_whatever_their_case_or_unicode_form(tmp_path):
+    """low (19): Ada/ada and NFC/NFD "José" were two students each. A folder takes the id the gradebook
+    already has; two folders that are one id are graded once, with a warning and a note."""
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    subs = _class(tmp_path, {"Ada/06_attention.ipynb": exercise(), "ada/06_attention.ipynb": exercise(),
+                             f"{nfd}/06_attention.ipynb": exercise(), f"{nfc}/06_attention.ipynb": exercise()})
+    sols = _solutions(tmp_path, "06_attention")
+    jobs, warnings = discover(subs, sols, ["06_attention"], known_ids=["ada"])
+    assert [j.student for j in jobs] == [nfc, "ada"], "NFC, and the gradebook's spelling"
+    assert jobs[0].submission.parent.name == nfc and jobs[1].submission.parent.name == "ada"
+    assert "Ada: the same student as the folder ada (ids are matched ignoring case and Unicode form: both are " \
+           "ada); only ada was graded" in warnings, warnings
+    assert any(f"`{nfd}` is the same student id as `{nfc}`" in n for n in jobs[0].notes), jobs[0].notes
+    jobs, _ = discover(subs, sols, None, students=["ADA"], known_ids=["ada"])
+    assert [j.student for j in jobs] == ["ada"], "--student matches the same way"
+
+
+def test_a_hidden_folder_is_a_row_that_says_why_it_was_not_graded(tmp_path):
+    """low (19): a .hidden folder got no row at all."""
+    subs = _class(tmp_path, {".ada/06_attention.ipynb": exercise(), "bob/06_attention.ipynb": exercise()})
+    jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), None)
+    assert [(j.student, j.status, j.submission) for j in jobs] == [(".ada", "unreadable", None),
+                                                                   ("bob", "not submitted", jobs[1].submission)]
+    assert "hidden (its name starts with a dot)" in jobs[0].why and any(w.startswith(".ada: a hidden folder")
+                                                                          for w in warnings)
 
 
 def test_not_submitted_rows_only_for_assignments_the_teacher_names(tmp_path):

@@ -12,6 +12,7 @@ The protocol tests use one kernel for the module: in the sandbox where it works,
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,9 +24,10 @@ import pytest
 import torch
 from grading_helpers import REPO, SOLUTIONS, require_sandbox, sandbox_available
 
+from course_grader import budgets
 from course_grader.remote import Session
 from course_grader.runner import Checker
-from course_grader.sandbox import Kernel, bound_folders
+from course_grader.sandbox import Kernel, bound_folders, seccomp_usable
 from course_lib import checks
 from course_lib.runner import wire
 from course_lib.runner.process import KernelStopped, Limits
@@ -118,6 +120,96 @@ def test_garbled_bodies_are_refused():
         wire.unpack_body(b'{"buffers":[5]}abc', len(b'{"buffers":[5]}'))
 
 
+# --- wire: what a hostile kernel sends costs the grader little (issue 22) ---------------------------------
+
+P61 = 2**61 - 1  # k * P61 hashes to 0 for every k
+
+
+@pytest.mark.parametrize("item", [
+    ["set", [k * P61 for k in range(1, 20_001)]],
+    ["frozenset", [k * P61 for k in range(1, 20_001)]],
+    ["dict", [[k * P61, 0] for k in range(1, 20_001)]],
+    ["Counter", [[k * P61, 1] for k in range(1, 20_001)]],
+    ["OrderedDict", [[["tuple", [k * P61]], 1] for k in range(1, 20_001)]],  # tuples of colliding ints collide too
+    ["defaultdict", "int", [[k * P61, 1] for k in range(1, 20_001)]],
+])
+def test_containers_of_colliding_keys_are_refused_in_linear_time(item):
+    """critical (N1): building them took the grader quadratic time in C, past every time limit."""
+    started = time.process_time()
+    with pytest.raises(wire.WireError, match="keys collide: 20000 of its 20000 keys share one hash value"):
+        wire.Decoder([]).decode(item)
+    assert time.process_time() - started < 2.0, "refused before anything quadratic ran"
+
+
+def test_ordinary_containers_still_cross():
+    for value in [set(range(20_000)), {(i, -i): i for i in range(10_000)}, {-1, -2}, {float(i): i for i in range(10)}]:
+        assert roundtrip(value) == value
+
+
+def test_a_range_is_charged_for_the_array_it_becomes():
+    """critical (N3): range(4e7) crossed as four numbers and became a 2.2 GB array in the grader."""
+    with pytest.raises(wire.WireError, match="a range of 40,000,000 numbers is too large"):
+        wire.Decoder([], limit=64 * 2**20).decode(["range", 0, 40_000_000, 1])
+    assert wire.Decoder([], limit=64 * 2**20).decode(["range", 0, 1000, 1]) == range(1000)
+    with pytest.raises(wire.WireError):
+        wire.Decoder([]).decode(["range", 0, 10**30, 1])
+
+
+def test_arrays_tensors_and_items_are_charged_against_the_limit():
+    enc = wire.Encoder()
+    item = enc.encode([np.zeros(2**20), torch.zeros(2**20)])  # 16 MB
+    assert wire.Decoder(enc.buffers, limit=17 * 2**20).decode(item)[0].shape == (2**20,)
+    with pytest.raises(wire.WireError, match="too large"):
+        wire.Decoder(enc.buffers, limit=12 * 2**20).decode(item)
+    with pytest.raises(wire.WireError, match="too large"):
+        wire.Decoder([], limit=2**20).decode(["list", list(range(20_000))])
+
+
+def test_headers_that_would_explode_when_parsed_are_refused_unparsed():
+    """medium (N7): a 60 MB header of empty lists took a worker to 1.86 GB; low (N9): a 200,000-deep
+    header (RecursionError) and a 5,000-digit integer (ValueError) were the whole row's grader error."""
+    bomb = b'{"buffers": [], "value": [' + b"[]," * 2_000_000 + b"[]]}"
+    started = time.process_time()
+    with pytest.raises(wire.WireError, match="too many items"):
+        wire.unpack_body(bomb, len(bomb), limit=64 * 2**20)
+    assert time.process_time() - started < 1.0, "refused without parsing"
+    deep = b'{"buffers": [], "value": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    with pytest.raises(wire.WireError, match="RecursionError"):
+        wire.unpack_body(deep, len(deep))
+    huge = b'{"buffers": [], "value": ' + b"1" * 5_000 + b"}"
+    with pytest.raises(wire.WireError, match="ValueError"):
+        wire.unpack_body(huge, len(huge))
+    with pytest.raises(wire.WireError, match="an integer of"):
+        wire.Decoder([]).decode(2**5000)
+    nested = ["list", [2]]
+    for _ in range(200):
+        nested = ["list", [nested]]
+    with pytest.raises(wire.WireError, match="nested too deeply"):
+        wire.Decoder([]).decode(nested)
+
+
+def test_learner_type_names_do_not_pile_up_in_the_grader(monkeypatch):
+    """medium (N7): one class per learner type name was kept for ever (100,000 names: 229 MB)."""
+    from course_grader import remote
+
+    class Fake:  # what make_proxy needs of a session
+        kernel = type("K", (), {"generation": 1})()
+
+    monkeypatch.setattr(remote, "_classes", {})  # a checking process of its own, as each submission has
+    monkeypatch.setattr(remote, "_errors", {})
+    before = 0
+    session = Session.__new__(Session)
+    session.kernel = Fake.kernel
+    proxies = [session.make_proxy([i, "object", f"Type{i}", "<x>", None]) for i in range(5 * remote.MAX_CLASSES)]
+    assert len(remote._classes) <= max(before, remote.MAX_CLASSES + 4), len(remote._classes)
+    assert type(proxies[0]).__name__ in ("Type0", "Remote") and object.__getattribute__(proxies[-1], "_type_name") == (
+        f"Type{5 * remote.MAX_CLASSES - 1}")
+    for i in range(5 * remote.MAX_CLASSES):
+        remote.learner_error({"ename": f"Error{i}", "evalue": "x" * 50_000, "bases": ["ValueError"]})
+    assert len(remote._errors) <= remote.MAX_CLASSES
+    assert len(str(remote.learner_error({"ename": "E", "evalue": "x" * 50_000}))) == remote.MAX_MESSAGE
+
+
 # --- the learner's objects, held by a check ------------------------------------------------------------------
 
 LEARNER = '''
@@ -181,6 +273,7 @@ def learner_value(session, name):
     return value
 
 
+@pytest.mark.slow
 def test_a_learner_function_is_called_with_plain_data(session):
     square = learner_value(session, "square")
     assert type(square).__name__ == "function" and callable(square)
@@ -190,6 +283,7 @@ def test_a_learner_function_is_called_with_plain_data(session):
     assert np.array_equal(square(np.arange(3)), np.arange(3) ** 2)
 
 
+@pytest.mark.slow
 def test_errors_keep_their_names_and_not_implemented_means_not_attempted(session):
     with pytest.raises(checks.NotAttempted):
         checks.call("not_yet", learner_value(session, "not_yet"), 1)
@@ -199,6 +293,7 @@ def test_errors_keep_their_names_and_not_implemented_means_not_attempted(session
         learner_value(session, "fails")("b")
 
 
+@pytest.mark.slow
 def test_gradients_flow_through_a_learner_function(session):
     pair = learner_value(session, "pair")
     q = torch.randn(3, 4, requires_grad=True)
@@ -217,6 +312,7 @@ def test_gradients_flow_through_a_learner_function(session):
         assert learner_value(session, "square")(x).requires_grad is False
 
 
+@pytest.mark.slow
 def test_a_learner_module_is_built_loaded_run_and_differentiated(session):
     Affine = learner_value(session, "Affine")
     model = Affine(4, 3)
@@ -244,6 +340,7 @@ def test_a_learner_module_is_built_loaded_run_and_differentiated(session):
         torch.testing.assert_close(model(x), want.detach())
 
 
+@pytest.mark.slow
 def test_generators_passed_to_the_learner_move_on(session):
     draw = learner_value(session, "draw")
     mine, ref = np.random.default_rng(7), np.random.default_rng(7)
@@ -253,11 +350,13 @@ def test_generators_passed_to_the_learner_move_on(session):
     assert [draw_torch(g) for _ in range(3)] == [torch.randint(0, 1000, (1,), generator=g_ref).item() for _ in range(3)]
 
 
+@pytest.mark.slow
 def test_a_result_too_large_to_pass_is_an_error_of_the_learners_function(session):
     with pytest.raises(checks.CheckFailed, match="too large"):
         checks.call("huge", learner_value(session, "huge"))
 
 
+@pytest.mark.slow
 def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
     checker = Checker(session)
     checker.ns["given"] = "the teacher's"
@@ -275,6 +374,7 @@ def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
         core.set_answer_source(previous)
 
 
+@pytest.mark.slow
 def test_a_test_cell_can_call_learner_names_directly(session):
     checker = Checker(session)
     run = checker.run("assert square(4) == 16\nresult = square(2)", time.monotonic() + 30, False)
@@ -285,6 +385,7 @@ def test_a_test_cell_can_call_learner_names_directly(session):
     assert run.ok, "and stays the teacher's in the next cell"
 
 
+@pytest.mark.slow
 def test_a_learner_call_that_runs_too_long_is_interrupted(session):
     kernel = session.kernel
     run, _ = kernel.run_cell("def forever():\n    while True:\n        pass\n", "answer", deadline=time.monotonic() + 30)
@@ -332,6 +433,12 @@ st = os.statvfs("/tmp")
 facts["tmp_mb"] = st.f_blocks * st.f_frsize / 2**20
 facts["hostname"] = socket.gethostname()
 facts["ppid_cmdline"] = open(f"/proc/{{os.getppid()}}/cmdline", "rb").read().decode(errors="replace")
+facts["seccomp"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("Seccomp:")][0]
+try:
+    os.memfd_create("probe")
+    facts["memfd"] = "created"
+except OSError as err:
+    facts["memfd"] = err.errno
 '''
 
 
@@ -345,12 +452,14 @@ def sandboxed():
     kernel.shutdown()
 
 
+@pytest.mark.slow
 def test_the_sandbox_is_available_under_ci():
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         ok, why = sandbox_available()
         assert ok, f"CI must grade in the sandbox, but: {why}"
 
 
+@pytest.mark.slow
 def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     kernel, session = sandboxed
     run, _ = kernel.run_cell(FACTS, "answer", deadline=time.monotonic() + 60)
@@ -372,8 +481,11 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     assert limits["RLIMIT_CORE"] == 0 and limits["RLIMIT_CPU"] > 0 and limits["RLIMIT_AS"] > 0, limits
     assert facts["hostname"] == "sandbox"
     assert "solutions" not in facts["ppid_cmdline"] and "--ro-bind" not in facts["ppid_cmdline"], facts["ppid_cmdline"]
+    if seccomp_usable():  # info (N11): "Seccomp 0 (no filter)"; critical (N4): memfd memory outside every limit
+        assert facts["seccomp"] == "2" and facts["memfd"] == 1, facts  # a filter; EPERM
 
 
+@pytest.mark.slow
 def test_the_sandbox_limits_processes_and_scratch_space(sandboxed):
     kernel, session = sandboxed
     code = '''
@@ -407,6 +519,105 @@ for i in range(written + 1):
     assert learner_value(session, "write_error") == 28  # ENOSPC
 
 
+@pytest.fixture
+def budget():
+    """A batch's cgroup (see budgets), where this host lets the grader make one; removed afterwards."""
+    group = budgets.batch_group(budgets.detect(), 1)
+    job = group.child("job-test") if group is not None else None
+    yield job
+    if group is not None:
+        group.remove()
+
+
+MEMFD_HOG = "import os\n_held = []\nfor _ in range(20):\n    _fd = os.memfd_create('hold')\n" \
+            "    os.posix_fallocate(_fd, 0, 63 * 2**20)\n    _held.append(_fd)\n"
+
+
+@pytest.mark.slow
+def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
+    """critical (N4): without the seccomp filter, memfd pages (in nobody's RSS or address space) are still
+    charged to the sandbox's cgroup, which stops the sandbox at its limit."""
+    require_sandbox()
+    if budget is None or "memory" not in budget.folders:
+        pytest.skip("no memory cgroup can be made here")
+    kernel = Kernel(Limits(cell_timeout=30, memory_mb=256), sandbox=True, budget=budget, seccomp=False)
+    kernel.start()
+    try:
+        run, _ = kernel.run_cell(MEMFD_HOG, "answer", deadline=time.monotonic() + 60)
+    finally:
+        kernel.shutdown()
+    assert run.status == "memory-limit" and "more memory than the limit" in run.evalue, run
+
+
+@pytest.mark.slow
+def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
+    """medium (N8): 60 busy loops in one sandbox slowed every neighbour 2-4x: each start of a kernel is a
+    cgroup of its own, which weighs as much as one process, and whose process count covers everything."""
+    require_sandbox()
+    if budget is None or "cpu" not in budget.folders:
+        pytest.skip("no cpu cgroup can be made here")
+    kernel = Kernel(Limits(cell_timeout=30, processes=32), sandbox=True, budget=budget)
+    kernel.start()
+    try:
+        run, _ = kernel.run_cell("import subprocess\n_p = [subprocess.Popen(['sleep', '30']) for _ in range(3)]",
+                                 "answer", deadline=time.monotonic() + 60)
+        assert run.ok, run
+        sleepers = [p for p in psutil.Process(kernel.proc.pid).children(recursive=True) if p.name() == "sleep"]
+        assert len(sleepers) == 3
+        leaf = os.path.basename(kernel.group.folders["cpu"])  # kernel-PID-N, in job-test, in course-grade-PID
+        for p in sleepers:
+            cpu_path = [line.split(":", 2)[2].strip() for line in open(f"/proc/{p.pid}/cgroup")
+                        if "cpu" in line.split(":")[1].split(",") or line.startswith("0::")][0]
+            assert cpu_path.endswith(f"/job-test/{leaf}"), cpu_path
+        weight = "cpu.weight" if budget.versions["cpu"] == 2 else "cpu.shares"
+        assert open(os.path.join(budget.folders["cpu"], weight)).read().strip() in ("100", "1024")
+        if "pids" in kernel.group.folders:
+            assert int(open(os.path.join(kernel.group.folders["pids"], "pids.max")).read()) == 32 + 16
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.slow
+def test_forked_children_that_share_pages_are_counted_once():
+    """medium (N8): the RSS watchdog counted shared copy-on-write pages once per process, a false
+    memory-limit for legitimate multiprocessing; it now counts PSS (here without any cgroup)."""
+    require_sandbox()
+    kernel = Kernel(Limits(cell_timeout=30, memory_mb=256), sandbox=True)
+    kernel.start()
+    code = ("import os, time\nb = bytearray(200 * 2**20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nkids = []\n"
+            "for _ in range(10):\n    pid = os.fork()\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n"
+            "    kids.append(pid)\ntime.sleep(2)\nfor pid in kids:\n    os.waitpid(pid, 0)\n")
+    try:
+        run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+        hog, _ = kernel.run_cell("b2 = bytearray(900 * 2**20)\nfor i in range(0, len(b2), 4096):\n    b2[i] = 1\n",
+                                 "answer", deadline=time.monotonic() + 60)
+    finally:
+        kernel.shutdown()
+    assert run.ok, f"11 processes sharing 200 MB are not 2.2 GB: {run}"
+    assert hog.status in ("memory-limit", "error"), f"but 900 MB more is over the 256 MB limit: {hog}"
+
+
+@pytest.mark.slow
+def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp_path):
+    """The empty folder that hides a protected folder inside a bound one (the solutions in the virtual
+    environment's tree, say) is read-only: no scratch space outside the sandbox's sized tmpfs."""
+    require_sandbox()
+    hidden = REPO / ".venv" / f"course-protect-test-{os.getpid()}"
+    (hidden / "secret").mkdir(parents=True)
+    kernel = Kernel(Limits(cell_timeout=30), sandbox=True, protect=[hidden])
+    try:
+        kernel.start()
+        code = (f"import os\nassert os.listdir({str(hidden)!r}) == [], os.listdir({str(hidden)!r})\n"
+                f"try:\n    open({str(hidden / 'x')!r}, 'w').write('x' * 10**6)\nexcept OSError:\n    pass\n"
+                "else:\n    raise AssertionError('written')\n")
+        run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+    finally:
+        kernel.shutdown()
+        shutil.rmtree(hidden, ignore_errors=True)
+    assert run.ok, run
+
+
+@pytest.mark.slow
 def test_nothing_the_learner_started_survives_the_sandbox():
     require_sandbox()
     marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
@@ -433,6 +644,7 @@ if os.fork() == 0:  # a daemon: new session, parent gone
     assert mine() == [], f"processes outlived the sandbox: {mine()}"
 
 
+@pytest.mark.slow
 def test_course_grade_refuses_without_the_sandbox_unless_told(tmp_path):
     """Where bwrap cannot start (here: simulated with an empty PATH for bwrap), grading needs --no-sandbox."""
     from grading_helpers import exercise, write

@@ -10,9 +10,11 @@ machine, so no sandbox. The grader starts the same kernel inside a bubblewrap sa
 The kernel's only link to its caller is one end of a socket pair passed in; its stdout and stderr
 go to a pipe that is read, counted and capped here. Limits enforced here, outside the kernel, where
 learner code cannot switch them off: wall-clock time per request (interrupt, then kill), output per
-cell (every byte the kernel writes, however it writes it), resident memory of the kernel and its
-children (kill past the limit; it needs psutil, which the grader installs). The kernel sets its own
-limits before any learner code runs (see `kernel.set_limits`).
+cell (every byte the kernel writes, however it writes it), memory of the kernel and its children
+(kill past the limit). Memory is counted as PSS (each shared page divided among the processes that
+share it), so a kernel that forks workers is not charged once per worker for the same pages; it
+needs psutil, which the grader installs. The kernel sets its own limits before any learner code
+runs (see `kernel.set_limits`).
 """
 from __future__ import annotations
 
@@ -132,6 +134,18 @@ def kernel_env(*, home: str, config: dict, device: str | None = None) -> dict:
     return env
 
 
+def _pss_bytes(pid: int) -> int | None:
+    """A process's proportional set size, from /proc/PID/smaps_rollup (Linux 4.14+); None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 # --- one kernel ---------------------------------------------------------------------------------------
 
 
@@ -191,7 +205,11 @@ class Kernel:
             self.shutdown()
             raise RuntimeError("the kernel did not start (no greeting)")
         self.kernel_pid = self._find_kernel_pid()
-        self._base_mb = self._rss_mb()
+        self._base_mb = self._memory_mb()
+        self._started()
+
+    def _started(self) -> None:
+        """Called once the kernel has said it is ready, before any cell runs (a subclass sets limits)."""
 
     def _kernel_config(self) -> dict:
         """The limits the kernel sets on itself before any learner code runs (see `kernel.set_limits`).
@@ -299,14 +317,32 @@ class Kernel:
         except (psutil.Error, AttributeError):
             return 0.0
 
-    def _rss_mb(self) -> float:
+    def _memory_mb(self) -> float:
+        """The memory of the kernel and everything it started, as PSS (RSS where PSS cannot be read)."""
         if psutil is None:
             return 0.0
         try:
             proc = psutil.Process(self.proc.pid)
-            return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+            family = [proc, *proc.children(recursive=True)]
         except (psutil.Error, AttributeError):
             return 0.0
+        total = 0
+        for p in family:
+            pss = _pss_bytes(p.pid)
+            if pss is None:
+                try:
+                    pss = p.memory_info().rss
+                except psutil.Error:
+                    pss = 0
+            total += pss
+        return total / 2**20
+
+    def _over_memory_limit(self) -> bool:
+        return self._memory_mb() > self._base_mb + self.limits.memory_mb + 512
+
+    def _why_died(self) -> str:
+        """The status of a kernel that ended by itself: "died" (a subclass may know it was the memory limit)."""
+        return "died"
 
     # --- requests -----------------------------------------------------------------------------------
 
@@ -352,14 +388,14 @@ class Kernel:
                 raise KernelStopped(status, self._message(status, cut), alive=False)
             if stage == "request" and self.limits.memory_mb and now - self._last_memory_check > 0.25:
                 self._last_memory_check = now
-                if self._rss_mb() > self._base_mb + self.limits.memory_mb + 512:
+                if self._over_memory_limit():
                     self.kill()
                     raise KernelStopped("memory-limit", self._message("memory-limit", cut), alive=False)
             try:
                 readable, writable, _ = select.select([self.sock, self.out_fd], [self.sock] if len(data) else [], [],
                                                       0.05)
             except (OSError, ValueError):
-                raise KernelStopped("died", self._message("died", cut), alive=False) from None
+                raise self._stopped(cut) from None
             if self.out_fd in readable:
                 self._drain_output()
             if writable:
@@ -369,7 +405,7 @@ class Kernel:
                     pass
                 except OSError:
                     self.kill()
-                    raise KernelStopped("died", self._message("died", cut), alive=False) from None
+                    raise self._stopped(cut) from None
             if self.sock in readable:
                 try:
                     chunk = self.sock.recv(1 << 20)
@@ -380,7 +416,7 @@ class Kernel:
                 if not chunk:
                     self.kill()
                     self._drain_output()
-                    raise KernelStopped("died", self._message("died", cut), alive=False)
+                    raise self._stopped(cut)
                 self._received += chunk
                 try:
                     found = self._next_reply(want_id, limit_bytes)
@@ -392,7 +428,7 @@ class Kernel:
                     break
             elif self.proc.poll() is not None:
                 self._drain_output()
-                raise KernelStopped("died", self._message("died", cut), alive=False)
+                raise self._stopped(cut)
         # Everything the kernel printed before it replied is in the pipe now: count it with this request.
         self._drain_output()
         if status is None and stage == "request" and self._over_output_limit():
@@ -400,6 +436,10 @@ class Kernel:
         if status is not None:
             raise KernelStopped(status, self._message(status, cut), alive=True)
         return reply, out
+
+    def _stopped(self, cut: bool) -> KernelStopped:
+        status = self._why_died()
+        return KernelStopped(status, self._message(status, cut), alive=False)
 
     def _over_output_limit(self) -> bool:
         return bool(self.limits.output_bytes) and self.output_count > self.limits.output_bytes
@@ -414,7 +454,7 @@ class Kernel:
                 return None
             body = bytes(self._received[wire.PREFIX.size:end])
             del self._received[:end]
-            reply, out = wire.unpack_body(body, n_header)
+            reply, out = wire.unpack_body(body, n_header, limit_bytes)
             if reply.get("id") == want_id:
                 return reply, out
         return None
@@ -439,7 +479,7 @@ class Kernel:
         except KernelStopped as err:
             return CellRun(err.status, err.status, err.message), []
         learner = reply.get("learner", [])
-        learner = [n for n in learner if isinstance(n, str)] if isinstance(learner, list) else []
+        learner = [n for n in learner[:10_000] if isinstance(n, str)] if isinstance(learner, list) else []
         if reply.get("failed"):
             credit = reply.get("credit")
             credit = float(credit) if type(credit) is float and 0.0 <= credit < 1.0 else None

@@ -17,7 +17,21 @@ their index. Values are encoded as:
   the checker can call or ask about (see `remote`), never the object itself.
 
 Decoding never runs code that came with the data: it only builds the types listed here, checks
-every size against the bytes that arrived, and refuses anything else (`WireError`).
+every size against the bytes that arrived, and refuses anything else (`WireError`). The grader
+decodes what a learner's kernel sends, so decoding is also bounded in what it costs, whatever the
+message holds (a limit of L bytes, the message limit):
+
+- before the header's JSON is parsed, its items are counted (commas and brackets): at 64 bytes
+  each in the grader they must fit in L, so a header of a million empty lists is refused unparsed;
+- every value decoded is charged what it will take in the grader: 64 bytes an item, a string's
+  length, an array's or tensor's bytes, a `range` 48 bytes an element (what numpy takes to turn it
+  into an array) - all against L, before anything is materialised;
+- nesting is at most MAX_DEPTH levels, integers at most MAX_INT_BITS bits;
+- a set, frozenset, dict, Counter, OrderedDict or defaultdict is built only if no more than
+  MAX_SAME_HASH of its keys share a hash value: keys made to collide (k * (2**61 - 1)) would make
+  building it quadratic, in C code that no time limit can interrupt;
+- any failure while parsing or decoding (a ValueError, RecursionError, MemoryError, ...) is a
+  WireError: the failure of that one request, never the grader's.
 """
 from __future__ import annotations
 
@@ -33,6 +47,11 @@ MAGIC = b"CKW1"
 PREFIX = struct.Struct("<4sQQ")
 MAX_DEPTH = 64  # nesting of lists/dicts/tuples a value may have
 MAX_FRAME = 256 * 2**20  # no frame is larger than this, whatever the limits say
+ITEM_BYTES = 64  # what one decoded item (a number, a list, a reference) is charged in the grader
+RANGE_ITEM_BYTES = 48  # what one element of a range takes when numpy or torch turns it into an array
+MAX_INT_BITS = 4096  # integers beyond +-2**4096 are refused (JSON itself stops at 4300 digits)
+MAX_SAME_HASH = 16  # keys of one set or dict that may share a hash value
+MAX_STATE_CHARS = 65536  # a numpy generator's state, as JSON text
 
 TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", "uint8", "int8", "int16",
                 "int32", "int64", "bool")
@@ -67,13 +86,20 @@ def unpack_prefix(prefix: bytes, limit: int = MAX_FRAME) -> tuple[int, int]:
     return n_header, n_buffers
 
 
-def unpack_body(body: bytes, n_header: int) -> tuple[dict, list[bytes]]:
+def unpack_body(body: bytes, n_header: int, limit: int = MAX_FRAME) -> tuple[dict, list[bytes]]:
+    """The header and buffers of a frame's body; the header's parsed size is charged against `limit`
+    (ITEM_BYTES per item, counted from its commas and brackets before parsing)."""
+    items = body.count(b",", 0, n_header) + body.count(b"[", 0, n_header) + body.count(b"{", 0, n_header) + 1
+    if items * ITEM_BYTES > min(limit, MAX_FRAME):
+        raise WireError(f"the message holds too many items (about {items:,}; at most "
+                        f"{min(limit, MAX_FRAME) // ITEM_BYTES:,} fit in the grader's limit)")
     try:
         header = json.loads(body[:n_header])
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise WireError(f"a garbled message ({err})") from None
+    except (ValueError, RecursionError, MemoryError) as err:  # JSONDecodeError, UnicodeDecodeError, huge ints
+        raise WireError(f"a garbled message ({type(err).__name__}: {str(err)[:200]})") from None
     sizes = header.get("buffers") if isinstance(header, dict) else None
-    if not isinstance(sizes, list) or not all(type(n) is int and n >= 0 for n in sizes) or sum(sizes) != len(body) - n_header:
+    if (not isinstance(sizes, list) or not all(type(n) is int and n >= 0 for n in sizes)
+            or sum(sizes) != len(body) - n_header):
         raise WireError("a garbled message (its buffers do not add up)")
     buffers, at = [], n_header
     for n in sizes:
@@ -171,7 +197,8 @@ class Encoder:
             if isinstance(value, np.random.RandomState):
                 self.generators.append(value)
                 name, keys, pos, has_gauss, cached = value.get_state()
-                return ["nprs", name, self._buffer(keys.astype("<u4").tobytes()), int(pos), int(has_gauss), float(cached)]
+                return ["nprs", name, self._buffer(keys.astype("<u4").tobytes()), int(pos), int(has_gauss),
+                        float(cached)]
         if kind is random.Random:
             self.generators.append(value)
             version, state, gauss = value.getstate()
@@ -215,8 +242,8 @@ class Encoder:
 
     def _other(self, value: Any) -> list:
         if self.make_ref is None:
-            raise WireError(f"the grader can only pass plain data (numbers, strings, lists, tuples, dicts, numpy arrays, "
-                            f"tensors) to a learner's code, not {type(value).__name__}")
+            raise WireError(f"the grader can only pass plain data (numbers, strings, lists, tuples, dicts, numpy "
+                            f"arrays, tensors) to a learner's code, not {type(value).__name__}")
         return self.make_ref(value)
 
     def _tensor(self, t, torch) -> list:
@@ -251,13 +278,23 @@ def _json_state(value):
 
 
 class Decoder:
-    """Builds values from `encode`'s output. `resolve_ref(item)` turns a ["ref", ...] into an object."""
+    """Builds values from `encode`'s output. `resolve_ref(item)` turns a ["ref", ...] into an object.
 
-    def __init__(self, buffers: list[bytes], resolve_ref: Callable[[list], Any] | None = None, grad: bool = True):
+    `limit` is what the decoded value may cost in this process, in bytes (see the module's notes)."""
+
+    def __init__(self, buffers: list[bytes], resolve_ref: Callable[[list], Any] | None = None, grad: bool = True,
+                 limit: int = MAX_FRAME):
         self.buffers, self.resolve_ref = buffers, resolve_ref
         self.grad = grad  # False: tensors never require grad (the caller attaches them to a graph itself)
         self.generators: list[Any] = []
         self.tensors: list[Any] = []
+        self.limit, self.spent = limit, 0
+
+    def _charge(self, n_bytes: int, what: str = "the value") -> None:
+        self.spent += n_bytes
+        if self.spent > self.limit:
+            raise WireError(f"{what} is too large to pass to the checks: it would take over "
+                            f"{self.limit / 2**20:.0f} MB in the grader")
 
     def _buf(self, i: Any) -> bytes:
         if type(i) is not int or not 0 <= i < len(self.buffers):
@@ -265,29 +302,70 @@ class Decoder:
         return self.buffers[i]
 
     def decode(self, item: Any, depth: int = 0) -> Any:
-        if item is None or type(item) in (bool, int, float, str):
+        try:
+            return self._value(item, depth)
+        except WireError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, RuntimeError, MemoryError) as err:
+            # RecursionError is a RuntimeError
+            raise WireError(f"a garbled message ({type(err).__name__}: {str(err)[:200]})") from None
+
+    def _value(self, item: Any, depth: int) -> Any:
+        kind = type(item)
+        if item is None or kind in (bool, float):
+            self._charge(ITEM_BYTES)
             return item
-        if type(item) is not list or not item or type(item[0]) is not str:
+        if kind is int:
+            if item.bit_length() > MAX_INT_BITS:
+                raise WireError(f"an integer of {item.bit_length()} bits; at most {MAX_INT_BITS} bits can pass "
+                                "to the checks")
+            self._charge(ITEM_BYTES)
+            return item
+        if kind is str:
+            self._charge(ITEM_BYTES + len(item))
+            return item
+        if kind is not list or not item or type(item[0]) is not str:
             raise WireError("a garbled message (unknown item)")
         if depth > MAX_DEPTH + 2:
             raise WireError("a garbled message (nested too deeply)")
+        self._charge(ITEM_BYTES)
         tag, args, d = item[0], item[1:], depth + 1
         try:
             return self._decode(tag, args, d)
         except WireError:
             raise
-        except (TypeError, ValueError, KeyError, IndexError, OverflowError, RuntimeError) as err:
-            raise WireError(f"a garbled message ({tag}: {err})") from None
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, RuntimeError, MemoryError) as err:
+            raise WireError(f"a garbled message ({tag}: {type(err).__name__}: {str(err)[:200]})") from None
 
     def _items(self, items: Any, d: int) -> list:
         if type(items) is not list:
             raise WireError("a garbled message (expected a list)")
-        return [self.decode(v, d) for v in items]
+        self._charge(8 * len(items))
+        return [self._value(v, d) for v in items]
 
     def _pairs(self, pairs: Any, d: int) -> list[tuple]:
         if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
             raise WireError("a garbled message (expected pairs)")
-        return [(self.decode(k, d), self.decode(v, d)) for k, v in pairs]
+        self._charge(ITEM_BYTES * len(pairs))
+        return [(self._value(k, d), self._value(v, d)) for k, v in pairs]
+
+    def _keys(self, keys, what: str):
+        """`keys` once it is known that building a hashed container of them costs no more than linear time."""
+        if len(keys) > MAX_SAME_HASH:
+            hashes = sorted(hash(k) for k in keys)  # TypeError for an unhashable key: a garbled message
+            run = longest = 1
+            for a, b in zip(hashes, hashes[1:], strict=False):
+                run = run + 1 if a == b else 1
+                longest = max(longest, run)
+            if longest > MAX_SAME_HASH:
+                raise WireError(f"a {what} whose keys collide: {longest} of its {len(keys)} keys share one hash value "
+                                f"(at most {MAX_SAME_HASH} may); building it would take the grader quadratic time")
+        return keys
+
+    def _mapping(self, pairs: Any, d: int, what: str) -> list[tuple]:
+        decoded = self._pairs(pairs, d)
+        self._keys([k for k, _ in decoded], what)
+        return decoded
 
     def _decode(self, tag: str, args: list, d: int) -> Any:
         if tag == "list":
@@ -295,7 +373,7 @@ class Decoder:
         if tag == "tuple":
             return tuple(self._items(args[0], d))
         if tag == "dict":
-            return dict(self._pairs(args[0], d))
+            return dict(self._mapping(args[0], d, "dict"))
         if tag == "float":
             if args[0] not in ("nan", "inf", "-inf"):
                 raise WireError("a garbled message (float)")
@@ -307,12 +385,14 @@ class Decoder:
             dtype, shape, buf = _np_dtype(args[0]), _shape(args[1]), self._buf(args[2])
             if len(buf) != _count(shape) * dtype.itemsize:
                 raise WireError("a garbled message (array size)")
+            self._charge(len(buf), "an array")
             return np.frombuffer(buf, dtype=dtype).reshape(shape).copy()
         if tag == "ndobj":
             np = _require_numpy()
-            shape, values = _shape(args[0]), self._items(args[1], d)
-            if len(values) != _count(shape):
+            shape = _shape(args[0])
+            if type(args[1]) is not list or len(args[1]) != _count(shape):
                 raise WireError("a garbled message (array size)")
+            values = self._items(args[1], d)
             out = np.empty(len(values), dtype=object)
             out[:] = values if values else out[:]
             return out.reshape(shape)
@@ -329,25 +409,30 @@ class Decoder:
         if tag == "ellipsis":
             return Ellipsis
         if tag == "bytes":
+            self._charge(len(self._buf(args[0])), "a bytes value")
             return bytes(self._buf(args[0]))
         if tag == "complex":
+            if not all(type(a) is str and len(a) < 64 for a in args[:2]):
+                raise WireError("a garbled message (complex)")
             return complex(float(args[0]), float(args[1]))
         if tag in ("set", "frozenset"):
-            values = self._items(args[0], d)
+            values = self._keys(self._items(args[0], d), tag)
             return set(values) if tag == "set" else frozenset(values)
         if tag == "range":
-            if not all(type(a) is int for a in args[:3]):
+            if len(args) != 3 or not all(type(a) is int and a.bit_length() <= 64 for a in args):
                 raise WireError("a garbled message (range)")
-            return range(args[0], args[1], args[2])
+            value = range(args[0], args[1], args[2])
+            self._charge(RANGE_ITEM_BYTES * len(value), f"a range of {len(value):,} numbers")
+            return value
         if tag == "slice":
-            return slice(*(self.decode(a, d) for a in args[:3]))
+            return slice(*(self._value(a, d) for a in args[:3]))
         if tag == "Counter":
-            return Counter(dict(self._pairs(args[0], d)))
+            return Counter(dict(self._mapping(args[0], d, "Counter")))
         if tag == "OrderedDict":
-            return OrderedDict(self._pairs(args[0], d))
+            return OrderedDict(self._mapping(args[0], d, "OrderedDict"))
         if tag == "defaultdict":
             factory = FACTORIES.get(args[0]) if args[0] is not None else None
-            return defaultdict(factory, self._pairs(args[1], d))
+            return defaultdict(factory, self._mapping(args[1], d, "defaultdict"))
         if tag == "size":
             return _require_torch().Size(_shape(args[0]))
         if tag == "dtype":
@@ -359,11 +444,14 @@ class Decoder:
         if tag == "tgen":
             torch = _require_torch()
             g = torch.Generator(device="cpu")
+            self._charge(len(self._buf(args[1])), "a generator's state")
             g.set_state(torch.frombuffer(bytearray(self._buf(args[1])), dtype=torch.uint8))
             self.generators.append(g)
             return g
         if tag == "npgen":
             np = _require_numpy()
+            if type(args[0]) is not str or len(args[0]) > MAX_STATE_CHARS:
+                raise WireError("a garbled message (generator state)")
             state = json.loads(args[0])
             name = state.get("bit_generator") if isinstance(state, dict) else None
             if name not in ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"):
@@ -381,6 +469,8 @@ class Decoder:
             self.generators.append(rs)
             return rs
         if tag == "pyrandom":
+            if type(args[1]) is not list or len(args[1]) > 1000:
+                raise WireError("a garbled message (generator state)")
             r = random.Random()
             r.setstate((int(args[0]), tuple(int(x) for x in args[1]), None if args[2] is None else float(args[2])))
             self.generators.append(r)
@@ -395,6 +485,7 @@ class Decoder:
         n = _count(shape)
         if len(buf) != n * torch.empty((), dtype=dtype).element_size():
             raise WireError("a garbled message (tensor size)")
+        self._charge(len(buf), "a tensor")
         t = torch.empty(shape, dtype=dtype) if n == 0 else torch.frombuffer(bytearray(buf), dtype=dtype).reshape(shape)
         if self.grad and requires_grad is True and (t.is_floating_point() or t.is_complex()):
             t.requires_grad_(True)
@@ -436,7 +527,8 @@ def _count(shape: tuple[int, ...]) -> int:
 
 def _np_dtype(text: Any):
     np = _require_numpy()
-    if type(text) is not str or len(text) < 3 or text[0] not in "<>|=" or text[1] not in NUMPY_KINDS or not text[2:].isdigit():
+    if (type(text) is not str or len(text) < 3 or text[0] not in "<>|=" or text[1] not in NUMPY_KINDS
+            or not text[2:].isdigit()):
         raise WireError("a garbled message (dtype)")
     return np.dtype(text)
 
