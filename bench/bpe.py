@@ -11,6 +11,7 @@ against OpenAI's tiktoken built from the same two files, on WikiText-2's validat
 
     python -c "from bench import bpe; print(bpe.run())"
 """
+
 from __future__ import annotations
 
 import os
@@ -40,21 +41,26 @@ def _training_rows(repeat: int) -> list[dict]:
         course_times, hf_times = [], []
         for _ in range(repeat):  # alternate, so that a busy moment on the machine hits both
             course_times.append(_seconds(lambda p=pattern: BPETokenizer(pattern=p).train(train_text, vocab_size)))
-            hf_times.append(_seconds(lambda split=pattern == GPT2_SPLIT: train_hf_bpe(train_text, vocab_size,
-                                                                                      gpt2_split=split)))
+            hf_times.append(
+                _seconds(lambda split=pattern == GPT2_SPLIT: train_hf_bpe(train_text, vocab_size, gpt2_split=split))
+            )
         ours = BPETokenizer(pattern=pattern).train(train_text, vocab_size)
         hf = train_hf_bpe(train_text, vocab_size, gpt2_split=pattern == GPT2_SPLIT)
         ours_ids, hf_ids = ours.encode(held_out), hf.encode(held_out).ids
         assert ours.decode(ours_ids) == held_out and hf.decode(hf_ids) == held_out, "a tokenizer lost text"
         course_s, hf_s = statistics.median(course_times), statistics.median(hf_times)
-        rows.append({
-            "what": f"BPE training, {N_MERGES:,} merges on 1 MB of Tiny Shakespeare ({label})",
-            "reference": "tokenizers (Rust, all cores)",
-            "course": f"{course_s:.2f} s",
-            "reference time": f"{hf_s:.2f} s",
-            "ratio": f"{course_s / hf_s:.2f}x",
-            "bytes/token held out (course / reference)": f"{n_bytes / len(ours_ids):.3f} / {n_bytes / len(hf_ids):.3f}",
-        })
+        rows.append(
+            {
+                "what": f"BPE training, {N_MERGES:,} merges on 1 MB of Tiny Shakespeare ({label})",
+                "reference": "tokenizers (Rust, all cores)",
+                "course": f"{course_s:.2f} s",
+                "reference time": f"{hf_s:.2f} s",
+                "ratio": f"{course_s / hf_s:.2f}x",
+                "bytes/token held out (course / reference)": (
+                    f"{n_bytes / len(ours_ids):.3f} / {n_bytes / len(hf_ids):.3f}"
+                ),
+            }
+        )
     return rows
 
 
@@ -70,15 +76,17 @@ def _gpt2_row(repeat: int) -> dict:
     cache = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = ""  # read the local files; write no cached copy
     try:
-        ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(vocab_bpe),
-                                                              encoder_json_file=str(encoder_json))
+        ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
+            vocab_bpe_file=str(vocab_bpe), encoder_json_file=str(encoder_json)
+        )
     finally:
         if cache is None:
             del os.environ["TIKTOKEN_CACHE_DIR"]
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = cache
-    reference = tiktoken.Encoding(name="gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                                  special_tokens={"<|endoftext|>": 50256})
+    reference = tiktoken.Encoding(
+        name="gpt2-local", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256}
+    )
     ours = gpt2_tokenizer()
     text = wikitext2("valid")
     course_times, reference_times = [], []

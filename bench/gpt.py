@@ -26,6 +26,7 @@ made single timings scatter by an order of magnitude, and the ratios are what th
 
     python -c "from bench import gpt; print(gpt.run())"
 """
+
 from __future__ import annotations
 
 import statistics
@@ -97,14 +98,21 @@ def training_throughput(repeat: int = 7, steps: int = 5) -> list[dict]:
     rows = []
     for name in ("fused", "from scratch"):
         course = statistics.median(times[name])
-        rows.append({
-            "what": f"GPT training step (nanoGPT CPU recipe, batch {BATCH} x {BLOCK}, {device.type}), attention {name}",
-            "reference": "nn.TransformerEncoderLayer stack, causal mask, same weights",
-            "course": f"{course * 1e3:.1f} ms",
-            "reference time": f"{builtin * 1e3:.1f} ms",
-            "ratio": f"{course / builtin:.2f}x",
-            "target": f"throughput >= 1.0x the built-in: {builtin / course:.2f}x, {'met' if course <= builtin else 'not met'}",
-        })
+        rows.append(
+            {
+                "what": (
+                    f"GPT training step (nanoGPT CPU recipe, batch {BATCH} x {BLOCK}, {device.type}), attention {name}"
+                ),
+                "reference": "nn.TransformerEncoderLayer stack, causal mask, same weights",
+                "course": f"{course * 1e3:.1f} ms",
+                "reference time": f"{builtin * 1e3:.1f} ms",
+                "ratio": f"{course / builtin:.2f}x",
+                "target": (
+                    f"throughput >= 1.0x the built-in: {builtin / course:.2f}x, "
+                    f"{'met' if course <= builtin else 'not met'}"
+                ),
+            }
+        )
     return rows
 
 
@@ -132,8 +140,9 @@ def recipe_loss(seeds: tuple[int, ...] = ()) -> list[dict]:
     except RuntimeError as err:
         return [{"what": "nanoGPT CPU recipe: validation loss", "target": f"not scored: {err}"}]
     block = model.config.block_size
-    again = estimate_loss(model, make_get_batch(train_ids, val_ids, block),
-                          TrainConfig(eval_iters=20, seed=info["seed"]), splits=("val",))["val"]
+    again = estimate_loss(
+        model, make_get_batch(train_ids, val_ids, block), TrainConfig(eval_iters=20, seed=info["seed"]), splits=("val",)
+    )["val"]
     full = split_loss(model, val_ids)
     assert abs(full - course[info["seed"]]) < 1e-3, f"the checkpoint scores {full:.4f}, not {course[info['seed']]}"
     course[info["seed"]] = full
@@ -142,9 +151,13 @@ def recipe_loss(seeds: tuple[int, ...] = ()) -> list[dict]:
     starts = torch.randint(len(val_ids) - block, (2400,), generator=g)
     rows = torch.stack([val_ids[s : s + block + 1] for s in starts.tolist()])  # (2400, block + 1)
     with torch.no_grad():
-        per_window = torch.cat([F.cross_entropy(model(r[:, :-1])[0].transpose(1, 2), r[:, 1:], reduction="none").mean(1)
-                                for r in rows.split(200)])
-    sd_estimate = per_window.std().item() / 240 ** 0.5
+        per_window = torch.cat(
+            [
+                F.cross_entropy(model(r[:, :-1])[0].transpose(1, 2), r[:, 1:], reduction="none").mean(1)
+                for r in rows.split(200)
+            ]
+        )
+    sd_estimate = per_window.std().item() / 240**0.5
     for seed in seeds:
         trained, _, _, _ = train_recipe(2000, seed=seed, progress=False, device="cpu")
         course[seed] = split_loss(trained, val_ids)
@@ -153,17 +166,24 @@ def recipe_loss(seeds: tuple[int, ...] = ()) -> list[dict]:
     se = (n_sd**2 / len(nanogpt) + c_sd**2 / len(nanogpt)) ** 0.5
     retrained = f"; seeds {', '.join(map(str, seeds))} retrained here" if seeds else ""
     return [
-        {"what": f"nanoGPT CPU recipe, the committed checkpoint (seed {info['seed']}): validation loss (nats/char)",
-         "reference": f"nanoGPT's README: {NANOGPT_VAL_LOSS} (one 20-batch estimate of its own run)",
-         "course": f"{again:.4f} (its 20 batches), {full:.4f} (whole validation split)",
-         "target": f"a 20-batch estimate has sd {sd_estimate:.4f} (2,400 windows): compare whole splits, over seeds"},
-        {"what": "nanoGPT CPU recipe, whole validation split, seeds " + ", ".join(map(str, nanogpt)),
-         "reference": f"nanoGPT's train.py: {n_mean:.4f} +- {n_sd:.4f} ("
-                      + ", ".join(f"{v:.4f}" for v in nanogpt.values()) + ")",
-         "course": f"{c_mean:.4f} +- {c_sd:.4f} (" + ", ".join(f"{course[s]:.4f}" for s in nanogpt) + f"{retrained})",
-         "ratio": f"{c_mean / n_mean:.4f}x",
-         "target": f"difference {c_mean - n_mean:+.4f} within 2 standard errors ({2 * se:.4f}): "
-                   f"{'met' if abs(c_mean - n_mean) < 2 * se else 'not met'}"},
+        {
+            "what": f"nanoGPT CPU recipe, the committed checkpoint (seed {info['seed']}): validation loss (nats/char)",
+            "reference": f"nanoGPT's README: {NANOGPT_VAL_LOSS} (one 20-batch estimate of its own run)",
+            "course": f"{again:.4f} (its 20 batches), {full:.4f} (whole validation split)",
+            "target": f"a 20-batch estimate has sd {sd_estimate:.4f} (2,400 windows): compare whole splits, over seeds",
+        },
+        {
+            "what": "nanoGPT CPU recipe, whole validation split, seeds " + ", ".join(map(str, nanogpt)),
+            "reference": f"nanoGPT's train.py: {n_mean:.4f} +- {n_sd:.4f} ("
+            + ", ".join(f"{v:.4f}" for v in nanogpt.values())
+            + ")",
+            "course": f"{c_mean:.4f} +- {c_sd:.4f} ("
+            + ", ".join(f"{course[s]:.4f}" for s in nanogpt)
+            + f"{retrained})",
+            "ratio": f"{c_mean / n_mean:.4f}x",
+            "target": f"difference {c_mean - n_mean:+.4f} within 2 standard errors ({2 * se:.4f}): "
+            f"{'met' if abs(c_mean - n_mean) < 2 * se else 'not met'}",
+        },
     ]
 
 
@@ -195,16 +215,21 @@ def kv_cache_speedup(repeat: int = 3, prompt_len: int = 16) -> list[dict]:
     prompt = torch.tensor([vocab.encode("ROMEO:\n")], device=device)  # 7 tokens: the cache serves 57 new ones
     for n in (57, 256, 512):
         t = _time_generate(checkpoint, prompt, n, repeat, sync)
-        rows.append({
-            "what": f"generate {n} new tokens after 7, greedy, the committed checkpoint (block 64, {device.type})",
-            "reference": "the same without a cache",
-            "course": f"{t[True] * 1e3:.0f} ms with the cache",
-            "reference time": f"{t[False] * 1e3:.0f} ms",
-            "ratio": f"{t[True] / t[False]:.2f}x",
-            "target": f"speed-up {t[False] / t[True]:.2f}x "
-                      + ("(every step within block_size: cached throughout)" if n <= 57 else
-                         "(cached for the first 57 steps only; then the window slides and is recomputed)"),
-        })
+        rows.append(
+            {
+                "what": f"generate {n} new tokens after 7, greedy, the committed checkpoint (block 64, {device.type})",
+                "reference": "the same without a cache",
+                "course": f"{t[True] * 1e3:.0f} ms with the cache",
+                "reference time": f"{t[False] * 1e3:.0f} ms",
+                "ratio": f"{t[True] / t[False]:.2f}x",
+                "target": f"speed-up {t[False] / t[True]:.2f}x "
+                + (
+                    "(every step within block_size: cached throughout)"
+                    if n <= 57
+                    else "(cached for the first 57 steps only; then the window slides and is recomputed)"
+                ),
+            }
+        )
     seed_everything(0)
     config = GPTConfig(vocab_size=65, block_size=prompt_len + max(NEW_TOKENS), n_layer=4, n_head=4, n_embd=128)
     model = GPT(config).to(device).eval()
@@ -214,7 +239,7 @@ def kv_cache_speedup(repeat: int = 3, prompt_len: int = 16) -> list[dict]:
         uncached, cached = t[False], t[True]
         row = {
             "what": f"generate {n} new tokens after {prompt_len}, greedy (4 layers, 128 dims, "
-                    f"block {config.block_size}, {device.type})",
+            f"block {config.block_size}, {device.type})",
             "reference": "the same without a cache",
             "course": f"{cached * 1e3:.0f} ms with the cache",
             "reference time": f"{uncached * 1e3:.0f} ms",
@@ -242,10 +267,16 @@ def run(seeds: tuple[int, ...] = ()) -> list[dict]:
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.gpt",
-                                     description="lesson 11's benchmarks (printed, not written)")
-    parser.add_argument("--seeds", type=int, nargs="*", default=[],
-                        help="also train the recipe with these seeds and score them on the whole validation split")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gpt", description="lesson 11's benchmarks (printed, not written)"
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also train the recipe with these seeds and score them on the whole validation split",
+    )
     args = parser.parse_args()
     for row in run(tuple(args.seeds)):
         print("  ".join(f"{k}: {v}" for k, v in row.items()))

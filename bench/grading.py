@@ -23,6 +23,7 @@ Timings depend on the machine and on what else runs on it, so the load average a
 printed with them; `--cpus N` pins the run to N CPUs. CPU seconds, unlike wall-clock time, hardly
 change with other work on the machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -105,8 +106,22 @@ def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool, extra: list[
         _reap()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        cmd = [sys.executable, "-m", "course_lib.cli", "grade", str(folder), "--solutions", str(REPO / "solutions"),
-               "--out", str(out), "--jobs", str(jobs), "--assignment", assignment, *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "course_lib.cli",
+            "grade",
+            str(folder),
+            "--solutions",
+            str(REPO / "solutions"),
+            "--out",
+            str(out),
+            "--jobs",
+            str(jobs),
+            "--assignment",
+            assignment,
+            *extra,
+        ]
         proc = subprocess.run(cmd + ([] if sandbox else ["--no-sandbox"]), capture_output=True, text=True)
         seconds = time.perf_counter() - start
         _reap()
@@ -121,14 +136,19 @@ def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool, extra: list[
 
 
 def _check(results: dict) -> None:
-    bad = [(s, r["status"], r["score"]) for s, r in results.items() if s != "zz_every_limit" and (
-        r["status"] != "graded" or (s.startswith("solved") and r["score"] != r["max_score"]))]
+    bad = [
+        (s, r["status"], r["score"])
+        for s, r in results.items()
+        if s != "zz_every_limit"
+        and (r["status"] != "graded" or (s.startswith("solved") and r["score"] != r["max_score"]))
+    ]
     if bad:
         raise RuntimeError(f"grading went wrong: {bad[:3]}")
 
 
-def throughput(assignment: str, copies: int, jobs: int, modes: list[bool], repeat: int, used: int,
-               loads: list[float]) -> list[tuple[str, float, str]]:
+def throughput(
+    assignment: str, copies: int, jobs: int, modes: list[bool], repeat: int, used: int, loads: list[float]
+) -> list[tuple[str, float, str]]:
     folder = Path(tempfile.mkdtemp(prefix="bench-grade-"))
     try:
         n = _class(folder, assignment, copies)
@@ -147,10 +167,20 @@ def throughput(assignment: str, copies: int, jobs: int, modes: list[bool], repea
     load = f"load average {min(loads):.1f}-{max(loads):.1f}"
     for mode in modes:
         label = "in the sandbox" if mode else "without the sandbox"
-        rows.append((f"{assignment}: submissions per minute, {n} submissions, --jobs {jobs}, {label}",
-                     60 * n / wall[mode], f"best of {repeat}: {wall[mode]:.1f} s on {used} CPU(s), {load}"))
-        rows.append((f"{assignment}: CPU seconds per submission (the whole process tree), {label}", cpu[mode],
-                     f"so about {60 * used / cpu[mode]:.0f} submissions per minute on {used} otherwise idle CPU(s)"))
+        rows.append(
+            (
+                f"{assignment}: submissions per minute, {n} submissions, --jobs {jobs}, {label}",
+                60 * n / wall[mode],
+                f"best of {repeat}: {wall[mode]:.1f} s on {used} CPU(s), {load}",
+            )
+        )
+        rows.append(
+            (
+                f"{assignment}: CPU seconds per submission (the whole process tree), {label}",
+                cpu[mode],
+                f"so about {60 * used / cpu[mode]:.0f} submissions per minute on {used} otherwise idle CPU(s)",
+            )
+        )
     if len(modes) == 2:
         rows.append((f"{assignment}: sandbox cost in wall-clock time", 100 * (wall[True] / wall[False] - 1), "%"))
         rows.append((f"{assignment}: sandbox cost in CPU time", 100 * (cpu[True] / cpu[False] - 1), "%"))
@@ -177,13 +207,19 @@ def hostile_batch(assignment: str, copies: int, jobs: int, repeat: int, sandbox:
     full = sum(1 for s, r in best[True][2].items() if s.startswith("solved") and r["score"] == r["max_score"])
     limits = " ".join(HOSTILE_LIMITS)
     return [
-        (f"{assignment}: {n} submissions and one that hits every limit ({limits}), --jobs {jobs}: extra wall-clock "
-         "seconds", best[True][0] - best[False][0],
-         f"{best[True][0]:.1f} s against {best[False][0]:.1f} s without it (best of {repeat}); it scored "
-         f"{attacker['score']:g} / {attacker['max_score']:g} ({attacker['status']}) in {attacker['seconds']:.0f} s; "
-         f"{full} of {copies} correct submissions at full marks"),
-        (f"{assignment}: the same, extra CPU seconds", best[True][1] - best[False][1],
-         f"{best[True][1]:.1f} against {best[False][1]:.1f} CPU seconds for the whole batch"),
+        (
+            f"{assignment}: {n} submissions and one that hits every limit ({limits}), --jobs {jobs}: extra wall-clock "
+            "seconds",
+            best[True][0] - best[False][0],
+            f"{best[True][0]:.1f} s against {best[False][0]:.1f} s without it (best of {repeat}); it scored "
+            f"{attacker['score']:g} / {attacker['max_score']:g} ({attacker['status']}) in {attacker['seconds']:.0f} s; "
+            f"{full} of {copies} correct submissions at full marks",
+        ),
+        (
+            f"{assignment}: the same, extra CPU seconds",
+            best[True][1] - best[False][1],
+            f"{best[True][1]:.1f} against {best[False][1]:.1f} CPU seconds for the whole batch",
+        ),
     ]
 
 
@@ -204,14 +240,20 @@ def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) 
     if ok:  # never without the sandbox: its fork bomb would meet no process limit
         rows += hostile_batch("06_attention", max(2, copies // 2), jobs, repeat, ok)
     controllers = budgets.detect()
-    rows.append(("budgets in force", float("nan"), budgets.summary(controllers, ok and seccomp_usable())
-                 + ("" if ok else f"; no sandbox: {why}")))
+    rows.append(
+        (
+            "budgets in force",
+            float("nan"),
+            budgets.summary(controllers, ok and seccomp_usable()) + ("" if ok else f"; no sandbox: {why}"),
+        )
+    )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.grading", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.grading", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--copies", type=int, default=20, help="students per kind (solved, blank) for lesson 06")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cpus", type=int, default=2, help="pin to this many CPUs (0: all)")

@@ -15,6 +15,7 @@ gensim's inner loop is compiled C; the course's is Python and torch, one batch o
 
 `run()` returns the rows; `python -m bench.word2vec` prints them.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -64,8 +65,18 @@ def _real_text_rows() -> list[dict]:
 
     def gensim_run(sentences, seed):
         start = time.perf_counter()
-        model = Word2Vec(sentences, vector_size=s["dim"], window=s["window"], negative=s["negatives"],
-                         epochs=s["epochs"], min_count=s["min_count"], seed=seed, sg=1, hs=0, workers=1)
+        model = Word2Vec(
+            sentences,
+            vector_size=s["dim"],
+            window=s["window"],
+            negative=s["negatives"],
+            epochs=s["epochs"],
+            min_count=s["min_count"],
+            seed=seed,
+            sg=1,
+            hs=0,
+            workers=1,
+        )
         return WordVectors(list(model.wv.index_to_key), torch.tensor(model.wv.vectors)), time.perf_counter() - start
 
     start = time.perf_counter()
@@ -84,14 +95,26 @@ def _real_text_rows() -> list[dict]:
     baseline = _overlap(others[0], others[1], probes)
     setting = f"WikiText-2 valid + test, dim {s['dim']}, window {s['window']}, {s['epochs']} epochs"
     return [
-        {"what": f"word2vec training speed ({setting})", "course": f"{words / ours_s:,.0f} words/s",
-         "gensim": f"{words / gensim_s:,.0f} words/s", "ratio": f"{ours_s / gensim_s:.1f}x"},
-        {"what": f"Google analogy accuracy, the {len(questions):,} questions in the vocabulary ({setting})",
-         "course": f"{acc_ours:.4f}", "gensim": f"{acc_theirs:.4f}",
-         "ratio": f"{acc_ours - acc_theirs:+.4f} (difference)"},
-        {"what": "top-10 neighbours of the 100 most frequent words shared with gensim (two gensim seeds: each other)",
-         "course": f"{shared:.3f}", "gensim": f"{baseline:.3f}",
-         "ratio": f"{shared / baseline:.2f} (tests need >= 0.8)"},
+        {
+            "what": f"word2vec training speed ({setting})",
+            "course": f"{words / ours_s:,.0f} words/s",
+            "gensim": f"{words / gensim_s:,.0f} words/s",
+            "ratio": f"{ours_s / gensim_s:.1f}x",
+        },
+        {
+            "what": f"Google analogy accuracy, the {len(questions):,} questions in the vocabulary ({setting})",
+            "course": f"{acc_ours:.4f}",
+            "gensim": f"{acc_theirs:.4f}",
+            "ratio": f"{acc_ours - acc_theirs:+.4f} (difference)",
+        },
+        {
+            "what": (
+                "top-10 neighbours of the 100 most frequent words shared with gensim (two gensim seeds: each other)"
+            ),
+            "course": f"{shared:.3f}",
+            "gensim": f"{baseline:.3f}",
+            "ratio": f"{shared / baseline:.2f} (tests need >= 0.8)",
+        },
     ]
 
 
@@ -113,20 +136,42 @@ def run() -> list[dict]:
     ours_s = time.perf_counter() - start
 
     start = time.perf_counter()
-    model = Word2Vec(sentences, vector_size=s["dim"], window=s["window"], negative=s["negatives"], epochs=s["epochs"],
-                     seed=s["seed"], sg=1, hs=0, min_count=1, workers=1)
+    model = Word2Vec(
+        sentences,
+        vector_size=s["dim"],
+        window=s["window"],
+        negative=s["negatives"],
+        epochs=s["epochs"],
+        seed=s["seed"],
+        sg=1,
+        hs=0,
+        min_count=1,
+        workers=1,
+    )
     gensim_s = time.perf_counter() - start
     theirs = WordVectors(list(model.wv.index_to_key), torch.tensor(model.wv.vectors))
 
     acc_ours, acc_theirs = analogy_accuracy(ours, questions), analogy_accuracy(theirs, questions)
     setting = f"dim {s['dim']}, window {s['window']}, {s['negatives']} negatives, {s['epochs']} epochs"
     return [
-        {"what": f"word2vec training speed ({setting})", "course": f"{words / ours_s:,.0f} words/s",
-         "gensim": f"{words / gensim_s:,.0f} words/s", "ratio": f"{ours_s / gensim_s:.1f}x"},
-        {"what": f"analogy accuracy, {len(questions)} questions built into the corpus", "course": f"{acc_ours:.3f}",
-         "gensim": f"{acc_theirs:.3f}", "ratio": f"{acc_ours / acc_theirs:.3f} (tests need >= 0.9)"},
-        {"what": f"top-10 neighbours shared with gensim, {len(probes)} words",
-         "course": f"{_overlap(ours, theirs, probes):.3f}", "gensim": "1.000", "ratio": ""},
+        {
+            "what": f"word2vec training speed ({setting})",
+            "course": f"{words / ours_s:,.0f} words/s",
+            "gensim": f"{words / gensim_s:,.0f} words/s",
+            "ratio": f"{ours_s / gensim_s:.1f}x",
+        },
+        {
+            "what": f"analogy accuracy, {len(questions)} questions built into the corpus",
+            "course": f"{acc_ours:.3f}",
+            "gensim": f"{acc_theirs:.3f}",
+            "ratio": f"{acc_ours / acc_theirs:.3f} (tests need >= 0.9)",
+        },
+        {
+            "what": f"top-10 neighbours shared with gensim, {len(probes)} words",
+            "course": f"{_overlap(ours, theirs, probes):.3f}",
+            "gensim": "1.000",
+            "ratio": "",
+        },
     ] + _real_text_rows()
 
 

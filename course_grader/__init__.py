@@ -16,4 +16,5 @@ The contract with the checks is one hook, `course_lib.checks.core.set_answer_sou
 teacher's tests run here, `checks.answer(name)` reads the learner's values from the sandboxed
 kernel. What a learner is told is `course_lib.feedback`'s, shared with `course check`.
 """
+
 __version__ = "0.1.0"  # released together with course_lib: the same version

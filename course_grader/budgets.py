@@ -29,6 +29,7 @@ uses, where the host lets the grader set one:
 
 `describe()` says which of these are in force (`course doctor`, `course grade`).
 """
+
 from __future__ import annotations
 
 import errno
@@ -57,6 +58,7 @@ _BATCH_GROUP = re.compile(r"^course-grade-(\d+)$")
 @dataclass(frozen=True)
 class Controller:
     """One controller as this process can use it: its version and the folder of our own cgroup in it."""
+
     name: str
     version: int  # 1 or 2
     own: str  # our own cgroup's folder in that hierarchy; our groups are made under it
@@ -98,7 +100,7 @@ def _own_paths() -> dict[str, str]:
 
 
 def _join(mount: str, root: str, path: str) -> str:
-    rel = path[len(root):] if root != "/" and path.startswith(root) else path
+    rel = path[len(root) :] if root != "/" and path.startswith(root) else path
     return os.path.normpath(os.path.join(mount, rel.lstrip("/")))
 
 
@@ -178,11 +180,19 @@ class Group:
     """One group of processes across the controllers in force: controller name -> its folder.
 
     Picklable (plain paths), so a worker process can make its own leaves under a job's group."""
+
     folders: dict[str, str] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
 
-    def child(self, name: str, *, memory_bytes: int | None = None, pids: int | None = None,
-              cpu_weight: float | None = None, only: tuple[str, ...] = CONTROLLERS) -> Group:
+    def child(
+        self,
+        name: str,
+        *,
+        memory_bytes: int | None = None,
+        pids: int | None = None,
+        cpu_weight: float | None = None,
+        only: tuple[str, ...] = CONTROLLERS,
+    ) -> Group:
         """A new child group (in the controllers named by `only`) with these limits; a controller whose
         folder cannot be made is left out (the caller says what is in force)."""
         child = Group()
@@ -200,8 +210,9 @@ class Group:
         child.set_limits(memory_bytes=memory_bytes, pids=pids, cpu_weight=cpu_weight)
         return child
 
-    def set_limits(self, *, memory_bytes: int | None = None, pids: int | None = None,
-                   cpu_weight: float | None = None) -> None:
+    def set_limits(
+        self, *, memory_bytes: int | None = None, pids: int | None = None, cpu_weight: float | None = None
+    ) -> None:
         for ctl, folder in self.folders.items():
             v2 = self.versions[ctl] == 2
             try:
@@ -337,8 +348,7 @@ def batch_group(controllers: dict[str, Controller], jobs: int) -> Group | None:
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 # arch (AUDIT_ARCH_*), x32 bit (0 where there is no such ABI), {memfd_create, memfd_secret, shmget}
-_ARCHES = {"x86_64": (0xC000003E, 0x40000000, (319, 447, 29)),
-           "aarch64": (0xC00000B7, 0, (279, 447, 194))}
+_ARCHES = {"x86_64": (0xC000003E, 0x40000000, (319, 447, 29)), "aarch64": (0xC00000B7, 0, (279, 447, 194))}
 REFUSED_CALLS = ("memfd_create", "memfd_secret", "shmget")
 
 
@@ -358,8 +368,15 @@ def seccomp_filter() -> bytes | None:
     body = [op(_JGE_K, x32, len(numbers) + 1, 0)] if x32 else []  # x32 system calls: refused
     for i, nr in enumerate(numbers):
         body.append(op(_JEQ_K, nr, len(numbers) - i, 0))
-    program = [op(_LD_W_ABS, 4), op(_JEQ_K, audit, 1, 0), op(_RET_K, deny), op(_LD_W_ABS, 0), *body,
-               op(_RET_K, _ALLOW), op(_RET_K, deny)]
+    program = [
+        op(_LD_W_ABS, 4),
+        op(_JEQ_K, audit, 1, 0),
+        op(_RET_K, deny),
+        op(_LD_W_ABS, 0),
+        *body,
+        op(_RET_K, _ALLOW),
+        op(_RET_K, deny),
+    ]
     return b"".join(program)
 
 
@@ -458,16 +475,25 @@ def describe(controllers: dict[str, Controller] | None = None, seccomp: bool | N
 
     def state(name: str, what: str) -> str:
         c = controllers.get(name)
-        return (f"in force ({what}; cgroup v{c.version} under {c.own})" if c is not None
-                else f"NOT in force (no writable {name} cgroup here)")
+        return (
+            f"in force ({what}; cgroup v{c.version} under {c.own})"
+            if c is not None
+            else f"NOT in force (no writable {name} cgroup here)"
+        )
 
     lines = [
         ("sandbox memory", state("memory", "counts shared memory, memfd and tmpfs")),
         ("sandbox processes", state("pids", "counts every process and thread")),
         ("sandbox CPU share", state("cpu", "one submission weighs one process")),
     ]
-    lines.append(("seccomp filter", f"in force ({', '.join(REFUSED_CALLS)} refused)" if seccomp
-                  else f"NOT in force (written for {' and '.join(_ARCHES)} Linux with seccomp)"))
+    lines.append(
+        (
+            "seccomp filter",
+            f"in force ({', '.join(REFUSED_CALLS)} refused)"
+            if seccomp
+            else f"NOT in force (written for {' and '.join(_ARCHES)} Linux with seccomp)",
+        )
+    )
     return lines
 
 

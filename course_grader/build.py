@@ -28,6 +28,7 @@ A teacher's own set (`course new --checks DIR`) names its checks module in the n
 (`metadata.course.checks`, relative to the notebook): the build copies that file beside the built
 notebook, so that a release carries what a student needs to check their own work with `course check`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -111,35 +112,45 @@ def _intro_index(nb: dict) -> int | None:
     for i, cell in enumerate(nb["cells"]):
         if nbgrader_meta(cell).get("grade_id") == "intro":
             return i
-    return next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and TOTAL_LABEL.search(source(c))), None)
+    return next(
+        (i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and TOTAL_LABEL.search(source(c))), None
+    )
 
 
 def label_problems(nb: dict, where: str) -> list[str]:
     """Where the notebook's point labels disagree with its metadata, each with how to fix it."""
     problems = []
-    fix = ("fix the heading (or the test cells' `points` in their nbgrader metadata, if those are what is wrong); "
-           "`course build` writes the exercises' labels from the metadata")
+    fix = (
+        "fix the heading (or the test cells' `points` in their nbgrader metadata, if those are what is wrong); "
+        "`course build` writes the exercises' labels from the metadata"
+    )
     for ex in exercise_labels(nb):
         title = POINT_LABEL.sub("", EXERCISE_HEADING.sub("", ex.heading)).strip(" #")
         name = re.match(r"#+\s*(Exercise\s+[^:\s]+)", ex.heading).group(1)
         if ex.stated is None:
-            problems.append(f"{where}, {name} ({title}): the heading has no point label; end it with "
-                            f"\"(★☆☆, {_points_text(ex.points)})\" (its test cells carry {_points_text(ex.points)}).")
+            problems.append(
+                f"{where}, {name} ({title}): the heading has no point label; end it with "
+                f'"(★☆☆, {_points_text(ex.points)})" (its test cells carry {_points_text(ex.points)}).'
+            )
         else:
             label = POINT_LABEL.search(ex.heading)
             if label[0].rstrip() != f"({label['stars']}, {_points_text(ex.points)})":
                 tests = ", ".join(ex.tests) or "no test cell"
-                problems.append(f"{where}, {name} ({title}): the heading says \"{label[0].strip()}\" but the metadata gives "
-                                f"{_points_text(ex.points)} ({tests}); {fix}.")
+                problems.append(
+                    f'{where}, {name} ({title}): the heading says "{label[0].strip()}" but the metadata gives '
+                    f"{_points_text(ex.points)} ({tests}); {fix}."
+                )
     intro = _intro_index(nb)
     total = total_points(nb)
     stated = TOTAL_LABEL.search(source(nb["cells"][intro])) if intro is not None else None
     if stated is None:
-        problems.append(f"{where}: the intro does not state the total; add \"**Total: {_points_text(total)}.**\" to it.")
+        problems.append(f'{where}: the intro does not state the total; add "**Total: {_points_text(total)}.**" to it.')
     elif float(stated["points"]) != total or stated[0] != f"**Total: {_points_text(total)}.**":
-        problems.append(f"{where}, intro: it says \"{stated[0]}\" but the test cells' points add up to "
-                        f"{_points_text(total)}; write \"**Total: {_points_text(total)}.**\" in the intro (or fix the test "
-                        "cells' `points`, if those are what is wrong); `course build` writes the total from the metadata.")
+        problems.append(
+            f'{where}, intro: it says "{stated[0]}" but the test cells\' points add up to '
+            f'{_points_text(total)}; write "**Total: {_points_text(total)}.**" in the intro (or fix the test '
+            "cells' `points`, if those are what is wrong); `course build` writes the total from the metadata."
+        )
     return problems
 
 
@@ -150,7 +161,8 @@ def relabel(nb: dict) -> None:
             continue
         cell = nb["cells"][ex.cell]
         lines = source(cell).split("\n")
-        lines[ex.line] = POINT_LABEL.sub(lambda m: f"({m['stars']}, {_points_text(ex.points)})", lines[ex.line])
+        points = _points_text(ex.points)
+        lines[ex.line] = POINT_LABEL.sub(lambda m, points=points: f"({m['stars']}, {points})", lines[ex.line])
         cell["source"] = "\n".join(lines)
     intro = _intro_index(nb)
     if intro is not None:
@@ -202,11 +214,21 @@ def build_exercise(solution: dict, name: str, *, for_class: bool = False) -> dic
         if "attachments" in cell:
             new["attachments"] = copy.deepcopy(cell["attachments"])
         cells.append(new)
-    nb_meta = {k: copy.deepcopy(v) for k, v in solution.get("metadata", {}).items() if k in ("kernelspec", "language_info")}
-    exercise = {"cells": cells, "metadata": nb_meta, "nbformat": 4, "nbformat_minor": max(5, solution.get("nbformat_minor", 5))}
+    nb_meta = {
+        k: copy.deepcopy(v) for k, v in solution.get("metadata", {}).items() if k in ("kernelspec", "language_info")
+    }
+    exercise = {
+        "cells": cells,
+        "metadata": nb_meta,
+        "nbformat": 4,
+        "nbformat_minor": max(5, solution.get("nbformat_minor", 5)),
+    }
     # The grader reads only the file name (a submission made from another set is "wrong notebook");
     # a class release does not name the solutions folder at all.
-    nb_meta["course_lib"] = {"built_from": name if for_class else f"solutions/{name}", "build_hash": learner_hash(exercise)}
+    nb_meta["course_lib"] = {
+        "built_from": name if for_class else f"solutions/{name}",
+        "build_hash": learner_hash(exercise),
+    }
     return exercise
 
 
@@ -250,8 +272,15 @@ class BuildReport:
         return not (self.stale or self.conflicts or self.errors or self.orphans or (self.check and self.labels))
 
 
-def build(solutions: Path, exercises: Path, *, check: bool = False, force: bool = False, names: list[str] | None = None,
-          for_class: bool = False) -> BuildReport:
+def build(
+    solutions: Path,
+    exercises: Path,
+    *,
+    check: bool = False,
+    force: bool = False,
+    names: list[str] | None = None,
+    for_class: bool = False,
+) -> BuildReport:
     """Build (or with `check`, only compare) every solution notebook in `solutions`; `for_class`:
     a class release (no `self-study` cells)."""
     report = BuildReport(check=check, folder=exercises)
@@ -309,17 +338,23 @@ def print_report(report: BuildReport) -> int:
     for err in report.errors:
         print(f"ERROR: {err}")
     if report.labels:
-        print(("ERROR" if report.check else "WARNING") + ": point labels in the solution notebooks disagree with their metadata"
-              + ("" if report.check else " (the exercises were written with the metadata's points)") + ":")
+        print(
+            ("ERROR" if report.check else "WARNING")
+            + ": point labels in the solution notebooks disagree with their metadata"
+            + ("" if report.check else " (the exercises were written with the metadata's points)")
+            + ":"
+        )
         for problem in report.labels:
             print(f"  {problem}")
     if report.stale:
         print("These files differ from what `course build` would write:")
         for path in report.stale:
             print(f"  {path}")
-        print("Run `course build` to regenerate them (exercises/ is generated: never edit it by hand); "
-              "for a class release, check it with the options that built it: `course build --check --class "
-              "--solutions DIR --exercises DIR`.")
+        print(
+            "Run `course build` to regenerate them (exercises/ is generated: never edit it by hand); "
+            "for a class release, check it with the options that built it: `course build --check --class "
+            "--solutions DIR --exercises DIR`."
+        )
     if report.orphans:
         print("These exercise notebooks have no solution notebook any more (delete them):")
         for path in report.orphans:

@@ -17,6 +17,7 @@ They join the learner's `course` command (`course_lib.cli`): this package's meta
 subparsers. Each command imports what it needs when it runs, so that `course check` and
 `course --help` load none of the grader's modules but this one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,145 +34,254 @@ def register(sub) -> list[str]:
     """Add the teacher's subcommands to `course`'s subparsers; the names added."""
     p_build = sub.add_parser("build", help="write exercises/ from solutions/")
     p_build.add_argument("notebooks", nargs="*", help="only these solution notebooks (names like 00_welcome.ipynb)")
-    p_build.add_argument("--check", action="store_true",
-                         help="write nothing; exit 1 if exercises/ is not what the build makes")
-    p_build.add_argument("--force", action="store_true",
-                         help="replace exercise notebooks even if a learner changed them")
+    p_build.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if exercises/ is not what the build makes"
+    )
+    p_build.add_argument(
+        "--force", action="store_true", help="replace exercise notebooks even if a learner changed them"
+    )
     p_build.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
-    p_build.add_argument("--exercises", type=Path, default=None,
-                         help="where to write (default: exercises/ next to solutions/)")
-    p_build.add_argument("--class", dest="for_class", action="store_true",
-                         help="a release for a graded class: leave out the cells tagged self-study (the pointer to "
-                              "solutions/); needs --exercises DIR, so the committed exercises/ stay as they are")
+    p_build.add_argument(
+        "--exercises", type=Path, default=None, help="where to write (default: exercises/ next to solutions/)"
+    )
+    p_build.add_argument(
+        "--class",
+        dest="for_class",
+        action="store_true",
+        help="a release for a graded class: leave out the cells tagged self-study (the pointer to "
+        "solutions/); needs --exercises DIR, so the committed exercises/ stay as they are",
+    )
 
-    p_new = sub.add_parser("new",
-                           help="start a new exercise set from a template (a solution notebook and its checks module)")
-    p_new.add_argument("name",
-                       help="NN_name, e.g. 12_my_topic: writes solutions/NN_name.ipynb and "
-                            "course_lib/checks/lessonNN.py")
+    p_new = sub.add_parser(
+        "new", help="start a new exercise set from a template (a solution notebook and its checks module)"
+    )
+    p_new.add_argument(
+        "name", help="NN_name, e.g. 12_my_topic: writes solutions/NN_name.ipynb and course_lib/checks/lessonNN.py"
+    )
     p_new.add_argument("--title", required=True, help='the set\'s title, e.g. "My topic"')
     p_new.add_argument("--solutions", type=Path, default=None, help="where to write the notebook (default: solutions/)")
-    p_new.add_argument("--checks", type=Path, default=None,
-                       help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps "
-                            "them private)")
+    p_new.add_argument(
+        "--checks",
+        type=Path,
+        default=None,
+        help="where to write lessonNN.py (default: course_lib/checks/; a folder of your own keeps them private)",
+    )
 
-    p_seal = sub.add_parser("seal", help="write a checks module's table of seals from the plain values of its "
-                                         "hand-worked answers")
+    p_seal = sub.add_parser(
+        "seal", help="write a checks module's table of seals from the plain values of its hand-worked answers"
+    )
     p_seal.add_argument("module", help="the checks module, e.g. lesson06 (course_lib/checks/lesson06.py)")
-    p_seal.add_argument("--values", type=Path, default=None,
-                        help="the values file (default: solutions/seals/MODULE.py, next to the solutions)")
-    p_seal.add_argument("--checks", type=Path, default=None,
-                        help="the folder of the checks module (default: course_lib/checks/)")
-    p_seal.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the module's seals are not what the values give")
+    p_seal.add_argument(
+        "--values",
+        type=Path,
+        default=None,
+        help="the values file (default: solutions/seals/MODULE.py, next to the solutions)",
+    )
+    p_seal.add_argument(
+        "--checks", type=Path, default=None, help="the folder of the checks module (default: course_lib/checks/)"
+    )
+    p_seal.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the module's seals are not what the values give"
+    )
 
     p_grade = sub.add_parser("grade", help="grade SUBMISSIONS_DIR/<student_id>/NN_name.ipynb into the gradebook")
     p_grade.add_argument("submissions", type=Path)
     p_grade.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
-    p_grade.add_argument("--out", type=Path, default=Path("grading-output"),
-                         help="the gradebook's folder: gradebook.db and its exports (default: grading-output/)")
-    p_grade.add_argument("--assignment", action="append",
-                         help="grade only this assignment (e.g. 06_attention); repeatable. Students without it get a "
-                              "'not submitted' row only for assignments named here")
-    p_grade.add_argument("--roster", type=Path, default=None,
-                         help="CSV of the class (student_id,name,email,...); kept in the gradebook for later runs")
+    p_grade.add_argument(
+        "--out",
+        type=Path,
+        default=Path("grading-output"),
+        help="the gradebook's folder: gradebook.db and its exports (default: grading-output/)",
+    )
+    p_grade.add_argument(
+        "--assignment",
+        action="append",
+        help="grade only this assignment (e.g. 06_attention); repeatable. Students without it get a "
+        "'not submitted' row only for assignments named here",
+    )
+    p_grade.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="CSV of the class (student_id,name,email,...); kept in the gradebook for later runs",
+    )
     p_grade.add_argument("--student", action="append", help="grade only this student (regrade one); repeatable")
-    p_grade.add_argument("--new-solutions", action="store_true",
-                         help="accept solutions that differ from those that graded this assignment before")
+    p_grade.add_argument(
+        "--new-solutions",
+        action="store_true",
+        help="accept solutions that differ from those that graded this assignment before",
+    )
     p_grade.add_argument("--jobs", type=int, default=2, help="submissions graded in parallel (default 2)")
     p_grade.add_argument("--timeout", type=float, default=60, help="seconds per cell (default 60)")
     p_grade.add_argument("--total-timeout", type=float, default=600, help="seconds per submission (default 600)")
     p_grade.add_argument("--memory", type=int, default=2048, help="MB a submission may allocate (default 2048)")
     p_grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell (default 1000000)")
-    p_grade.add_argument("--no-sandbox", action="store_true",
-                         help="grade even where the bubblewrap sandbox is not available "
-                              "(UNSAFE for untrusted submissions)")
-    p_grade.add_argument("--dry-run", action="store_true",
-                         help="grade, then show whose scores would change, old -> new, per exercise; write nothing")
-    p_grade.add_argument("--reason", default="",
-                         help="why you grade again (e.g. 'a hidden test of exercise 5 was too strict'): kept with the "
-                              "run and shown to every student whose work it regrades")
-    p_grade.add_argument("--max-size", type=float, default=20, metavar="MB",
-                         help="the most a notebook may weigh once its outputs are left aside (default 20)")
-    p_grade.add_argument("--hide-hidden-inputs", action="store_true",
-                         help="a failed hidden test says so without the check's message, which may show its inputs "
-                              "(for hidden tests you reuse)")
-    p_grade.add_argument("--id-column", default=None,
-                         help="the --roster column that holds the student ids (default: see the guide)")
+    p_grade.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade even where the bubblewrap sandbox is not available (UNSAFE for untrusted submissions)",
+    )
+    p_grade.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="grade, then show whose scores would change, old -> new, per exercise; write nothing",
+    )
+    p_grade.add_argument(
+        "--reason",
+        default="",
+        help="why you grade again (e.g. 'a hidden test of exercise 5 was too strict'): kept with the "
+        "run and shown to every student whose work it regrades",
+    )
+    p_grade.add_argument(
+        "--max-size",
+        type=float,
+        default=20,
+        metavar="MB",
+        help="the most a notebook may weigh once its outputs are left aside (default 20)",
+    )
+    p_grade.add_argument(
+        "--hide-hidden-inputs",
+        action="store_true",
+        help="a failed hidden test says so without the check's message, which may show its inputs "
+        "(for hidden tests you reuse)",
+    )
+    p_grade.add_argument(
+        "--id-column", default=None, help="the --roster column that holds the student ids (default: see the guide)"
+    )
 
     out_help = "the gradebook's folder (default: grading-output/)"
-    p_deadline = sub.add_parser("deadline",
-                                help="set an assignment's deadline and late penalty (applied in every export)")
+    p_deadline = sub.add_parser(
+        "deadline", help="set an assignment's deadline and late penalty (applied in every export)"
+    )
     p_deadline.add_argument("assignment", nargs="?", help="e.g. 06_attention")
     p_deadline.add_argument("due", nargs="?", help="e.g. '2026-12-01 23:59' (local time) or 2026-12-01T23:59+01:00")
-    p_deadline.add_argument("--penalty", type=float, default=10.0,
-                            help="percent of the assignment's points lost per started day late (default 10)")
-    p_deadline.add_argument("--max", type=float, default=100.0,
-                            help="the most a late submission loses, in percent (default 100)")
+    p_deadline.add_argument(
+        "--penalty",
+        type=float,
+        default=10.0,
+        help="percent of the assignment's points lost per started day late (default 10)",
+    )
+    p_deadline.add_argument(
+        "--max", type=float, default=100.0, help="the most a late submission loses, in percent (default 100)"
+    )
     p_deadline.add_argument("--grace", type=float, default=0.0, help="minutes of lateness forgiven (default 0)")
     p_deadline.add_argument("--list", action="store_true", help="show the deadlines")
     p_deadline.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
-    p_adjust = sub.add_parser("adjust",
-                              help="add points to (or take them from) one student's assignment, with a reason")
+    p_adjust = sub.add_parser(
+        "adjust", help="add points to (or take them from) one student's assignment, with a reason"
+    )
     p_adjust.add_argument("student", nargs="?")
     p_adjust.add_argument("assignment", nargs="?")
     p_adjust.add_argument("points", nargs="?", type=float, help="e.g. 2 or -1.5")
     p_adjust.add_argument("--reason", default="", help="shown to the student in the feedback")
     p_adjust.add_argument("--grader", default="", help="who makes the adjustment (default: your login name)")
-    p_adjust.add_argument("--cap", action="store_true",
-                          help="the final score stays at most the assignment's maximum (no extra credit)")
+    p_adjust.add_argument(
+        "--cap", action="store_true", help="the final score stays at most the assignment's maximum (no extra credit)"
+    )
     p_adjust.add_argument("--list", action="store_true", help="show every adjustment, numbered")
     p_adjust.add_argument("--remove", type=int, metavar="N", help="remove adjustment number N")
     p_adjust.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
-    p_export = sub.add_parser("export", help="rewrite grades.csv, grades.json and feedback/ from the gradebook; "
-                                             "--lms writes a gradebook file for Canvas or Moodle")
-    p_export.add_argument("--lms", choices=("canvas", "moodle", "wide"), action="append",
-                          help="also write canvas.csv / moodle.csv / wide.csv (one column per assignment); repeatable")
+    p_export = sub.add_parser(
+        "export",
+        help="rewrite grades.csv, grades.json and feedback/ from the gradebook; "
+        "--lms writes a gradebook file for Canvas or Moodle",
+    )
+    p_export.add_argument(
+        "--lms",
+        choices=("canvas", "moodle", "wide"),
+        action="append",
+        help="also write canvas.csv / moodle.csv / wide.csv (one column per assignment); repeatable",
+    )
     p_export.add_argument("--assignment", action="append", help="the LMS file's columns, in this order (default: all)")
-    p_export.add_argument("--column", action="append", default=[], metavar="ASSIGNMENT=COLUMN",
-                          help="write an assignment into the LMS's existing column, e.g. "
-                               "'04_word_vectors=Word Vectors (12345)'; repeatable, remembered for later exports")
-    p_export.add_argument("--columns", type=Path, default=None, metavar="FILE",
-                          help="a CSV file of assignment,column lines (the same as --column, for every assignment)")
-    p_export.add_argument("--missing", dest="missing_work", choices=("empty", "zero"), default="empty",
-                          help="work never handed in: an empty cell (default; the LMS keeps what it has) or 0")
+    p_export.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="ASSIGNMENT=COLUMN",
+        help="write an assignment into the LMS's existing column, e.g. "
+        "'04_word_vectors=Word Vectors (12345)'; repeatable, remembered for later exports",
+    )
+    p_export.add_argument(
+        "--columns",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a CSV file of assignment,column lines (the same as --column, for every assignment)",
+    )
+    p_export.add_argument(
+        "--missing",
+        dest="missing_work",
+        choices=("empty", "zero"),
+        default="empty",
+        help="work never handed in: an empty cell (default; the LMS keeps what it has) or 0",
+    )
     p_export.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
-    p_report = sub.add_parser("report",
-                              help="per-exercise pass rates and the most common hints, as a table and figures")
+    p_report = sub.add_parser(
+        "report", help="per-exercise pass rates and the most common hints, as a table and figures"
+    )
     p_report.add_argument("--assignment", action="append", help="only this assignment; repeatable")
     p_report.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
     p_unpack = sub.add_parser("unpack", help="unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/")
     p_unpack.add_argument("zip", type=Path)
     p_unpack.add_argument("--assignment", required=True, help="the assignment the zip holds, e.g. 06_attention")
-    p_unpack.add_argument("--to", type=Path, default=Path("submissions"),
-                          help="the submissions folder (default: submissions/)")
-    p_unpack.add_argument("--roster", type=Path, default=None,
-                          help="map LMS names and ids to your student ids (kept in the gradebook: later runs need not "
-                               "repeat it)")
+    p_unpack.add_argument(
+        "--to", type=Path, default=Path("submissions"), help="the submissions folder (default: submissions/)"
+    )
+    p_unpack.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="map LMS names and ids to your student ids (kept in the gradebook: later runs need not repeat it)",
+    )
     p_unpack.add_argument("--id-column", default=None, help="the --roster column that holds the student ids")
-    p_unpack.add_argument("--out", type=Path, default=Path("grading-output"),
-                          help="the gradebook's folder, where the roster is kept and the unpacking is recorded "
-                               "(default: grading-output/)")
-    p_unpack.add_argument("--layout", choices=("auto", "canvas", "moodle", "plain"), default="auto",
-                          help="how the zip is laid out (default: detected)")
-    p_unpack.add_argument("--output-layout", choices=("course", "nbgrader"), default="course",
-                          help="course: TO/<id>/A.ipynb (default); nbgrader: TO/<id>/A/A.ipynb with timestamp.txt, "
-                               "nbgrader's submitted/ layout")
-    p_unpack.add_argument("--max-size", type=float, default=20, metavar="MB",
-                          help="the most a notebook may weigh once its outputs are left aside (default 20)")
-    p_unpack.add_argument("--canvas-times", type=Path, default=None, metavar="JSON",
-                          help="submission times from Canvas's submissions API (saved as JSON), for late penalties")
+    p_unpack.add_argument(
+        "--out",
+        type=Path,
+        default=Path("grading-output"),
+        help="the gradebook's folder, where the roster is kept and the unpacking is recorded "
+        "(default: grading-output/)",
+    )
+    p_unpack.add_argument(
+        "--layout",
+        choices=("auto", "canvas", "moodle", "plain"),
+        default="auto",
+        help="how the zip is laid out (default: detected)",
+    )
+    p_unpack.add_argument(
+        "--output-layout",
+        choices=("course", "nbgrader"),
+        default="course",
+        help="course: TO/<id>/A.ipynb (default); nbgrader: TO/<id>/A/A.ipynb with timestamp.txt, "
+        "nbgrader's submitted/ layout",
+    )
+    p_unpack.add_argument(
+        "--max-size",
+        type=float,
+        default=20,
+        metavar="MB",
+        help="the most a notebook may weigh once its outputs are left aside (default 20)",
+    )
+    p_unpack.add_argument(
+        "--canvas-times",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="submission times from Canvas's submissions API (saved as JSON), for late penalties",
+    )
     p_unpack.add_argument("--overwrite", action="store_true", help="replace notebooks already unpacked")
-    p_unpack.add_argument("--tz", default=None,
-                          help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)")
-    p_roster = sub.add_parser("roster",
-                              help="keep the class list in the gradebook: import an LMS export, drop a student")
-    p_roster.add_argument("action", choices=("import", "list", "drop", "restore"),
-                          help="import FILE | list | drop ID | restore ID")
+    p_unpack.add_argument(
+        "--tz", default=None, help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)"
+    )
+    p_roster = sub.add_parser(
+        "roster", help="keep the class list in the gradebook: import an LMS export, drop a student"
+    )
+    p_roster.add_argument(
+        "action", choices=("import", "list", "drop", "restore"), help="import FILE | list | drop ID | restore ID"
+    )
     p_roster.add_argument("what", nargs="?", help="the roster file (import) or the student's id (drop, restore)")
     p_roster.add_argument("--id-column", default=None, help="the column that holds the student ids (import)")
     p_roster.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
@@ -186,15 +296,22 @@ def register(sub) -> list[str]:
     p_new.set_defaults(func=new_cmd)
     p_seal.set_defaults(func=seal_cmd)
     p_grade.set_defaults(func=grade_cmd)
-    for parser, command in ((p_unpack, unpack_cmd), (p_deadline, deadline_cmd), (p_adjust, adjust_cmd),
-                            (p_export, export_cmd), (p_report, report_cmd), (p_roster, roster_cmd),
-                            (p_mark, mark_cmd)):
+    for parser, command in (
+        (p_unpack, unpack_cmd),
+        (p_deadline, deadline_cmd),
+        (p_adjust, adjust_cmd),
+        (p_export, export_cmd),
+        (p_report, report_cmd),
+        (p_roster, roster_cmd),
+        (p_mark, mark_cmd),
+    ):
         parser.set_defaults(func=_explained(command))
     return ["build", "new", "seal", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
 
 
 def _explained(command):
     """`command`, with bad input (a ValueError, a broken roster) said in one line, without a traceback."""
+
     def run(args: argparse.Namespace) -> int:
         from .roster import RosterError
 
@@ -221,15 +338,18 @@ def build_cmd(args: argparse.Namespace) -> int:
 
     solutions = _default_dir(args.solutions, "solutions")
     if args.for_class and args.exercises is None:
-        print("ERROR: `course build --class` writes a release for a class; pass --exercises DIR to say where "
-              "(e.g. --exercises release/), so that the course's own exercises/ are not replaced.")
+        print(
+            "ERROR: `course build --class` writes a release for a class; pass --exercises DIR to say where "
+            "(e.g. --exercises release/), so that the course's own exercises/ are not replaced."
+        )
         return 2
     exercises = args.exercises or solutions.parent / "exercises"
     if not solutions.is_dir():
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
-    report = build(solutions, exercises, check=args.check, force=args.force, names=args.notebooks,
-                   for_class=args.for_class)
+    report = build(
+        solutions, exercises, check=args.check, force=args.force, names=args.notebooks, for_class=args.for_class
+    )
     return print_report(report)
 
 
@@ -245,8 +365,10 @@ def new_cmd(args: argparse.Namespace) -> int:
         return 2
     for path in written:
         print(f"wrote {path}")
-    print("Next: write your exercises (the comments say where the next one goes), run the notebook top to bottom "
-          "(jupyter nbconvert --to notebook --execute --inplace ...), then `course build` and `course check` it.")
+    print(
+        "Next: write your exercises (the comments say where the next one goes), run the notebook top to bottom "
+        "(jupyter nbconvert --to notebook --execute --inplace ...), then `course build` and `course check` it."
+    )
     return 0
 
 
@@ -286,17 +408,30 @@ def grade_cmd(args: argparse.Namespace) -> int:
     if not solutions.is_dir():
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
-    limits = Limits(cell_timeout=args.timeout, total_timeout=args.total_timeout, memory_mb=args.memory,
-                    output_bytes=args.max_output)
+    limits = Limits(
+        cell_timeout=args.timeout, total_timeout=args.total_timeout, memory_mb=args.memory, output_bytes=args.max_output
+    )
     if args.no_sandbox:
         print(NO_SANDBOX_WARNING, file=sys.stderr)
     try:
-        results = grade_all(args.submissions, solutions, args.out, jobs=args.jobs, limits=limits,
-                            assignments=args.assignment, sandbox=not args.no_sandbox, roster=args.roster,
-                            students=args.student, new_solutions=args.new_solutions,
-                            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
-                            dry_run=args.dry_run, reason=args.reason, max_bytes=int(args.max_size * 2**20),
-                            hide_hidden=args.hide_hidden_inputs, id_column=args.id_column)
+        results = grade_all(
+            args.submissions,
+            solutions,
+            args.out,
+            jobs=args.jobs,
+            limits=limits,
+            assignments=args.assignment,
+            sandbox=not args.no_sandbox,
+            roster=args.roster,
+            students=args.student,
+            new_solutions=args.new_solutions,
+            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
+            dry_run=args.dry_run,
+            reason=args.reason,
+            max_bytes=int(args.max_size * 2**20),
+            hide_hidden=args.hide_hidden_inputs,
+            id_column=args.id_column,
+        )
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")
         return 2
@@ -304,14 +439,18 @@ def grade_cmd(args: argparse.Namespace) -> int:
         if args.dry_run:
             print("Interrupted. A dry run writes nothing: the gradebook and its exports are as they were.")
         else:
-            print(f"Interrupted. The submissions graded so far are kept in {args.out / 'gradebook.db'} (and in the "
-                  "rewritten grades.csv, grades.json and feedback/); run the same command again to grade the rest.")
+            print(
+                f"Interrupted. The submissions graded so far are kept in {args.out / 'gradebook.db'} (and in the "
+                "rewritten grades.csv, grades.json and feedback/); run the same command again to grade the rest."
+            )
         return 130
     if args.dry_run:
         print(f"Graded {len(results)} submission(s) for the dry run; nothing was written.")
         return 0
-    print(f"Graded {len(results)} submission(s) into {args.out / 'gradebook.db'}; rewrote {args.out / 'grades.csv'}, "
-          f"{args.out / 'grades.json'} and {args.out / 'feedback'}/")
+    print(
+        f"Graded {len(results)} submission(s) into {args.out / 'gradebook.db'}; rewrote {args.out / 'grades.csv'}, "
+        f"{args.out / 'grades.json'} and {args.out / 'feedback'}/"
+    )
     return 0
 
 
@@ -332,8 +471,9 @@ def deadline_cmd(args: argparse.Namespace) -> int:
     with closing(_gradebook(args.out)) as book:
         if args.assignment:
             if not args.due:
-                raise ValueError("give the deadline after the assignment, "
-                                 "e.g. course deadline 06_attention '2026-12-01 23:59'")
+                raise ValueError(
+                    "give the deadline after the assignment, e.g. course deadline 06_attention '2026-12-01 23:59'"
+                )
             d = Deadline(args.assignment, parse_time(args.due), args.penalty, args.max, args.grace)
             book.set_deadline(d)
             write_exports(book, args.out)
@@ -341,14 +481,19 @@ def deadline_cmd(args: argparse.Namespace) -> int:
             raise ValueError("name an assignment and its deadline, or pass --list")
         rows = book.rows()
         for d in book.deadlines().values():
-            print(f"{d.assignment}: due {d.due.isoformat()}, -{d.percent_per_day:g}% per started day late "
-                  f"(at most -{d.max_percent:g}%), grace {d.grace_minutes:g} min")
-            untimed = [r.student for r in rows
-                       if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at]
+            print(
+                f"{d.assignment}: due {d.due.isoformat()}, -{d.percent_per_day:g}% per started day late "
+                f"(at most -{d.max_percent:g}%), grace {d.grace_minutes:g} min"
+            )
+            untimed = [
+                r.student for r in rows if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at
+            ]
             if untimed:
-                print(f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt "
-                      f"in the student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
-                      + (" ..." if len(untimed) > 10 else ""))
+                print(
+                    f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt "
+                    f"in the student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
+                    + (" ..." if len(untimed) > 10 else "")
+                )
     return 0
 
 
@@ -364,29 +509,39 @@ def adjust_cmd(args: argparse.Namespace) -> int:
             print(f"removed adjustment {args.remove}")
         elif args.student is not None:
             if args.assignment is None or args.points is None:
-                raise ValueError("give the student, the assignment and the points, "
-                                 "e.g. course adjust ada 06_attention 2 --reason '...'")
+                raise ValueError(
+                    "give the student, the assignment and the points, "
+                    "e.g. course adjust ada 06_attention 2 --reason '...'"
+                )
             rows = {(r.student, r.assignment): r for r in book.rows()}
             if (args.student, args.assignment) not in rows:
                 known = sorted({a for _, a in rows})
-                raise ValueError(f"the gradebook has no grade of {args.assignment} for {args.student}; grade it first "
-                                 f"(known assignments: {', '.join(known) or 'none'})")
+                raise ValueError(
+                    f"the gradebook has no grade of {args.assignment} for {args.student}; grade it first "
+                    f"(known assignments: {', '.join(known) or 'none'})"
+                )
             number = book.add_adjustment(args.student, args.assignment, args.points, args.reason, args.grader, args.cap)
             sign = "+" if args.points >= 0 else ""
             row = next(r for r in book.rows() if (r.student, r.assignment) == (args.student, args.assignment))
-            print(f"adjustment {number}: {args.student} {args.assignment} {sign}{num(args.points)} ({args.reason}); "
-                  f"final score now {num(row.final)} / {num(row.max_score)}")
+            print(
+                f"adjustment {number}: {args.student} {args.assignment} {sign}{num(args.points)} ({args.reason}); "
+                f"final score now {num(row.final)} / {num(row.max_score)}"
+            )
             if row.final > row.max_score:
-                print(f"  note: that is above the maximum (extra credit); to stop at {num(row.max_score)}, remove it "
-                      f"(--remove {number}) and add it again with --cap")
+                print(
+                    f"  note: that is above the maximum (extra credit); to stop at {num(row.max_score)}, remove it "
+                    f"(--remove {number}) and add it again with --cap"
+                )
         elif not args.list:
             raise ValueError("give STUDENT ASSIGNMENT POINTS --reason TEXT, or --list, or --remove N")
         if args.list:
             for a in book.adjustments():
                 sign = "+" if a.points >= 0 else ""
                 cap = " (capped)" if a.cap else ""
-                print(f"{a.id:>4}  {a.created_at[:16].replace('T', ' ')}  {a.grader or '?':<12} {a.student:<20} "
-                      f"{a.assignment:<24} {sign}{num(a.points):<6} {a.reason}{cap}")
+                print(
+                    f"{a.id:>4}  {a.created_at[:16].replace('T', ' ')}  {a.grader or '?':<12} {a.student:<20} "
+                    f"{a.assignment:<24} {sign}{num(a.points):<6} {a.reason}{cap}"
+                )
         if args.remove is not None or args.student is not None:
             write_exports(book, args.out)
     return 0
@@ -407,17 +562,26 @@ def export_cmd(args: argparse.Namespace) -> int:
     for given in args.column:
         name, sep, column = given.partition("=")
         if not sep or not name.strip() or not column.strip():
-            raise ValueError("--column takes ASSIGNMENT=COLUMN, e.g. '04_word_vectors=Word Vectors (12345)'; "
-                             f"got {given!r}")
+            raise ValueError(
+                f"--column takes ASSIGNMENT=COLUMN, e.g. '04_word_vectors=Word Vectors (12345)'; got {given!r}"
+            )
         columns[name.strip()] = column.strip()
     with closing(_gradebook(args.out)) as book:
         rows = write_exports(book, args.out)
-        print(f"wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/ "
-              f"({len(rows)} rows)")
+        print(
+            f"wrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/ "
+            f"({len(rows)} rows)"
+        )
         for layout in args.lms or []:
             path = args.out / f"{layout}.csv"
-            export = write_lms(book, path, layout, args.assignment, columns=columns if layout != "wide" else None,
-                               missing=args.missing_work)
+            export = write_lms(
+                book,
+                path,
+                layout,
+                args.assignment,
+                columns=columns if layout != "wide" else None,
+                missing=args.missing_work,
+            )
             print(f"wrote {path}")
             for note in export.notes:
                 print(f"  {note}")
@@ -454,19 +618,37 @@ def unpack_cmd(args: argparse.Namespace) -> int:
         if roster is not None:
             print(f"roster: the one kept in {book_path} ({len(roster.active)} students)")
     if roster is None:
-        print(f"warning: no roster (none given with --roster, none kept in {book_path}): each student's folder is "
-              "named from the LMS's name and id. Pass --roster FILE once (your LMS's export works as it is); "
-              "it is kept.")
+        print(
+            f"warning: no roster (none given with --roster, none kept in {book_path}): each student's folder is "
+            "named from the LMS's name and id. Pass --roster FILE once (your LMS's export works as it is); "
+            "it is kept."
+        )
     times = read_canvas_times(args.canvas_times) if args.canvas_times is not None else None
-    report = unpack(args.zip, args.to, assignment=args.assignment, roster=roster, layout=args.layout,
-                    overwrite=args.overwrite, tz=args.tz, max_bytes=int(args.max_size * 2**20),
-                    output_layout=args.output_layout, canvas_times=times)
+    report = unpack(
+        args.zip,
+        args.to,
+        assignment=args.assignment,
+        roster=roster,
+        layout=args.layout,
+        overwrite=args.overwrite,
+        tz=args.tz,
+        max_bytes=int(args.max_size * 2**20),
+        output_layout=args.output_layout,
+        canvas_times=times,
+    )
     with closing(open_gradebook(args.out)) as book:
         if args.roster is not None:
             book.set_roster(roster)
         for sid, entry in report.entries.items():
-            book.record_unpacked(sid, report.assignment, entry, report.sha256.get(sid), sid in report.late,
-                                 report.decisions.get(sid, []), report.skipped.get(sid))
+            book.record_unpacked(
+                sid,
+                report.assignment,
+                entry,
+                report.sha256.get(sid),
+                sid in report.late,
+                report.decisions.get(sid, []),
+                report.skipped.get(sid),
+            )
     print(report.summary())
     print(f"recorded in {book_path}: what was decided for each student reaches their feedback when you grade")
     return 0
@@ -496,8 +678,9 @@ def roster_cmd(args: argparse.Namespace) -> int:
     with closing(_gradebook(args.out)) as book:
         roster = book.roster()
         if roster is None:
-            raise ValueError(f"no roster is kept in {args.out / 'gradebook.db'}: "
-                             f"course roster import FILE --out {args.out}")
+            raise ValueError(
+                f"no roster is kept in {args.out / 'gradebook.db'}: course roster import FILE --out {args.out}"
+            )
         if args.action == "list":
             print(roster.describe())
             for s in roster.students:

@@ -18,6 +18,7 @@ leaves the previous complete export.
   left empty, never 0: work never handed in, a dropped student, an LMS's test student. A submission
   that could not be graded (unreadable, the wrong notebook) is a 0, and the export says whose.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -124,18 +125,51 @@ def write_feedback(rows: list[Row], out: Path) -> None:
 
 # --- grades.csv and grades.json ------------------------------------------------------------------------
 
-CSV_COLUMNS = ["student_id", "name", "assignment", "status", "score", "late_penalty", "adjustment", "final",
-               "max_score", "attempt", "submitted_at", "graded_at", "solutions_sha256", "feedback", "email", "to_mark",
-               "enrolment"]
+CSV_COLUMNS = [
+    "student_id",
+    "name",
+    "assignment",
+    "status",
+    "score",
+    "late_penalty",
+    "adjustment",
+    "final",
+    "max_score",
+    "attempt",
+    "submitted_at",
+    "graded_at",
+    "solutions_sha256",
+    "feedback",
+    "email",
+    "to_mark",
+    "enrolment",
+]
 
 
 def grades_rows(rows: list[Row]) -> list[list]:
     table = [CSV_COLUMNS]
     for r in rows:
-        table.append([r.student, r.name, r.assignment, r.status, num(r.score), num(r.late_penalty), num(r.manual),
-                      num(r.final), num(r.max_score), r.attempt, r.submitted_at or "", r.graded_at,
-                      r.solutions_sha256[:12], f"feedback/{safe_name(r.student)}/{r.assignment}.md", r.email,
-                      r.to_mark, r.enrolment])
+        table.append(
+            [
+                r.student,
+                r.name,
+                r.assignment,
+                r.status,
+                num(r.score),
+                num(r.late_penalty),
+                num(r.manual),
+                num(r.final),
+                num(r.max_score),
+                r.attempt,
+                r.submitted_at or "",
+                r.graded_at,
+                r.solutions_sha256[:12],
+                f"feedback/{safe_name(r.student)}/{r.assignment}.md",
+                r.email,
+                r.to_mark,
+                r.enrolment,
+            ]
+        )
     return table
 
 
@@ -152,8 +186,9 @@ def write_exports(book: Gradebook, out: Path) -> list[Row]:
             # the last run's warnings, then what needs the teacher in the gradebook as it is now
             "warnings": (runs[-1]["warnings"] if runs else []) + book.state_warnings(),
             "deadlines": {a: {**asdict(d), "due": d.due.isoformat()} for a, d in book.deadlines().items()},
-            "results": [{"student_id": r.student, **{k: v for k, v in asdict(r).items() if k != "student"}}
-                        for r in rows],
+            "results": [
+                {"student_id": r.student, **{k: v for k, v in asdict(r).items() if k != "student"}} for r in rows
+            ],
             "runs": runs,
         }
         text_json = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
@@ -216,8 +251,14 @@ def lms_columns(book: Gradebook, layout: str, names: list[str], given: dict[str,
     return found
 
 
-def lms_export(book: Gradebook, layout: str, assignments: list[str] | None = None, *,
-               columns: dict[str, str] | None = None, missing: str = "empty") -> LmsExport:
+def lms_export(
+    book: Gradebook,
+    layout: str,
+    assignments: list[str] | None = None,
+    *,
+    columns: dict[str, str] | None = None,
+    missing: str = "empty",
+) -> LmsExport:
     """One row per student (the roster's order, then any other graded student), one column per
     assignment with the final score. Empty, never 0: no row (never graded), "not submitted" (unless
     `missing="zero"`), a dropped student, an LMS's test student. A submission that could not be
@@ -229,8 +270,10 @@ def lms_export(book: Gradebook, layout: str, assignments: list[str] | None = Non
     names = sorted({r.assignment for r in rows}) if not assignments else list(assignments)
     unknown = [a for a in names if a not in {r.assignment for r in rows}]
     if unknown:
-        raise ValueError(f"the gradebook has no grades for {', '.join(unknown)} "
-                         f"(it has: {', '.join(sorted({r.assignment for r in rows})) or 'none'})")
+        raise ValueError(
+            f"the gradebook has no grades for {', '.join(unknown)} "
+            f"(it has: {', '.join(sorted({r.assignment for r in rows})) or 'none'})"
+        )
     mapped = lms_columns(book, layout, names, columns) if layout in ("canvas", "moodle") else {a: a for a in names}
     by_row = {(r.student, r.assignment): r for r in rows}
     max_scores = {r.assignment: r.max_score for r in rows}
@@ -265,13 +308,22 @@ def lms_export(book: Gradebook, layout: str, assignments: list[str] | None = Non
         # From Canvas's own export, its identity columns as they were; from a teacher's file, what it has,
         # and the student id as the login (the usual meaning of a teacher's ids).
         own = roster is None or roster.kind != "canvas"
-        table = [[*CANVAS_COLUMNS, *(mapped[a] for a in names)],
-                 ["    Points Possible", "", "", "", "", *(num(max_scores.get(a, 0)) for a in names)]]
+        table = [
+            [*CANVAS_COLUMNS, *(mapped[a] for a in names)],
+            ["    Points Possible", "", "", "", "", *(num(max_scores.get(a, 0)) for a in names)],
+        ]
         for sid in students:
             s = by_id.get(sid)
-            table.append([s.name if s and s.name else sid, _extra(s, "ID", "canvas_id", "canvas id"),
-                          _extra(s, "SIS User ID"), _extra(s, "SIS Login ID") or (sid if own else ""),
-                          _extra(s, "Section"), *(cell(sid, a) for a in names)])
+            table.append(
+                [
+                    s.name if s and s.name else sid,
+                    _extra(s, "ID", "canvas_id", "canvas id"),
+                    _extra(s, "SIS User ID"),
+                    _extra(s, "SIS Login ID") or (sid if own else ""),
+                    _extra(s, "Section"),
+                    *(cell(sid, a) for a in names),
+                ]
+            )
     elif layout == "moodle":
         # Moodle's "Import grades from CSV" maps one identifier column (chosen on import) and grade items.
         id_column = (roster.id_column if roster else "").casefold()
@@ -279,9 +331,15 @@ def lms_export(book: Gradebook, layout: str, assignments: list[str] | None = Non
         table = [[*MOODLE_COLUMNS, *(mapped[a] for a in names)]]
         for sid in students:
             s = by_id.get(sid)
-            table.append([_extra(s, "Username") or (sid if for_username else ""),
-                          _extra(s, "ID number", "idnumber", "moodle_id") or (sid if id_column == "id number" else ""),
-                          s.email if s else "", s.name if s else "", *(cell(sid, a) for a in names)])
+            table.append(
+                [
+                    _extra(s, "Username") or (sid if for_username else ""),
+                    _extra(s, "ID number", "idnumber", "moodle_id") or (sid if id_column == "id number" else ""),
+                    s.email if s else "",
+                    s.name if s else "",
+                    *(cell(sid, a) for a in names),
+                ]
+            )
     elif layout == "wide":
         table = [["student_id", "name", *names, "total"]]
         for sid in students:
@@ -293,12 +351,17 @@ def lms_export(book: Gradebook, layout: str, assignments: list[str] | None = Non
     if zeros:
         notes.append(f"{len(zeros)} submission(s) that could not be graded were exported as 0: " + "; ".join(zeros))
     if unmarked:
-        notes.append(f"{len(unmarked)} score(s) have written answers still to mark (`course mark`), exported with "
-                     "the points so far: " + ", ".join(unmarked[:10]) + (" ..." if len(unmarked) > 10 else ""))
+        notes.append(
+            f"{len(unmarked)} score(s) have written answers still to mark (`course mark`), exported with "
+            "the points so far: " + ", ".join(unmarked[:10]) + (" ..." if len(unmarked) > 10 else "")
+        )
     for status, who in left_empty.items():
         if who:
-            what = {"dropped": "dropped students", "test": "the LMS's test student",
-                    "not submitted": "work never handed in"}[status]
+            what = {
+                "dropped": "dropped students",
+                "test": "the LMS's test student",
+                "not submitted": "work never handed in",
+            }[status]
             how = "0" if status == "not submitted" and missing == "zero" else "empty"
             more = " ..." if len(who) > 8 else ""
             notes.append(f"{len(who)} cell(s) left {how} for {what}: " + ", ".join(who[:8]) + more)
@@ -313,8 +376,15 @@ def lms_table(book: Gradebook, layout: str, assignments: list[str] | None = None
     return lms_export(book, layout, assignments).table
 
 
-def write_lms(book: Gradebook, path: Path, layout: str, assignments: list[str] | None = None, *,
-              columns: dict[str, str] | None = None, missing: str = "empty") -> LmsExport:
+def write_lms(
+    book: Gradebook,
+    path: Path,
+    layout: str,
+    assignments: list[str] | None = None,
+    *,
+    columns: dict[str, str] | None = None,
+    missing: str = "empty",
+) -> LmsExport:
     export = lms_export(book, layout, assignments, columns=columns, missing=missing)
     write_atomic(Path(path), csv_text(export.table))
     return export

@@ -34,6 +34,7 @@ run prints and records the same summary of what it changed (`runs.changes`), wit
 `--reason`, and the gradebook keeps every replaced version (see `gradebook`), each as its new result
 is committed.
 """
+
 from __future__ import annotations
 
 import ast
@@ -99,9 +100,11 @@ MAX_NOTEBOOK_BYTES = 20 * 2**20  # a notebook once its outputs are left aside (`
 MAX_SUBMISSION_BYTES = 1024 * 2**20  # the most of a file the grader reads at all, outputs included
 STOP_MARGIN_S = 30.0  # after a submission's own limits (total time, a kernel start, an interrupt), before it is killed
 HIDDEN_MARK = "\x1e course: the hidden tests start here \x1e"  # printed by a test cell where its hidden tests start
-HIDDEN_FAILED = ("a hidden test failed: your answer passes the visible test but not the teacher's other cases "
-                 "(your teacher keeps their inputs private). Try your answer on other inputs: larger or smaller "
-                 "values, edge cases, other shapes.")
+HIDDEN_FAILED = (
+    "a hidden test failed: your answer passes the visible test but not the teacher's other cases "
+    "(your teacher keeps their inputs private). Try your answer on other inputs: larger or smaller "
+    "values, edge cases, other shapes."
+)
 COURSE_SOLUTIONS = Path(course_lib.__file__).resolve().parents[1] / "solutions"  # public: their hidden tests are too
 LINK_NOTE = "is a symbolic link; the grader does not follow links, so it was not graded"
 
@@ -133,6 +136,7 @@ class SubmissionResult:
 @dataclass
 class ManualAnswer:
     """A manually graded answer as handed in: a person marks it (`course mark`), the gradebook adds the mark."""
+
     grade_id: str
     exercise: str
     points: float
@@ -181,8 +185,11 @@ def manual_answers(solution: dict, submission: dict | None, why: str = "") -> li
             status, message = "not attempted", "not answered yet"
         else:
             status, message = MANUAL_STATUS, ""
-        answers.append(ManualAnswer(gid, titles[i], 0.0, points(cell), status, message, text or "",
-                                    text_sha256(text or ""), last_test))
+        answers.append(
+            ManualAnswer(
+                gid, titles[i], 0.0, points(cell), status, message, text or "", text_sha256(text or ""), last_test
+            )
+        )
     return answers
 
 
@@ -217,8 +224,10 @@ def _teacher_checks(solution: dict, solution_path: Path) -> None:
 def _blank_result(student: str, assignment: str, solution: dict, status: str, message: str) -> SubmissionResult:
     titles = exercise_titles(solution)
     each = "not submitted" if status == "not submitted" else "error"
-    tests = [TestResult(grade_id(c) or f"cell {i}", titles[i], 0.0, points(c), each, message)
-             for i, c in test_cells(solution)]
+    tests = [
+        TestResult(grade_id(c) or f"cell {i}", titles[i], 0.0, points(c), each, message)
+        for i, c in test_cells(solution)
+    ]
     manual = manual_answers(solution, None, message if status != "not submitted" else "No answer.")
     return SubmissionResult(student, assignment, 0.0, max_score(solution), status, tests, [message], manual=manual)
 
@@ -238,8 +247,9 @@ def added_cells(solution: dict, submission: dict) -> list[tuple[str, set[str]]]:
     return added
 
 
-def merge(solution: dict, submission: dict, exercise_stub: dict[str, str],
-          mark_hidden: bool = False) -> tuple[list[Step], dict[int, int], list[str], set[str]]:
+def merge(
+    solution: dict, submission: dict, exercise_stub: dict[str, str], mark_hidden: bool = False
+) -> tuple[list[Step], dict[int, int], list[str], set[str]]:
     """The teacher's code cells with the learner's answers in place of the solutions.
 
     Returns the steps, a map step -> teacher cell index, notes, and the answer grade_ids that were
@@ -263,8 +273,10 @@ def merge(solution: dict, submission: dict, exercise_stub: dict[str, str],
     if added:
         notes.append(added_cells_note(added))
     steps, where, missing = [], {}, set()
-    first_answer = next((i for i, c in enumerate(solution["cells"]) if is_solution(c) and c["cell_type"] == "code"),
-                        len(solution["cells"]))
+    first_answer = next(
+        (i for i, c in enumerate(solution["cells"]) if is_solution(c) and c["cell_type"] == "code"),
+        len(solution["cells"]),
+    )
     for i, cell in enumerate(solution["cells"]):
         if cell["cell_type"] != "code":
             continue
@@ -278,8 +290,9 @@ def merge(solution: dict, submission: dict, exercise_stub: dict[str, str],
         elif is_test(cell):
             text = source(cell)
             if mark_hidden:
-                text = re.sub(r"(?m)^([ \t]*)(### BEGIN HIDDEN TESTS)",
-                              lambda m: f"{m[1]}print({HIDDEN_MARK!r})  {m[2]}", text)
+                text = re.sub(
+                    r"(?m)^([ \t]*)(### BEGIN HIDDEN TESTS)", lambda m: f"{m[1]}print({HIDDEN_MARK!r})  {m[2]}", text
+                )
             steps.append(Step("test", text, gid))
         else:
             steps.append(Step("setup" if i < first_answer else "code", source(cell), gid))
@@ -321,17 +334,33 @@ def read_submission(path: Path, root: Path | None = None) -> tuple[bytes | None,
             if not stat.S_ISREG(info.st_mode):
                 return None, "unreadable", f"The submitted {path.name} is not a regular file; it was not graded."
             if info.st_size > MAX_SUBMISSION_BYTES:
-                return None, "unreadable", (f"The submitted file is {_mb(info.st_size)}, larger than the "
-                                            f"{_mb(MAX_SUBMISSION_BYTES)} the grader reads; it was not graded.")
+                return (
+                    None,
+                    "unreadable",
+                    (
+                        f"The submitted file is {_mb(info.st_size)}, larger than the "
+                        f"{_mb(MAX_SUBMISSION_BYTES)} the grader reads; it was not graded."
+                    ),
+                )
             return f.read(MAX_SUBMISSION_BYTES + 1), "", ""
     finally:
         os.close(folder)
 
 
-def grade_submission(solution_path: Path, submission_path: Path, student: str, *, limits: Limits,
-                     sandbox: bool = True, protect: list[Path] = (), work_root: Path | None = None,
-                     root: Path | None = None, budget: budgets.Group | None = None,
-                     max_bytes: int = MAX_NOTEBOOK_BYTES, hide_hidden: bool = False) -> SubmissionResult:
+def grade_submission(
+    solution_path: Path,
+    submission_path: Path,
+    student: str,
+    *,
+    limits: Limits,
+    sandbox: bool = True,
+    protect: list[Path] = (),
+    work_root: Path | None = None,
+    root: Path | None = None,
+    budget: budgets.Group | None = None,
+    max_bytes: int = MAX_NOTEBOOK_BYTES,
+    hide_hidden: bool = False,
+) -> SubmissionResult:
     """Grade one submitted notebook (read through `root`, the submissions folder, when given); its
     kernels' cgroups go under `budget`. `max_bytes`: the most the notebook may weigh without its
     outputs; `hide_hidden`: a failure in a test cell's hidden part says so without the check's words
@@ -346,37 +375,66 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
     try:
         submission = strip_outputs(parse_notebook(raw, submission_path.name))
     except NotebookError as err:
-        return _blank_result(student, assignment, solution, "unreadable",
-                             f"The submission could not be read: {str(err).split(': ', 1)[-1]}")
+        return _blank_result(
+            student,
+            assignment,
+            solution,
+            "unreadable",
+            f"The submission could not be read: {str(err).split(': ', 1)[-1]}",
+        )
     del raw
     metadata = submission.get("metadata", {})
     if not isinstance(metadata, dict):
-        return _blank_result(student, assignment, solution, "unreadable",
-                             f"The submission could not be read: its metadata is a {type(metadata).__name__}, "
-                             "not a JSON object, so it is not a valid notebook.")
+        return _blank_result(
+            student,
+            assignment,
+            solution,
+            "unreadable",
+            f"The submission could not be read: its metadata is a {type(metadata).__name__}, "
+            "not a JSON object, so it is not a valid notebook.",
+        )
     kept = len(json.dumps(submission, ensure_ascii=False).encode("utf-8"))
     if kept > max_bytes:
-        return _blank_result(student, assignment, solution, "unreadable",
-                             f"The notebook is {_mb(kept)} even without its outputs, over the limit of "
-                             f"{_mb(max_bytes)} (`course grade --max-size`); it was not graded.")
+        return _blank_result(
+            student,
+            assignment,
+            solution,
+            "unreadable",
+            f"The notebook is {_mb(kept)} even without its outputs, over the limit of "
+            f"{_mb(max_bytes)} (`course grade --max-size`); it was not graded.",
+        )
     answer_ids = [grade_id(c) for c in solution["cells"] if is_solution(c) and c["cell_type"] == "code"]
     submitted_ids = {grade_id(c) for c in submission["cells"]}
     built_from = metadata.get("course_lib", {})
     built_from = built_from.get("built_from", "") if isinstance(built_from, dict) else ""
     if not submitted_ids.intersection(answer_ids) or (built_from and Path(str(built_from)).name != solution_path.name):
-        other = f" (it was made from {built_from})" if built_from and Path(str(built_from)).name != solution_path.name else ""
-        return _blank_result(student, assignment, solution, "wrong notebook",
-                             f"This is not the exercise notebook {solution_path.name}{other}: none of its answer cells were found.")
+        other = (
+            f" (it was made from {built_from})"
+            if built_from and Path(str(built_from)).name != solution_path.name
+            else ""
+        )
+        return _blank_result(
+            student,
+            assignment,
+            solution,
+            "wrong notebook",
+            f"This is not the exercise notebook {solution_path.name}{other}: none of its answer cells were found.",
+        )
     stubs = {grade_id(c): strip_solution(c) for c in solution["cells"] if is_solution(c)}
     steps, where, notes, missing = merge(solution, submission, stubs, mark_hidden=hide_hidden)
     if missing:
-        notes.append("Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + ".")
-    report = run_steps(steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root,
-                       budget=budget)
+        notes.append(
+            "Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + "."
+        )
+    report = run_steps(
+        steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root, budget=budget
+    )
     notes += report.notes
     if report.restarts:
-        notes.append(f"The kernel stopped {report.restarts} time(s) (see the exercises marked error); "
-                     "it was restarted and the other exercises were graded without the cell that stopped it.")
+        notes.append(
+            f"The kernel stopped {report.restarts} time(s) (see the exercises marked error); "
+            "it was restarted and the other exercises were graded without the cell that stopped it."
+        )
     titles = exercise_titles(solution)
     owners = answer_owner(solution)
     added = added_cells(solution, submission)
@@ -395,8 +453,10 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
             for a in answers:
                 arun = report.results.get(a)
                 if arun is not None and not arun.ok:
-                    notes.append(f"{titles[i]}: your answer cell {stopped(arun)}; "
-                                 "the test passed with what the cell had defined before that.")
+                    notes.append(
+                        f"{titles[i]}: your answer cell {stopped(arun)}; "
+                        "the test passed with what the cell had defined before that."
+                    )
                     break
         if hide_hidden and status in ("failed", "partial", "error") and HIDDEN_MARK in (run.stdout or ""):
             status, message = ("failed" if status != "error" else status), HIDDEN_FAILED
@@ -405,24 +465,55 @@ def grade_submission(solution_path: Path, submission_path: Path, student: str, *
         status, earned = score(status, run, points(cell))
         total += earned
         tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message))
-    return SubmissionResult(student, assignment, total, max_score(solution), "graded", tests, notes,
-                            round(time.monotonic() - started, 2), manual=manual_answers(solution, submission))
+    return SubmissionResult(
+        student,
+        assignment,
+        total,
+        max_score(solution),
+        "graded",
+        tests,
+        notes,
+        round(time.monotonic() - started, 2),
+        manual=manual_answers(solution, submission),
+    )
 
 
-def _grade_job(job: Job, limits: Limits, sandbox: bool, protect: list[Path], work_root: Path, root: Path,
-               budget: budgets.Group | None = None) -> SubmissionResult:
+def _grade_job(
+    job: Job,
+    limits: Limits,
+    sandbox: bool,
+    protect: list[Path],
+    work_root: Path,
+    root: Path,
+    budget: budgets.Group | None = None,
+) -> SubmissionResult:
     """One job, in its own process (see `worker`)."""
     solution_path, student = job.solution, job.student
     try:
         if job.submission is None:
             res = _blank_result(student, solution_path.stem, read_notebook(solution_path), job.status, job.why)
         else:
-            res = grade_submission(solution_path, job.submission, student, limits=limits, sandbox=sandbox,
-                                   protect=protect, work_root=work_root, root=root, budget=budget,
-                                   max_bytes=job.max_bytes, hide_hidden=job.hide_hidden)
+            res = grade_submission(
+                solution_path,
+                job.submission,
+                student,
+                limits=limits,
+                sandbox=sandbox,
+                protect=protect,
+                work_root=work_root,
+                root=root,
+                budget=budget,
+                max_bytes=job.max_bytes,
+                hide_hidden=job.hide_hidden,
+            )
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
-        res = _blank_result(student, solution_path.stem, read_notebook(solution_path), "grader error",
-                            f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}")
+        res = _blank_result(
+            student,
+            solution_path.stem,
+            read_notebook(solution_path),
+            "grader error",
+            f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}",
+        )
     res.notes = job.notes + res.notes
     return res
 
@@ -430,9 +521,11 @@ def _grade_job(job: Job, limits: Limits, sandbox: bool, protect: list[Path], wor
 def _ended_result(job: Job, ending: Ending) -> SubmissionResult:
     """The row of a submission whose checking process ended without a result (see `worker.Ending`)."""
     if ending.status == "stopped":
-        message = (f"The grader stopped checking this submission: {ending.message}, past its time limit plus a "
-                   "margin, in code that no time limit inside the grader can interrupt. No other submission was "
-                   "affected.")
+        message = (
+            f"The grader stopped checking this submission: {ending.message}, past its time limit plus a "
+            "margin, in code that no time limit inside the grader can interrupt. No other submission was "
+            "affected."
+        )
     else:
         message = f"The grader could not finish this submission: {ending.message}. No other submission was affected."
     message += f" To grade it again: course grade ... --student {job.student}"
@@ -451,6 +544,7 @@ NOT_STUDENTS = ("__MACOSX", ".ipynb_checkpoints", ".git", ".Trash", ".Trashes", 
 @dataclass
 class Job:
     """One (student, assignment) to grade: the file found for it, or why there is none."""
+
     student: str
     solution: Path
     submission: Path | None  # the notebook chosen (under the submissions folder), None if none
@@ -470,8 +564,12 @@ def loose_stem(name: str) -> str:
     previous = None
     while previous != stem:
         previous = stem
-        stem = re.sub(r"(\s*\(\d+\)|[-_ ]copy\d*|[-_ ]checkpoint|[-_ ]\d+"
-                      r"|[-_ ](final|v\d+|new|fixed|corrected|revised))$", "", stem).strip()
+        stem = re.sub(
+            r"(\s*\(\d+\)|[-_ ]copy\d*|[-_ ]checkpoint|[-_ ]\d+"
+            r"|[-_ ](final|v\d+|new|fixed|corrected|revised))$",
+            "",
+            stem,
+        ).strip()
     return re.sub(r"[\W_]+", "", stem)
 
 
@@ -495,7 +593,11 @@ def notebooks_in(folder: Path, depth: int = 3) -> tuple[list[Path], list[str]]:
             rel = Path(e.path).relative_to(folder).as_posix()
             if _hidden(e.name):
                 if e.is_dir(follow_symlinks=False) or e.name.endswith(".ipynb"):
-                    inner = notebooks_in(Path(e.path), depth - level - 1)[0] if e.is_dir(follow_symlinks=False) and level < depth else []
+                    inner = (
+                        notebooks_in(Path(e.path), depth - level - 1)[0]
+                        if e.is_dir(follow_symlinks=False) and level < depth
+                        else []
+                    )
                     if inner or e.name.endswith(".ipynb"):
                         passed.append(f"`{rel}` (hidden or macOS metadata: ignored)")
                 continue
@@ -520,8 +622,9 @@ def _built_from(path: Path, root: Path) -> str | None:
         return None
 
 
-def resolve_notebooks(folder: Path, known: list[str],
-                      root: Path) -> tuple[dict[str, tuple[Path, list[str]]], list[str]]:
+def resolve_notebooks(
+    folder: Path, known: list[str], root: Path
+) -> tuple[dict[str, tuple[Path, list[str]]], list[str]]:
     """Which notebook in a student's folder is each assignment's, by one rule (`course unpack` follows
     the same one):
 
@@ -556,22 +659,35 @@ def resolve_notebooks(folder: Path, known: list[str],
             if rule == "name":
                 cands = [f for f in found if f not in used and loose_stem(f.stem) == loose[a]]
             else:
-                cands = [f for f in found if f not in used and not any(loose_stem(f.stem) == v for v in loose.values())
-                         and _built_from(f, root) == a]
+                cands = [
+                    f
+                    for f in found
+                    if f not in used
+                    and not any(loose_stem(f.stem) == v for v in loose.values())
+                    and _built_from(f, root) == a
+                ]
             if not cands:
                 continue
             cands.sort(key=lambda f: (-f.stat().st_mtime, f != folder / f"{a}.ipynb", rel(f)))
             best = cands[0]
-            why = ("its name differs" if rule == "name"
-                   else "its name differs, but it was made from this assignment's notebook")
+            why = (
+                "its name differs"
+                if rule == "name"
+                else "its name differs, but it was made from this assignment's notebook"
+            )
             if rule == "name" and best.stem == a and best.parent != folder:
                 why = "it is in a subfolder"
             plain = best == folder / f"{a}.ipynb" or rel(best) == f"{a}/{a}.ipynb"  # nbgrader: <student>/<a>/<a>.ipynb
-            notes = [] if plain else [
-                f"Graded `{rel(best)}` as {a} ({why}; expected `{a}.ipynb` at the top of your folder)."]
+            notes = (
+                []
+                if plain
+                else [f"Graded `{rel(best)}` as {a} ({why}; expected `{a}.ipynb` at the top of your folder)."]
+            )
             if len(cands) > 1:
-                notes.append(f"Several notebooks could be {a}: graded the most recently changed, `{rel(best)}`; "
-                             "not graded: " + ", ".join(f"`{rel(f)}`" for f in cands[1:]) + ".")
+                notes.append(
+                    f"Several notebooks could be {a}: graded the most recently changed, `{rel(best)}`; "
+                    "not graded: " + ", ".join(f"`{rel(f)}`" for f in cands[1:]) + "."
+                )
             chosen[a] = (best, notes)
             used.update(cands)
     extra = [f"`{rel(f)}` matches no assignment; it was not graded." for f in found if f not in used]
@@ -585,8 +701,14 @@ def student_key(sid: str) -> str:
     return unicodedata.normalize("NFC", sid).casefold()
 
 
-def discover(submissions: Path, solutions: Path, assignments: list[str] | None, roster: Roster | None = None,
-             students: list[str] | None = None, known_ids: list[str] = ()) -> tuple[list[Job], list[str]]:
+def discover(
+    submissions: Path,
+    solutions: Path,
+    assignments: list[str] | None,
+    roster: Roster | None = None,
+    students: list[str] | None = None,
+    known_ids: list[str] = (),
+) -> tuple[list[Job], list[str]]:
     """The jobs to grade, and warnings about everything passed over.
 
     Every folder in `submissions` is a student. Ids are matched ignoring case and Unicode form: a
@@ -606,8 +728,9 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
     if assignments:
         unknown = [a for a in assignments if Path(a).stem not in known]
         if unknown:
-            raise ValueError(f"no solution notebook for {', '.join(unknown)} in {solutions} "
-                             f"(it has: {', '.join(known) or 'none'})")
+            raise ValueError(
+                f"no solution notebook for {', '.join(unknown)} in {solutions} (it has: {', '.join(known) or 'none'})"
+            )
     warnings: list[str] = []
     spelling = {student_key(k): k for k in known_ids}
     if roster is not None:
@@ -629,8 +752,10 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             warnings.append(f"{e.name}: a file, not a student folder; not graded")
             continue
         if e.name in NOT_STUDENTS and roster is None:  # with a roster, a listed id is graded whatever its name
-            warnings.append(f"{e.name}: a hidden folder or macOS metadata, not a student; not graded "
-                            "(with a roster, a listed id is graded whatever its name)")
+            warnings.append(
+                f"{e.name}: a hidden folder or macOS metadata, not a student; not graded "
+                "(with a roster, a listed id is graded whatever its name)"
+            )
             continue
         name = unicodedata.normalize("NFC", e.name)
         sid = spelling.get(student_key(name), name)
@@ -650,8 +775,10 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             if roster is not None and how:  # matched to the roster by a name or an email, not by the id's spelling
                 warnings.append(f"{e.name}: {sid} already has the folder {first.name}; not graded")
             else:
-                warnings.append(f"{e.name}: the same student as the folder {first.name} (ids are matched ignoring "
-                                f"case and Unicode form: both are {sid}); only {first.name} was graded")
+                warnings.append(
+                    f"{e.name}: the same student as the folder {first.name} (ids are matched ignoring "
+                    f"case and Unicode form: both are {sid}); only {first.name} was graded"
+                )
             same.setdefault(sid, []).append(e.name)
             continue
         spelling.setdefault(student_key(sid), sid)
@@ -659,8 +786,10 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             warnings.append(f"{e.name}: {LINK_NOTE}")
             links[sid] = e
         elif _hidden(e.name) and roster is None:
-            warnings.append(f"{e.name}: a hidden folder (its name starts with a dot); it has a row, but was not "
-                            "graded (rename it, or give a roster that lists this id)")
+            warnings.append(
+                f"{e.name}: a hidden folder (its name starts with a dot); it has a row, but was not "
+                "graded (rename it, or give a roster that lists this id)"
+            )
             hidden[sid] = e
         else:
             folders[sid] = e
@@ -669,18 +798,22 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
         everyone |= {student_key(s.id) for s in roster.students} if roster else set()
         missing = [s for s in students if student_key(s) not in everyone]
         if missing:
-            raise ValueError(f"no folder in {submissions} for {', '.join(missing)}"
-                             + (" and not on the roster" if roster else ""))
+            raise ValueError(
+                f"no folder in {submissions} for {', '.join(missing)}" + (" and not on the roster" if roster else "")
+            )
         wanted = {student_key(s) for s in students}
     if not folders and not links and not hidden and roster is None:
         raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
-    resolved = {sid: resolve_notebooks(Path(e.path), list(known), submissions)
-                for sid, e in [*folders.items(), *hidden.items()]}
+    resolved = {
+        sid: resolve_notebooks(Path(e.path), list(known), submissions) for sid, e in [*folders.items(), *hidden.items()]
+    }
     if assignments:
         chosen = [Path(a).stem for a in assignments]
     else:
-        chosen = sorted({a for sid, (found, _) in resolved.items() if sid in folders for a in found}
-                        | {a for sid, (found, _) in resolved.items() if sid in hidden for a in found})
+        chosen = sorted(
+            {a for sid, (found, _) in resolved.items() if sid in folders for a in found}
+            | {a for sid, (found, _) in resolved.items() if sid in hidden for a in found}
+        )
     jobs: list[Job] = []
     expected = {s.id for s in roster.active} if roster and assignments else set()
     everyone = sorted(set(folders) | set(links) | set(hidden) | expected)
@@ -693,8 +826,11 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             warnings.append(f"{folder.name}: {w}")
         if sid in folders and not found:
             warnings.append(f"{folder.name}: no notebook for any assignment")
-        others = [f"The folder `{n}` is the same student id as `{(folder or links[sid]).name}` (ids are matched "
-                  "ignoring case and Unicode form); it was not graded." for n in same.get(sid, [])]
+        others = [
+            f"The folder `{n}` is the same student id as `{(folder or links[sid]).name}` (ids are matched "
+            "ignoring case and Unicode form); it was not graded."
+            for n in same.get(sid, [])
+        ]
         for a in chosen:
             job = Job(sid, known[a], None, notes=others + list(extra if sid in folders else []))
             if sid in links:
@@ -702,8 +838,13 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             elif sid in hidden:
                 if a not in found and not assignments:
                     continue
-                job.status, job.why = "unreadable", (f"The folder {hidden[sid].name} is hidden (its name starts with "
-                                                     "a dot), so it was not graded; rename it to grade it.")
+                job.status, job.why = (
+                    "unreadable",
+                    (
+                        f"The folder {hidden[sid].name} is hidden (its name starts with "
+                        "a dot), so it was not graded; rename it to grade it."
+                    ),
+                )
             elif a in found:
                 job.submission, decisions = found[a]
                 job.notes = decisions + job.notes
@@ -712,8 +853,11 @@ def discover(submissions: Path, solutions: Path, assignments: list[str] | None, 
             elif not assignments:
                 continue  # not named: no "not submitted" row for an assignment this student never handed in
             else:
-                job.why = (f"No {a}.ipynb was submitted." if sid in folders
-                           else f"No folder for {sid} in the submissions; nothing was submitted.")
+                job.why = (
+                    f"No {a}.ipynb was submitted."
+                    if sid in folders
+                    else f"No folder for {sid} in the submissions; nothing was submitted."
+                )
             jobs.append(job)
     return sorted(jobs, key=lambda j: (j.student, j.solution.stem)), warnings
 
@@ -762,15 +906,18 @@ def _check_provenance(book: Gradebook, hashes: dict[str, tuple[Path, str]], allo
                 f"{assignment} was graded before with {before}; this run would use {path} (sha256 {digest[:12]}).\n"
                 f"If you forgot --solutions, pass the folder used before. If you changed the solutions on purpose, "
                 f"see what would change with --dry-run, then add --new-solutions (with --reason, which the students "
-                f"read) and regrade the whole class, so that every grade comes from the same version.")
-        said.append(f"{assignment}: grading with new solutions {path} (sha256 {digest[:12]}); "
-                    f"earlier grades came from {before}")
+                f"read) and regrade the whole class, so that every grade comes from the same version."
+            )
+        said.append(
+            f"{assignment}: grading with new solutions {path} (sha256 {digest[:12]}); earlier grades came from {before}"
+        )
     return said
 
 
 @dataclass
 class Change:
     """One student's score that a run changed (or, in a dry run, would change)."""
+
     student: str
     label: str  # "Zoë Müller (zm42)"
     assignment: str
@@ -787,8 +934,14 @@ class Change:
         return f"{self.label}, {self.assignment}: {num(self.old)} → {num(self.new)}{kind}{moved}"
 
     def as_dict(self) -> dict:
-        return {"student": self.student, "assignment": self.assignment, "old": self.old, "new": self.new,
-                "kind": self.kind, "exercises": [list(e) for e in self.exercises]}
+        return {
+            "student": self.student,
+            "assignment": self.assignment,
+            "old": self.old,
+            "new": self.new,
+            "kind": self.kind,
+            "exercises": [list(e) for e in self.exercises],
+        }
 
 
 def _points_by_test(tests: list) -> dict[str, tuple[str, float]]:
@@ -799,9 +952,13 @@ def _points_by_test(tests: list) -> dict[str, tuple[str, float]]:
     return found
 
 
-def score_changes(before: dict[tuple[str, str], Row], results: list[SubmissionResult],
-                  digests: dict[tuple[str, str], str | None], labels: dict[str, str],
-                  hashes: dict[tuple[str, str], str | None]) -> list[Change]:
+def score_changes(
+    before: dict[tuple[str, str], Row],
+    results: list[SubmissionResult],
+    digests: dict[tuple[str, str], str | None],
+    labels: dict[str, str],
+    hashes: dict[tuple[str, str], str | None],
+) -> list[Change]:
     """The scores `results` change in the gradebook `before` (rows by (student, assignment)): old and new
     points of the tests (marks of written answers are kept across a regrade), per exercise that moved.
     `digests`: this run's file hash for each result; `hashes`: the file hash each old row graded."""
@@ -816,12 +973,25 @@ def score_changes(before: dict[tuple[str, str], Row], results: list[SubmissionRe
         new_score = round(float(res.score) + (old.score - old.auto_score), 2)
         if abs(new_score - old.score) < 1e-9:
             continue
-        moved = [(new_points[g][0], old_points.get(g, ("", 0.0))[1], p) for g, (_, p) in new_points.items()
-                 if abs(old_points.get(g, ("", 0.0))[1] - p) > 1e-9]
+        moved = [
+            (new_points[g][0], old_points.get(g, ("", 0.0))[1], p)
+            for g, (_, p) in new_points.items()
+            if abs(old_points.get(g, ("", 0.0))[1] - p) > 1e-9
+        ]
         same_file = digests.get(key) is not None and digests.get(key) == hashes.get(key)
         kind = "regrade" if same_file else "first file" if old.status == "not submitted" else "new attempt"
-        changes.append(Change(res.student_id, labels.get(res.student_id, res.student_id), res.assignment, old.score,
-                              new_score, old.max_score, kind, moved))
+        changes.append(
+            Change(
+                res.student_id,
+                labels.get(res.student_id, res.student_id),
+                res.assignment,
+                old.score,
+                new_score,
+                old.max_score,
+                kind,
+                moved,
+            )
+        )
     return changes
 
 
@@ -838,8 +1008,11 @@ def summarize_changes(changes: list[Change], dry_run: bool = False, limit: int |
             continue
         pairs = Counter((num(c.old), num(c.new)) for c in group)
         shown = ", ".join(f"{a} → {b} ({n})" for (a, b), n in pairs.most_common(6)) + (" ..." if len(pairs) > 6 else "")
-        what = {"regrade": "the same files graded again", "new attempt": "new files handed in",
-                "first file": "a first file after 'not submitted'"}[kind]
+        what = {
+            "regrade": "the same files graded again",
+            "new attempt": "new files handed in",
+            "first file": "a first file after 'not submitted'",
+        }[kind]
         lines.append(f"{len(group)} score(s) {verb} ({what}): {shown}")
     by_exercise: dict[str, list[float]] = {}
     for c in changes:
@@ -848,8 +1021,12 @@ def summarize_changes(changes: list[Change], dry_run: bool = False, limit: int |
     for exercise, deltas in sorted(by_exercise.items()):
         lost = sum(d < 0 for d in deltas)
         gained = len(deltas) - lost
-        lines.append(f"  {exercise}: " + ", ".join(x for x in (f"{lost} lost points" if lost else "",
-                                                               f"{gained} gained points" if gained else "") if x))
+        lines.append(
+            f"  {exercise}: "
+            + ", ".join(
+                x for x in (f"{lost} lost points" if lost else "", f"{gained} gained points" if gained else "") if x
+            )
+        )
     rows = [f"  {c.line()}" for c in changes]
     if limit is not None and len(rows) > limit:
         rows = rows[:limit] + [f"  ... and {len(rows) - limit} more (grades.json, runs: changes)"]
@@ -864,11 +1041,26 @@ def _unpacked_notes(book: Gradebook, res: SubmissionResult, digest: str | None) 
         res.notes[:0] = [n for n in found["notes"] if n not in res.notes]
 
 
-def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, limits: Limits | None = None,
-              assignments: list[str] | None = None, sandbox: bool = True, progress=None, roster: Path | None = None,
-              students: list[str] | None = None, new_solutions: bool = False, command: str = "",
-              dry_run: bool = False, reason: str = "", max_bytes: int = MAX_NOTEBOOK_BYTES,
-              hide_hidden: bool = False, id_column: str | None = None) -> list[SubmissionResult]:
+def grade_all(
+    submissions: Path,
+    solutions: Path,
+    out: Path,
+    *,
+    jobs: int = 2,
+    limits: Limits | None = None,
+    assignments: list[str] | None = None,
+    sandbox: bool = True,
+    progress=None,
+    roster: Path | None = None,
+    students: list[str] | None = None,
+    new_solutions: bool = False,
+    command: str = "",
+    dry_run: bool = False,
+    reason: str = "",
+    max_bytes: int = MAX_NOTEBOOK_BYTES,
+    hide_hidden: bool = False,
+    id_column: str | None = None,
+) -> list[SubmissionResult]:
     """Grade the class's submissions into the gradebook `out/gradebook.db`, then rewrite its exports.
 
     Each result is committed as soon as it is known, the version it replaces going into the
@@ -909,15 +1101,19 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
             raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
         hashes[sol.stem] = (sol, sha256_file(sol))
     if solutions == COURSE_SOLUTIONS:
-        warnings.append(f"graded with the course's own solutions ({solutions}), whose hidden tests are public; "
-                        "for graded work, pass --solutions with your private copy")
+        warnings.append(
+            f"graded with the course's own solutions ({solutions}), whose hidden tests are public; "
+            "for graded work, pass --solutions with your private copy"
+        )
     if sandbox:
         ok, why = sandbox_status()
         if not ok:
-            raise ValueError(f"the grading sandbox is not available: {why}.\n"
-                             "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade "
-                             "inside a throwaway container (see the README), or, knowing what that exposes, run again "
-                             "with --no-sandbox.")
+            raise ValueError(
+                f"the grading sandbox is not available: {why}.\n"
+                "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade "
+                "inside a throwaway container (see the README), or, knowing what that exposes, run again "
+                "with --no-sandbox."
+            )
     else:
         warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
     for job in todo:
@@ -976,19 +1172,36 @@ def grade_all(submissions: Path, solutions: Path, out: Path, *, jobs: int = 2, l
                 res.notes.append("Your folder's timestamp.txt could not be read; no submission time was recorded.")
                 source_of_time = None
             if digest is None and book.has_file_graded(res.student_id, res.assignment):
-                warnings.append(f"{res.student_id}/{res.assignment}: nothing submitted now; "
-                                "the earlier graded attempt is kept")
+                warnings.append(
+                    f"{res.student_id}/{res.assignment}: nothing submitted now; the earlier graded attempt is kept"
+                )
             _unpacked_notes(book, res, digest)
             path, sol_hash = hashes[res.assignment]
-            book.record(res, file=job.submission.relative_to(submissions).as_posix() if job.submission else None,
-                        submission_sha256=digest, submitted_at=submitted_at, submitted_from=source_of_time,
-                        solutions_path=str(path), solutions_sha256=sol_hash, run=run)
+            book.record(
+                res,
+                file=job.submission.relative_to(submissions).as_posix() if job.submission else None,
+                submission_sha256=digest,
+                submitted_at=submitted_at,
+                submitted_from=source_of_time,
+                solutions_path=str(path),
+                solutions_sha256=sol_hash,
+                run=run,
+            )
             results.append(res)
 
         try:
             with _terminate_as_interrupt():
-                _run_jobs([j for j in todo if (j.student, j.solution.stem) not in kept], submissions, solutions,
-                          out, jobs, limits, sandbox, progress, commit)
+                _run_jobs(
+                    [j for j in todo if (j.student, j.solution.stem) not in kept],
+                    submissions,
+                    solutions,
+                    out,
+                    jobs,
+                    limits,
+                    sandbox,
+                    progress,
+                    commit,
+                )
         except KeyboardInterrupt:
             write_exports(book, out)  # what was finished, so far
             raise
@@ -1012,8 +1225,14 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def _resumable(book: Gradebook, command: str, solutions: str, todo: list[Job], submissions: Path,
-               hashes: dict[str, tuple[Path, str]]) -> tuple[set[tuple[str, str]], list[int]]:
+def _resumable(
+    book: Gradebook,
+    command: str,
+    solutions: str,
+    todo: list[Job],
+    submissions: Path,
+    hashes: dict[str, tuple[Path, str]],
+) -> tuple[set[tuple[str, str]], list[int]]:
     """(student, assignment) of the jobs that an interrupted run of the same command already graded, from
     the same file with the same solutions (and not ended by a grader error): they are not graded again;
     and the ids of those interrupted runs."""
@@ -1041,8 +1260,9 @@ def _resumable(book: Gradebook, command: str, solutions: str, todo: list[Job], s
     return kept, unfinished
 
 
-def _before_interrupted(book: Gradebook, before: dict[tuple[str, str], Row], kept: set[tuple[str, str]],
-                        runs: list[int]) -> None:
+def _before_interrupted(
+    book: Gradebook, before: dict[tuple[str, str], Row], kept: set[tuple[str, str]], runs: list[int]
+) -> None:
     """For each result kept from the interrupted `runs` that replaced a graded version, that version (from
     the history) becomes the score before, in place: this run's summary says what both runs changed."""
     for key in kept:
@@ -1052,8 +1272,13 @@ def _before_interrupted(book: Gradebook, before: dict[tuple[str, str], Row], kep
             continue
         h = replaced[0]
         marks = old.score - old.auto_score  # the marks of written answers stay as they are across a regrade
-        before[key] = replace(old, status=h["status"], auto_score=h["score"], score=round(h["score"] + marks, 2),
-                              tests=[*h["tests"], *(t for t in old.tests if t.get("manual"))])
+        before[key] = replace(
+            old,
+            status=h["status"],
+            auto_score=h["score"],
+            score=round(h["score"] + marks, 2),
+            tests=[*h["tests"], *(t for t in old.tests if t.get("manual"))],
+        )
 
 
 def _kept_result(book: Gradebook, key: tuple[str, str]) -> SubmissionResult:
@@ -1063,8 +1288,17 @@ def _kept_result(book: Gradebook, key: tuple[str, str]) -> SubmissionResult:
     manual_keys = [f.name for f in fields(ManualAnswer)]
     tests = [TestResult(**{k: t.get(k, "") for k in test_keys}) for t in row["tests"]]
     manual = [ManualAnswer(**{k: t[k] for k in manual_keys if k in t}) for t in row["manual"]]
-    return SubmissionResult(key[0], key[1], row["score"], row["max_score"], row["status"], tests, list(row["notes"]),
-                            row["seconds"], manual=manual)
+    return SubmissionResult(
+        key[0],
+        key[1],
+        row["score"],
+        row["max_score"],
+        row["status"],
+        tests,
+        list(row["notes"]),
+        row["seconds"],
+        manual=manual,
+    )
 
 
 @contextmanager
@@ -1107,8 +1341,17 @@ def _setup_imports(solution: Path) -> list[str]:
     return names
 
 
-def _run_jobs(todo: list[Job], submissions: Path, solutions: Path, out: Path, jobs: int, limits: Limits,
-              sandbox: bool, progress, commit) -> None:
+def _run_jobs(
+    todo: list[Job],
+    submissions: Path,
+    solutions: Path,
+    out: Path,
+    jobs: int,
+    limits: Limits,
+    sandbox: bool,
+    progress,
+    commit,
+) -> None:
     """Grade `todo`, each job in a process of its own (see `worker`), `jobs` at a time; `commit(result, job)`
     each result as soon as its process (and every sandbox it started) has gone."""
     for path in budgets.remove_stale():
@@ -1122,8 +1365,9 @@ def _run_jobs(todo: list[Job], submissions: Path, solutions: Path, out: Path, jo
 
     def done(job: Job, res: SubmissionResult) -> None:
         commit(res, job)  # first: a result that was printed is in the gradebook
-        progress(f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} "
-                 f"{res.status}")
+        progress(
+            f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} {res.status}"
+        )
 
     try:
         for job in todo:  # nothing to run: no process needed
@@ -1131,12 +1375,22 @@ def _run_jobs(todo: list[Job], submissions: Path, solutions: Path, out: Path, jo
                 done(job, _grade_job(job, limits, sandbox, protect, work_root, submissions))
         # Killed only once its own limits have all had their turn: the total time, a last kernel start, an interrupt.
         deadline = limits.total_timeout + limits.startup_timeout + INTERRUPT_GRACE_S + STOP_MARGIN_S
-        tasks = [Task(i, (job, limits, sandbox, protect, work_root, submissions), deadline)
-                 for i, job in enumerate(todo) if job.submission is not None]
+        tasks = [
+            Task(i, (job, limits, sandbox, protect, work_root, submissions), deadline)
+            for i, job in enumerate(todo)
+            if job.submission is not None
+        ]
         preload = [m for sol in sorted({j.solution for j in todo}) for m in _setup_imports(sol)]
-        run_batch(tasks, _grade_job, slots=jobs, group=group, memory_mb=limits.memory_mb, preload=preload,
-                  on_result=lambda task, res: done(task.args[0], res),
-                  on_failure=lambda task, ending: done(task.args[0], _ended_result(task.args[0], ending)))
+        run_batch(
+            tasks,
+            _grade_job,
+            slots=jobs,
+            group=group,
+            memory_mb=limits.memory_mb,
+            preload=preload,
+            on_result=lambda task, res: done(task.args[0], res),
+            on_failure=lambda task, ending: done(task.args[0], _ended_result(task.args[0], ending)),
+        )
     finally:
         if group is not None:
             group.remove()

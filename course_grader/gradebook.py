@@ -36,6 +36,7 @@ rubric item, a comment, the grader's name), which join the score:
 Exports are rewritten whole and atomically from the gradebook, never appended to, so a crash
 halfway leaves the previous complete files.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -121,8 +122,10 @@ def parse_time(text: str, tz=None) -> datetime:
     try:
         when = datetime.fromisoformat(cleaned)
     except ValueError:
-        raise ValueError(f"cannot read the time {text!r}: expected e.g. 2026-12-01 23:59, 2026-12-01T23:59+01:00 "
-                         "or 2026-12-01 22:59:00 UTC") from None
+        raise ValueError(
+            f"cannot read the time {text!r}: expected e.g. 2026-12-01 23:59, 2026-12-01T23:59+01:00 "
+            "or 2026-12-01 22:59:00 UTC"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=tz) if tz is not None else when.astimezone()
     return when
@@ -160,14 +163,17 @@ class Deadline:
         shown = " ".join(parts) or "less than a minute"
         started = f"{days} started day{'s' if days != 1 else ''}"
         cap = f" (at most -{self.max_percent:g}%)" if self.max_percent < 100 else ""
-        return (f"{shown} after the deadline ({_clock(self.due, zone)}), at {_clock(submitted_at, zone)}: {started}, "
-                f"-{self.percent_per_day:g}% each{cap}")
+        return (
+            f"{shown} after the deadline ({_clock(self.due, zone)}), at {_clock(submitted_at, zone)}: {started}, "
+            f"-{self.percent_per_day:g}% each{cap}"
+        )
 
 
 def _clock(when: datetime, zone) -> str:
     shown = when.astimezone(zone)
-    return shown.strftime("%Y-%m-%d %H:%M ") + (shown.strftime("%z")[:3] + ":" + shown.strftime("%z")[3:]
-                                                if shown.utcoffset() else "UTC")
+    return shown.strftime("%Y-%m-%d %H:%M ") + (
+        shown.strftime("%z")[:3] + ":" + shown.strftime("%z")[3:] if shown.utcoffset() else "UTC"
+    )
 
 
 @dataclass
@@ -185,6 +191,7 @@ class Adjustment:
 @dataclass
 class Mark:
     """A person's mark for one manually graded answer."""
+
     id: int
     student: str
     assignment: str
@@ -200,6 +207,7 @@ class Mark:
 @dataclass
 class Row:
     """One (student, assignment): its latest attempt, with every adjustment applied."""
+
     student: str
     name: str
     assignment: str
@@ -242,8 +250,10 @@ class Gradebook:
             self.db.executescript(SCHEMA)
             found = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if found is not None and int(found[0]) > SCHEMA_VERSION:
-                raise ValueError(f"{self.path} was written by a newer course grader (gradebook schema {found[0]}, "
-                                 f"this one reads {SCHEMA_VERSION}): update the course (course_lib and course_grader)")
+                raise ValueError(
+                    f"{self.path} was written by a newer course grader (gradebook schema {found[0]}, "
+                    f"this one reads {SCHEMA_VERSION}): update the course (course_lib and course_grader)"
+                )
             for table, columns in ADDED_COLUMNS.items():
                 have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
                 for name, kind in columns:
@@ -264,30 +274,59 @@ class Gradebook:
 
     def start_run(self, command: str, solutions: str, reason: str = "") -> int:
         with self.db:
-            return self.db.execute("INSERT INTO runs (started_at, command, solutions, warnings, reason) "
-                                   "VALUES (?, ?, ?, '[]', ?)", (now(), command, solutions, reason)).lastrowid
+            return self.db.execute(
+                "INSERT INTO runs (started_at, command, solutions, warnings, reason) VALUES (?, ?, ?, '[]', ?)",
+                (now(), command, solutions, reason),
+            ).lastrowid
 
     def finish_run(self, run: int, warnings: list[str], changes: list[dict] | None = None) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET finished_at=?, warnings=?, changes=? WHERE id=?",
-                            (now(), json.dumps(warnings, ensure_ascii=False),
-                             json.dumps(changes or [], ensure_ascii=False), run))
+            self.db.execute(
+                "UPDATE runs SET finished_at=?, warnings=?, changes=? WHERE id=?",
+                (now(), json.dumps(warnings, ensure_ascii=False), json.dumps(changes or [], ensure_ascii=False), run),
+            )
 
     def runs(self) -> list[dict]:
-        cur = self.db.execute("SELECT id, started_at, finished_at, command, solutions, warnings, reason, changes "
-                              "FROM runs ORDER BY id")
-        return [dict(id=r[0], started_at=r[1], finished_at=r[2], command=r[3], solutions=r[4],
-                     warnings=json.loads(r[5]), reason=r[6], changes=json.loads(r[7])) for r in cur]
+        cur = self.db.execute(
+            "SELECT id, started_at, finished_at, command, solutions, warnings, reason, changes FROM runs ORDER BY id"
+        )
+        return [
+            dict(
+                id=r[0],
+                started_at=r[1],
+                finished_at=r[2],
+                command=r[3],
+                solutions=r[4],
+                warnings=json.loads(r[5]),
+                reason=r[6],
+                changes=json.loads(r[7]),
+            )
+            for r in cur
+        ]
 
     def history(self, student: str | None = None, assignment: str | None = None) -> list[dict]:
         """Every replaced version of a graded attempt (oldest first), with the run that replaced it and why."""
         reasons = {r["id"]: r["reason"] for r in self.runs()}
-        cur = self.db.execute("SELECT student, assignment, attempt, status, score, max_score, solutions_sha256, "
-                              "graded_at, run, tests, replaced_at, replaced_by_run FROM history "
-                              "WHERE (? IS NULL OR student=?) AND (? IS NULL OR assignment=?) ORDER BY rowid",
-                              (student, student, assignment, assignment))
-        keys = ("student", "assignment", "attempt", "status", "score", "max_score", "solutions_sha256", "graded_at",
-                "run", "tests", "replaced_at", "replaced_by_run")
+        cur = self.db.execute(
+            "SELECT student, assignment, attempt, status, score, max_score, solutions_sha256, "
+            "graded_at, run, tests, replaced_at, replaced_by_run FROM history "
+            "WHERE (? IS NULL OR student=?) AND (? IS NULL OR assignment=?) ORDER BY rowid",
+            (student, student, assignment, assignment),
+        )
+        keys = (
+            "student",
+            "assignment",
+            "attempt",
+            "status",
+            "score",
+            "max_score",
+            "solutions_sha256",
+            "graded_at",
+            "run",
+            "tests",
+            "replaced_at",
+            "replaced_by_run",
+        )
         found = []
         for r in cur:
             h = dict(zip(keys, r, strict=True))
@@ -296,13 +335,26 @@ class Gradebook:
             found.append(h)
         return found
 
-    def record(self, result, *, file: str | None, submission_sha256: str | None, submitted_at: str | None,
-               submitted_from: str | None, solutions_path: str, solutions_sha256: str, run: int | None) -> int:
+    def record(
+        self,
+        result,
+        *,
+        file: str | None,
+        submission_sha256: str | None,
+        submitted_at: str | None,
+        submitted_from: str | None,
+        solutions_path: str,
+        solutions_sha256: str,
+        run: int | None,
+    ) -> int:
         """Store one graded submission (a grade.SubmissionResult); returns its attempt number."""
         student, assignment = result.student_id, result.assignment
         with self.db:
-            last = self.db.execute("SELECT attempt, submission_sha256, status FROM results WHERE student=? "
-                                   "AND assignment=? ORDER BY attempt DESC LIMIT 1", (student, assignment)).fetchone()
+            last = self.db.execute(
+                "SELECT attempt, submission_sha256, status FROM results WHERE student=? "
+                "AND assignment=? ORDER BY attempt DESC LIMIT 1",
+                (student, assignment),
+            ).fetchone()
             if last is None:
                 attempt = 1
             elif submission_sha256 is None and last[1] is not None:
@@ -314,18 +366,38 @@ class Gradebook:
             tests = [t if isinstance(t, dict) else dict(t.__dict__) for t in result.tests]
             manual = [t if isinstance(t, dict) else dict(t.__dict__) for t in getattr(result, "manual", [])]
             # The version this replaces goes into the history first: an overwritten score is never lost.
-            self.db.execute("INSERT INTO history SELECT student, assignment, attempt, status, score, max_score, "
-                            "solutions_sha256, graded_at, run, tests, ?, ? FROM results "
-                            "WHERE student=? AND assignment=? AND attempt=?",
-                            (now(), run, student, assignment, attempt))
-            self.db.execute("INSERT OR REPLACE INTO results (student, assignment, attempt, status, score, max_score, "
-                            "file, submission_sha256, submitted_at, submitted_from, solutions_path, solutions_sha256, "
-                            "graded_at, seconds, run, tests, notes, manual) "
-                            "VALUES (?,?,?, ?,?,?, ?,?,?,?, ?,?, ?,?,?, ?,?,?)", (
-                student, assignment, attempt, result.status, float(result.score), float(result.max_score),
-                file, submission_sha256, submitted_at, submitted_from, solutions_path, solutions_sha256,
-                now(), float(result.seconds), run, json.dumps(tests, ensure_ascii=False),
-                json.dumps(list(result.notes), ensure_ascii=False), json.dumps(manual, ensure_ascii=False)))
+            self.db.execute(
+                "INSERT INTO history SELECT student, assignment, attempt, status, score, max_score, "
+                "solutions_sha256, graded_at, run, tests, ?, ? FROM results "
+                "WHERE student=? AND assignment=? AND attempt=?",
+                (now(), run, student, assignment, attempt),
+            )
+            self.db.execute(
+                "INSERT OR REPLACE INTO results (student, assignment, attempt, status, score, max_score, "
+                "file, submission_sha256, submitted_at, submitted_from, solutions_path, solutions_sha256, "
+                "graded_at, seconds, run, tests, notes, manual) "
+                "VALUES (?,?,?, ?,?,?, ?,?,?,?, ?,?, ?,?,?, ?,?,?)",
+                (
+                    student,
+                    assignment,
+                    attempt,
+                    result.status,
+                    float(result.score),
+                    float(result.max_score),
+                    file,
+                    submission_sha256,
+                    submitted_at,
+                    submitted_from,
+                    solutions_path,
+                    solutions_sha256,
+                    now(),
+                    float(result.seconds),
+                    run,
+                    json.dumps(tests, ensure_ascii=False),
+                    json.dumps(list(result.notes), ensure_ascii=False),
+                    json.dumps(manual, ensure_ascii=False),
+                ),
+            )
         return attempt
 
     def results_of_runs(self, runs: list[int]) -> dict[tuple[str, str], tuple[str, str | None, str]]:
@@ -334,36 +406,58 @@ class Gradebook:
         if not runs:
             return {}
         marks = ",".join("?" * len(runs))
-        cur = self.db.execute(f"SELECT student, assignment, status, submission_sha256, solutions_sha256 FROM results "
-                              f"WHERE run IN ({marks}) ORDER BY attempt", list(runs))
+        cur = self.db.execute(
+            f"SELECT student, assignment, status, submission_sha256, solutions_sha256 FROM results "
+            f"WHERE run IN ({marks}) ORDER BY attempt",
+            list(runs),
+        )
         return {(r[0], r[1]): (r[2], r[3], r[4]) for r in cur}
 
     def latest(self, student: str, assignment: str) -> dict | None:
         """The latest attempt of (student, assignment) as it was recorded: its tests and its manually graded
         answers apart, no marks applied (a run that resumes an interrupted one returns it as this run's)."""
-        r = self.db.execute("SELECT status, score, max_score, seconds, tests, notes, manual FROM results "
-                            "WHERE student=? AND assignment=? ORDER BY attempt DESC LIMIT 1",
-                            (student, assignment)).fetchone()
+        r = self.db.execute(
+            "SELECT status, score, max_score, seconds, tests, notes, manual FROM results "
+            "WHERE student=? AND assignment=? ORDER BY attempt DESC LIMIT 1",
+            (student, assignment),
+        ).fetchone()
         if r is None:
             return None
-        return dict(status=r[0], score=r[1], max_score=r[2], seconds=r[3], tests=json.loads(r[4]),
-                    notes=json.loads(r[5]), manual=json.loads(r[6]))
+        return dict(
+            status=r[0],
+            score=r[1],
+            max_score=r[2],
+            seconds=r[3],
+            tests=json.loads(r[4]),
+            notes=json.loads(r[5]),
+            manual=json.loads(r[6]),
+        )
 
     def file_hashes(self) -> dict[tuple[str, str], str | None]:
         """The submitted file's hash behind each (student, assignment)'s latest attempt."""
-        cur = self.db.execute("SELECT student, assignment, submission_sha256 FROM results r WHERE attempt = (SELECT "
-                              "MAX(attempt) FROM results y WHERE y.student=r.student AND y.assignment=r.assignment)")
+        cur = self.db.execute(
+            "SELECT student, assignment, submission_sha256 FROM results r WHERE attempt = (SELECT "
+            "MAX(attempt) FROM results y WHERE y.student=r.student AND y.assignment=r.assignment)"
+        )
         return {(r[0], r[1]): r[2] for r in cur}
 
     def has_file_graded(self, student: str, assignment: str) -> bool:
-        return self.db.execute("SELECT 1 FROM results WHERE student=? AND assignment=? "
-                               "AND submission_sha256 IS NOT NULL", (student, assignment)).fetchone() is not None
+        return (
+            self.db.execute(
+                "SELECT 1 FROM results WHERE student=? AND assignment=? AND submission_sha256 IS NOT NULL",
+                (student, assignment),
+            ).fetchone()
+            is not None
+        )
 
     def solutions_used(self, assignment: str) -> set[tuple[str, str]]:
         """(path, sha256) of every solution notebook that graded the latest attempts of `assignment`
         (a "not submitted" row graded nothing, so it does not count)."""
-        return {(r.solutions_path, r.solutions_sha256) for r in self.rows()
-                if r.assignment == assignment and r.status != "not submitted"}
+        return {
+            (r.solutions_path, r.solutions_sha256)
+            for r in self.rows()
+            if r.assignment == assignment and r.status != "not submitted"
+        }
 
     def state_warnings(self) -> list[str]:
         """What needs the teacher in the gradebook as it is now (not as it was during some run): an
@@ -378,34 +472,63 @@ class Gradebook:
                 newest = max(versions, key=lambda h: max(r.graded_at for r in versions[h]))
                 older = sorted({r.student for h, rows in versions.items() if h != newest for r in rows})
                 shown = ", ".join(f"{len(rows)} with sha256 {h[:12]}" for h, rows in versions.items())
-                warnings.append(f"{assignment}: the grades come from {len(versions)} versions of the solutions "
-                                f"({shown}); regrade the {len(older)} student(s) graded with the older one(s) to "
-                                "make them consistent: " + ", ".join(older[:10]) + (" ..." if len(older) > 10 else ""))
+                warnings.append(
+                    f"{assignment}: the grades come from {len(versions)} versions of the solutions "
+                    f"({shown}); regrade the {len(older)} student(s) graded with the older one(s) to "
+                    "make them consistent: " + ", ".join(older[:10]) + (" ..." if len(older) > 10 else "")
+                )
         return warnings
 
     # --- what `course unpack` decided -----------------------------------------------------------------
 
-    def record_unpacked(self, student: str, assignment: str, entry: str, sha256: str | None, late: bool,
-                        notes: list[str], skipped: str | None = None) -> None:
+    def record_unpacked(
+        self,
+        student: str,
+        assignment: str,
+        entry: str,
+        sha256: str | None,
+        late: bool,
+        notes: list[str],
+        skipped: str | None = None,
+    ) -> None:
         """What unpacking an LMS download did with one student's files (it reaches grades.json and the
         feedback when `course grade` grades the file it wrote, or gives the row a reason when it wrote none)."""
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO unpacked VALUES (?,?,?,?,?,?,?,?)",
-                            (student, assignment, entry, sha256, int(late), json.dumps(notes, ensure_ascii=False),
-                             skipped, now()))
+            self.db.execute(
+                "INSERT OR REPLACE INTO unpacked VALUES (?,?,?,?,?,?,?,?)",
+                (student, assignment, entry, sha256, int(late), json.dumps(notes, ensure_ascii=False), skipped, now()),
+            )
 
     def unpacked(self, student: str, assignment: str) -> dict | None:
-        r = self.db.execute("SELECT entry, sha256, late, notes, skipped, unpacked_at FROM unpacked "
-                            "WHERE student=? AND assignment=?", (student, assignment)).fetchone()
+        r = self.db.execute(
+            "SELECT entry, sha256, late, notes, skipped, unpacked_at FROM unpacked WHERE student=? AND assignment=?",
+            (student, assignment),
+        ).fetchone()
         if r is None:
             return None
-        return {"entry": r[0], "sha256": r[1], "late": bool(r[2]), "notes": json.loads(r[3]), "skipped": r[4],
-                "unpacked_at": r[5]}
+        return {
+            "entry": r[0],
+            "sha256": r[1],
+            "late": bool(r[2]),
+            "notes": json.loads(r[3]),
+            "skipped": r[4],
+            "unpacked_at": r[5],
+        }
 
     # --- marks for manually graded answers --------------------------------------------------------------
 
-    def add_mark(self, student: str, assignment: str, grade_id: str, points: float, *, rubric: str = "",
-                 comment: str = "", grader: str = "", answer_sha256: str) -> int:
+    def add_mark(
+        self,
+        student: str,
+        assignment: str,
+        grade_id: str,
+        points: float,
+        *,
+        rubric: str = "",
+        comment: str = "",
+        grader: str = "",
+        answer_sha256: str,
+    ) -> int:
         """A person's mark for one manually graded answer (the latest mark for an answer counts)."""
         if not math.isfinite(points) or points < 0:
             raise ValueError(f"a mark is a number of points, 0 or more; got {points}")
@@ -415,15 +538,28 @@ class Gradebook:
         if points > entry["max_points"]:
             raise ValueError(f"{grade_id} is worth at most {entry['max_points']:g} points; got {points:g}")
         with self.db:
-            return self.db.execute("INSERT INTO marks (student, assignment, grade_id, points, rubric, comment, grader, "
-                                   "answer_sha256, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                                   (student, assignment, grade_id, float(points), rubric.strip(), comment.strip(),
-                                    grader.strip() or whoami(), answer_sha256, now())).lastrowid
+            return self.db.execute(
+                "INSERT INTO marks (student, assignment, grade_id, points, rubric, comment, grader, "
+                "answer_sha256, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    student,
+                    assignment,
+                    grade_id,
+                    float(points),
+                    rubric.strip(),
+                    comment.strip(),
+                    grader.strip() or whoami(),
+                    answer_sha256,
+                    now(),
+                ),
+            ).lastrowid
 
     def marks(self, assignment: str | None = None) -> list[Mark]:
-        cur = self.db.execute("SELECT id, student, assignment, grade_id, points, rubric, comment, grader, "
-                              "answer_sha256, created_at FROM marks WHERE (? IS NULL OR assignment=?) ORDER BY id",
-                              (assignment, assignment))
+        cur = self.db.execute(
+            "SELECT id, student, assignment, grade_id, points, rubric, comment, grader, "
+            "answer_sha256, created_at FROM marks WHERE (? IS NULL OR assignment=?) ORDER BY id",
+            (assignment, assignment),
+        )
         return [Mark(*r) for r in cur]
 
     def manual_answer(self, student: str, assignment: str, grade_id: str) -> dict | None:
@@ -437,26 +573,34 @@ class Gradebook:
 
     def set_deadline(self, d: Deadline) -> None:
         if d.percent_per_day < 0 or not 0 <= d.max_percent <= 100 or d.grace_minutes < 0:
-            raise ValueError(f"a late penalty needs percent_per_day >= 0, 0 <= max_percent <= 100 and grace >= 0; got "
-                             f"{d.percent_per_day}, {d.max_percent}, {d.grace_minutes}")
+            raise ValueError(
+                f"a late penalty needs percent_per_day >= 0, 0 <= max_percent <= 100 and grace >= 0; got "
+                f"{d.percent_per_day}, {d.max_percent}, {d.grace_minutes}"
+            )
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO deadlines VALUES (?,?,?,?,?)",
-                            (d.assignment, d.due.isoformat(), d.percent_per_day, d.max_percent, d.grace_minutes))
+            self.db.execute(
+                "INSERT OR REPLACE INTO deadlines VALUES (?,?,?,?,?)",
+                (d.assignment, d.due.isoformat(), d.percent_per_day, d.max_percent, d.grace_minutes),
+            )
 
     def deadlines(self) -> dict[str, Deadline]:
         cur = self.db.execute("SELECT assignment, due, percent_per_day, max_percent, grace_minutes FROM deadlines")
         return {r[0]: Deadline(r[0], datetime.fromisoformat(r[1]), r[2], r[3], r[4]) for r in cur}
 
-    def add_adjustment(self, student: str, assignment: str, points: float, reason: str, grader: str = "",
-                       cap: bool = False) -> int:
+    def add_adjustment(
+        self, student: str, assignment: str, points: float, reason: str, grader: str = "", cap: bool = False
+    ) -> int:
         if not reason.strip():
             raise ValueError("an adjustment needs a reason (it is shown to the student in the feedback)")
         if not math.isfinite(points):
             raise ValueError(f"an adjustment is a finite number of points, got {points}")
         with self.db:
             values = (student, assignment, float(points), reason.strip(), now(), grader.strip() or whoami(), int(cap))
-            return self.db.execute("INSERT INTO adjustments (student, assignment, points, reason, created_at, grader, "
-                                   "cap) VALUES (?,?,?,?,?,?,?)", values).lastrowid
+            return self.db.execute(
+                "INSERT INTO adjustments (student, assignment, points, reason, created_at, grader, "
+                "cap) VALUES (?,?,?,?,?,?,?)",
+                values,
+            ).lastrowid
 
     def remove_adjustment(self, adjustment_id: int) -> None:
         with self.db:
@@ -464,8 +608,9 @@ class Gradebook:
                 raise ValueError(f"there is no adjustment number {adjustment_id} (see `course adjust --list`)")
 
     def adjustments(self) -> list[Adjustment]:
-        cur = self.db.execute("SELECT id, student, assignment, points, reason, created_at, grader, cap "
-                              "FROM adjustments ORDER BY id")
+        cur = self.db.execute(
+            "SELECT id, student, assignment, points, reason, created_at, grader, cap FROM adjustments ORDER BY id"
+        )
         return [Adjustment(*r[:7], bool(r[7])) for r in cur]
 
     # --- the roster ---------------------------------------------------------------------------------
@@ -476,13 +621,26 @@ class Gradebook:
         dropped = {r[0] for r in self.db.execute("SELECT student FROM roster WHERE status='dropped'")}
         with self.db:
             self.db.execute("DELETE FROM roster")
-            self.db.executemany("INSERT INTO roster (student, name, email, extra, position, status) "
-                                "VALUES (?,?,?,?,?,?)", [
-                (s.id, s.name, s.email, json.dumps(s.extra, ensure_ascii=False), i,
-                 "dropped" if s.id in dropped and s.status == "active" else s.status)
-                for i, s in enumerate(roster.students)])
-            for key, value in (("roster_source", roster.source), ("roster_kind", roster.kind),
-                               ("roster_id_column", roster.id_column), ("lms_columns", json.dumps(roster.lms_columns))):
+            self.db.executemany(
+                "INSERT INTO roster (student, name, email, extra, position, status) VALUES (?,?,?,?,?,?)",
+                [
+                    (
+                        s.id,
+                        s.name,
+                        s.email,
+                        json.dumps(s.extra, ensure_ascii=False),
+                        i,
+                        "dropped" if s.id in dropped and s.status == "active" else s.status,
+                    )
+                    for i, s in enumerate(roster.students)
+                ],
+            )
+            for key, value in (
+                ("roster_source", roster.source),
+                ("roster_kind", roster.kind),
+                ("roster_id_column", roster.id_column),
+                ("lms_columns", json.dumps(roster.lms_columns)),
+            ):
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def set_status(self, student: str, status: str) -> None:
@@ -491,8 +649,10 @@ class Gradebook:
             if self.db.execute("UPDATE roster SET status=? WHERE student=?", (status, student)).rowcount == 0:
                 known = [r[0] for r in self.db.execute("SELECT student FROM roster ORDER BY position")]
                 none = "(it has none yet: `course roster import FILE` or `course grade --roster FILE`)"
-                raise ValueError(f"{student!r} is not on the roster kept in {self.path} "
-                                 + (f"(it has {len(known)} students: {', '.join(known[:5])} ...)" if known else none))
+                raise ValueError(
+                    f"{student!r} is not on the roster kept in {self.path} "
+                    + (f"(it has {len(known)} students: {', '.join(known[:5])} ...)" if known else none)
+                )
 
     def meta(self, key: str, default: str = "") -> str:
         found = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -507,8 +667,13 @@ class Gradebook:
         students = [Student(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in cur]
         if not students:
             return None
-        return Roster(students, self.meta("roster_source", f"{self.path} (roster)"), self.meta("roster_kind", "csv"),
-                      self.meta("roster_id_column"), json.loads(self.meta("lms_columns", "[]")))
+        return Roster(
+            students,
+            self.meta("roster_source", f"{self.path} (roster)"),
+            self.meta("roster_kind", "csv"),
+            self.meta("roster_id_column"),
+            json.loads(self.meta("lms_columns", "[]")),
+        )
 
     # --- reading it back ----------------------------------------------------------------------------
 
@@ -522,8 +687,10 @@ class Gradebook:
         marks: dict[tuple[str, str, str], Mark] = {}
         for m in self.marks():
             marks[(m.student, m.assignment, m.grade_id)] = m  # the latest counts
-        late_flags = {(r[0], r[1]): (r[2], bool(r[3]))
-                      for r in self.db.execute("SELECT student, assignment, sha256, late FROM unpacked")}
+        late_flags = {
+            (r[0], r[1]): (r[2], bool(r[3]))
+            for r in self.db.execute("SELECT student, assignment, sha256, late FROM unpacked")
+        }
         replaced: dict[tuple[str, str, int], list[dict]] = {}
         for h in self.history():
             replaced.setdefault((h["student"], h["assignment"], h["attempt"]), []).append(h)
@@ -535,8 +702,27 @@ class Gradebook:
             FROM results r WHERE r.attempt = (SELECT MAX(attempt) FROM results y
                                               WHERE y.student=r.student AND y.assignment=r.assignment)""")
         rows = []
-        for (student, assignment, attempt, status, auto, max_score, file, sha, submitted_at, submitted_from,
-             sol_path, sol_sha, graded_at, seconds, _run, tests, notes, manual, attempts) in cur:
+        for (
+            student,
+            assignment,
+            attempt,
+            status,
+            auto,
+            max_score,
+            file,
+            sha,
+            submitted_at,
+            submitted_from,
+            sol_path,
+            sol_sha,
+            graded_at,
+            seconds,
+            _run,
+            tests,
+            notes,
+            manual,
+            attempts,
+        ) in cur:
             tests, manual = json.loads(tests), json.loads(manual)
             marked, to_mark = _apply_marks(manual, student, assignment, marks)
             tests = _in_order(tests, manual)
@@ -555,20 +741,49 @@ class Gradebook:
                 final = min(final, max(max_score, score - penalty))  # --cap: no extra credit from adjustments
             s = roster.by_id.get(student) if roster else None
             regrades = _regrades(replaced.get((student, assignment, attempt), []), auto)
-            rows.append(Row(student, s.name if s else "", assignment, attempt, attempts, status,
-                            score, max_score, penalty, days, extra, round(final, 2), file, submitted_at, submitted_from,
-                            graded_at, seconds, sol_path, sol_sha, tests, json.loads(notes), adjs,
-                            auto_score=auto, to_mark=to_mark, enrolment=s.status if s else "active",
-                            email=s.email if s else "", lms_late=late_flags.get((student, assignment)) == (sha, True),
-                            late_text=late_text, regrades=regrades))
+            rows.append(
+                Row(
+                    student,
+                    s.name if s else "",
+                    assignment,
+                    attempt,
+                    attempts,
+                    status,
+                    score,
+                    max_score,
+                    penalty,
+                    days,
+                    extra,
+                    round(final, 2),
+                    file,
+                    submitted_at,
+                    submitted_from,
+                    graded_at,
+                    seconds,
+                    sol_path,
+                    sol_sha,
+                    tests,
+                    json.loads(notes),
+                    adjs,
+                    auto_score=auto,
+                    to_mark=to_mark,
+                    enrolment=s.status if s else "active",
+                    email=s.email if s else "",
+                    lms_late=late_flags.get((student, assignment)) == (sha, True),
+                    late_text=late_text,
+                    regrades=regrades,
+                )
+            )
         order = {s.id: i for i, s in enumerate(roster.students)} if roster else {}
         rows.sort(key=lambda r: (order.get(r.student, len(order)), r.student, r.assignment))
         return rows
 
     def attempts(self, student: str, assignment: str) -> list[dict]:
-        cur = self.db.execute("SELECT attempt, status, score, max_score, file, submitted_at, graded_at, "
-                              "solutions_sha256 FROM results WHERE student=? AND assignment=? ORDER BY attempt",
-                              (student, assignment))
+        cur = self.db.execute(
+            "SELECT attempt, status, score, max_score, file, submitted_at, graded_at, "
+            "solutions_sha256 FROM results WHERE student=? AND assignment=? ORDER BY attempt",
+            (student, assignment),
+        )
         keys = ("attempt", "status", "score", "max_score", "file", "submitted_at", "graded_at", "solutions_sha256")
         return [dict(zip(keys, r, strict=True)) for r in cur]
 
@@ -583,8 +798,14 @@ def _apply_marks(manual: list[dict], student: str, assignment: str, marks: dict)
             continue  # not attempted, not submitted: nothing to mark
         m = marks.get((student, assignment, t["grade_id"]))
         if m is not None and m.answer_sha256 == t.get("answer_sha256"):
-            t.update(points=m.points, status="marked", rubric=m.rubric, comment=m.comment, grader=m.grader,
-                     marked_at=m.created_at)
+            t.update(
+                points=m.points,
+                status="marked",
+                rubric=m.rubric,
+                comment=m.comment,
+                grader=m.grader,
+                marked_at=m.created_at,
+            )
             t["message"] = "\n".join(x for x in (m.rubric, m.comment) if x)
             total += m.points
         else:
@@ -619,8 +840,15 @@ def _regrades(versions: list[dict], current: float) -> list[dict]:
             continue
         old, new = scores[i], scores[i + 1]
         if old != new or v["reason"]:
-            found.append({"at": v["replaced_at"], "old": old, "new": new, "reason": v["reason"],
-                          "solutions_sha256": v["solutions_sha256"]})
+            found.append(
+                {
+                    "at": v["replaced_at"],
+                    "old": old,
+                    "new": new,
+                    "reason": v["reason"],
+                    "solutions_sha256": v["solutions_sha256"],
+                }
+            )
     return found
 
 

@@ -72,6 +72,7 @@ error; an existing notebook is kept unless
 `overwrite=True`; every file is written to a temporary name first, and only when every notebook has
 been read are they renamed into place, so a failed unpacking leaves `dest` as it was.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -102,10 +103,14 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
 
 # <login>_[late_]<user id>_<attachment id>_<file name>; the login has a letter, so an anonymous
 # `12345_67890_06_x.ipynb` is not read as login "12345".
-CANVAS_FILE = re.compile(r"(?:(?P<login>[^\W_]*[^\W\d_][^\W_]*)_)?(?:(?P<late>(?i:late))_)?"
-                         r"(?P<uid>\d+)_(?P<aid>\d+)_(?P<name>.+)")
-CANVAS_TEXT = re.compile(r"(?:(?P<login>[^\W_]*[^\W\d_][^\W_]*)_)?(?:(?P<late>(?i:late))_)?"
-                         r"(?P<uid>\d+)_(?:text|link)\.html")
+CANVAS_FILE = re.compile(
+    r"(?:(?P<login>[^\W_]*[^\W\d_][^\W_]*)_)?(?:(?P<late>(?i:late))_)?"
+    r"(?P<uid>\d+)_(?P<aid>\d+)_(?P<name>.+)"
+)
+CANVAS_TEXT = re.compile(
+    r"(?:(?P<login>[^\W_]*[^\W\d_][^\W_]*)_)?(?:(?P<late>(?i:late))_)?"
+    r"(?P<uid>\d+)_(?:text|link)\.html"
+)
 MOODLE_PART = re.compile(r"(?P<name>.*?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<rest>.*)")
 RESUBMISSION = re.compile(r"(?P<stem>.*?)(?:-(?P<dash>\d+)| ?\((?P<paren>\d+)\))?")
 
@@ -137,16 +142,24 @@ class UnpackReport:
 
     def summary(self) -> str:
         how = "detected" if self.detected else "as asked"
-        where = (f"{self.dest}/<id>/{self.assignment}/{self.assignment}.ipynb (nbgrader's layout)"
-                 if self.output == "nbgrader" else f"{self.dest}/<id>/{self.assignment}.ipynb")
-        lines = [f"Read the zip as a {self.layout} download ({how}); {len(self.students)} notebook(s) written "
-                 f"to {where}"]
+        where = (
+            f"{self.dest}/<id>/{self.assignment}/{self.assignment}.ipynb (nbgrader's layout)"
+            if self.output == "nbgrader"
+            else f"{self.dest}/<id>/{self.assignment}.ipynb"
+        )
+        lines = [
+            f"Read the zip as a {self.layout} download ({how}); {len(self.students)} notebook(s) written to {where}"
+        ]
         if self.kept:
-            lines.append(f"Kept {len(self.kept)} existing notebook(s) (overwrite to replace them): "
-                         + ", ".join(self.label(s) for s in sorted(self.kept)))
+            lines.append(
+                f"Kept {len(self.kept)} existing notebook(s) (overwrite to replace them): "
+                + ", ".join(self.label(s) for s in sorted(self.kept))
+            )
         if self.skipped:
-            lines.append(f"Not written ({len(self.skipped)}; their rows will say why): "
-                         + "; ".join(f"{self.label(s)}: {why}" for s, why in sorted(self.skipped.items())))
+            lines.append(
+                f"Not written ({len(self.skipped)}; their rows will say why): "
+                + "; ".join(f"{self.label(s)}: {why}" for s, why in sorted(self.skipped.items()))
+            )
         if self.late:
             lines.append(f"Marked late by Canvas: {', '.join(self.label(s) for s in sorted(self.late))}")
         if self.warnings:
@@ -213,17 +226,27 @@ def safe_id(label: str, key: str = "") -> str:
 
 
 def _check_folder_name(sid: str, what: str) -> None:
-    if (not sid or sid in (".", "..") or sid.startswith(".") or any(c in sid for c in "/\\\x00")
-            or any(unicodedata.category(c) == "Cc" for c in sid) or len(sid.encode()) > 200):
-        raise UnpackError(f"{what} gives the student id {sid!r}, which cannot be a folder name; expected a "
-                          "name without '/', '\\' or control characters that does not start with '.'")
+    if (
+        not sid
+        or sid in (".", "..")
+        or sid.startswith(".")
+        or any(c in sid for c in "/\\\x00")
+        or any(unicodedata.category(c) == "Cc" for c in sid)
+        or len(sid.encode()) > 200
+    ):
+        raise UnpackError(
+            f"{what} gives the student id {sid!r}, which cannot be a folder name; expected a "
+            "name without '/', '\\' or control characters that does not start with '.'"
+        )
 
 
 def _check_assignment(assignment: str) -> str:
     name = assignment[:-6] if assignment.endswith(".ipynb") else assignment
     if not ASSIGNMENT.fullmatch(name or ""):
-        raise UnpackError(f"the assignment must be named like 06_attention (two digits, '_', a name of letters, "
-                          f"digits, '_' or '-'), as its notebook in solutions/ is; got {assignment!r}")
+        raise UnpackError(
+            f"the assignment must be named like 06_attention (two digits, '_', a name of letters, "
+            f"digits, '_' or '-'), as its notebook in solutions/ is; got {assignment!r}"
+        )
     return name
 
 
@@ -283,7 +306,7 @@ def _wrapper(names: list[str]) -> str:
 
 
 def _lms(pairs: list[tuple[str, zipfile.ZipInfo]]) -> str:
-    """"moodle" or "canvas" when the names fit that LMS, else ""."""
+    """ "moodle" or "canvas" when the names fit that LMS, else ""."""
     moodle = sum(1 for n, i in pairs if _read_moodle(n, i))
     canvas = sum(1 for n, i in pairs if _read_canvas(n, i))
     if moodle and moodle >= canvas:
@@ -298,7 +321,7 @@ def _choose_layout(pairs: list[tuple[str, zipfile.ZipInfo]], layout: str) -> tup
     names = [n for n, _ in pairs]
     tops = {n.split("/", 1)[0] for n in names}
     top = tops.pop() if len(tops) == 1 and all("/" in n for n in names) else ""
-    views = [("", pairs)] + ([(top, [(n[len(top) + 1:], i) for n, i in pairs])] if top else [])
+    views = [("", pairs)] + ([(top, [(n[len(top) + 1 :], i) for n, i in pairs])] if top else [])
     if layout in ("auto", "canvas", "moodle"):
         for prefix, view in views:
             found = _lms(view)
@@ -309,9 +332,11 @@ def _choose_layout(pairs: list[tuple[str, zipfile.ZipInfo]], layout: str) -> tup
     if layout != "auto":
         return layout, ""  # as asked: every name that does not fit is a warning
     shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
-    raise UnpackError(f"cannot tell which LMS made this zip: its files ({shown}) are neither Canvas's "
-                      "<login>_<user id>_<file id>_<name>, Moodle's <Full Name>_<id>_assignsubmission_file_..., "
-                      "nor <student id>/<notebook>; pass the layout (canvas, moodle or plain)")
+    raise UnpackError(
+        f"cannot tell which LMS made this zip: its files ({shown}) are neither Canvas's "
+        "<login>_<user id>_<file id>_<name>, Moodle's <Full Name>_<id>_assignsubmission_file_..., "
+        "nor <student id>/<notebook>; pass the layout (canvas, moodle or plain)"
+    )
 
 
 # --- students -------------------------------------------------------------------------------------
@@ -382,8 +407,8 @@ def _extended_time(info: zipfile.ZipInfo) -> float | None:
     and macOS write, when present: more precise than date_time and free of time zones."""
     extra, i = info.extra, 0
     while i + 4 <= len(extra):
-        tag, size = struct.unpack("<HH", extra[i:i + 4])
-        body = extra[i + 4:i + 4 + size]
+        tag, size = struct.unpack("<HH", extra[i : i + 4])
+        body = extra[i + 4 : i + 4 + size]
         if tag == 0x5455 and len(body) >= 5 and body[0] & 1:
             return float(struct.unpack("<I", body[1:5])[0])
         i += 4 + size
@@ -416,8 +441,10 @@ def _copy_capped(zf: zipfile.ZipFile, entry: _Entry, folder: Path, limit: int, b
                 size += len(chunk)
                 budget[0] -= len(chunk)
                 if size > limit or budget[0] < 0:
-                    raise UnpackError(f"{entry.name} holds more than its zip header says (over {limit} bytes, "
-                                      "or over the total allowed); the zip looks crafted, nothing was written")
+                    raise UnpackError(
+                        f"{entry.name} holds more than its zip header says (over {limit} bytes, "
+                        "or over the total allowed); the zip looks crafted, nothing was written"
+                    )
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
@@ -425,8 +452,9 @@ def _copy_capped(zf: zipfile.ZipFile, entry: _Entry, folder: Path, limit: int, b
         os.unlink(tmp)
         broken = (zipfile.BadZipFile, EOFError, OSError, NotImplementedError)
         if isinstance(err, broken) and not isinstance(err, UnpackError):
-            raise UnpackError(f"{entry.name} cannot be read from the zip ({err}); "
-                              "expected an intact zip as the LMS gave it") from err
+            raise UnpackError(
+                f"{entry.name} cannot be read from the zip ({err}); expected an intact zip as the LMS gave it"
+            ) from err
         raise
     return Path(tmp)
 
@@ -444,10 +472,21 @@ def _names_list(entries: list[_Entry], limit: int = 3) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def unpack(zip_path: Path | str, dest: Path | str, *, assignment: str, roster: Roster | None = None,
-           layout: str = "auto", tz: dt.tzinfo | str | None = None, overwrite: bool = False,
-           max_bytes: int = MAX_NOTEBOOK_BYTES, read_limit: int = READ_LIMIT, max_total_bytes: int = MAX_TOTAL_BYTES,
-           output_layout: str = "course", canvas_times: dict[str, dt.datetime] | None = None) -> UnpackReport:
+def unpack(
+    zip_path: Path | str,
+    dest: Path | str,
+    *,
+    assignment: str,
+    roster: Roster | None = None,
+    layout: str = "auto",
+    tz: dt.tzinfo | str | None = None,
+    overwrite: bool = False,
+    max_bytes: int = MAX_NOTEBOOK_BYTES,
+    read_limit: int = READ_LIMIT,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+    output_layout: str = "course",
+    canvas_times: dict[str, dt.datetime] | None = None,
+) -> UnpackReport:
     """Unpack an LMS's submissions zip into `dest/<student_id>/<assignment>.ipynb` (see the module's
     docstring for the layouts and rules). `tz` is the zone the zip's times were written in (an IANA
     name or a tzinfo; default this machine's). `canvas_times`: Canvas user id -> submission time
@@ -461,27 +500,55 @@ def unpack(zip_path: Path | str, dest: Path | str, *, assignment: str, roster: R
         raise UnpackError(f"unknown output layout {output_layout!r}; expected course or nbgrader")
     zone = _zone(tz)
     if not zip_path.is_file():
-        raise UnpackError(f"no zip file at {zip_path} "
-                          "(expected the .zip that the LMS's 'download all submissions' gives)")
+        raise UnpackError(
+            f"no zip file at {zip_path} (expected the .zip that the LMS's 'download all submissions' gives)"
+        )
     if not zipfile.is_zipfile(zip_path):
-        raise UnpackError(f"{zip_path} is not a zip file "
-                          "(expected the .zip that the LMS's 'download all submissions' gives)")
+        raise UnpackError(
+            f"{zip_path} is not a zip file (expected the .zip that the LMS's 'download all submissions' gives)"
+        )
     if dest.exists() and not dest.is_dir():
-        raise UnpackError(f"{dest} is a file; "
-                          "expected the submissions folder (a folder, or a path where one can be made)")
+        raise UnpackError(
+            f"{dest} is a file; expected the submissions folder (a folder, or a path where one can be made)"
+        )
 
     try:
         zf = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as err:
         raise UnpackError(f"{zip_path} cannot be read as a zip ({err})") from err
     with zf:
-        return _unpack(zf, zip_path, dest, assignment, roster, layout, zone, overwrite, max_bytes, read_limit,
-                       max_total_bytes, output_layout, canvas_times)
+        return _unpack(
+            zf,
+            zip_path,
+            dest,
+            assignment,
+            roster,
+            layout,
+            zone,
+            overwrite,
+            max_bytes,
+            read_limit,
+            max_total_bytes,
+            output_layout,
+            canvas_times,
+        )
 
 
-def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, roster: Roster | None, layout: str,
-            zone: dt.tzinfo | None, overwrite: bool, max_bytes: int, read_limit: int, max_total_bytes: int,
-            output_layout: str, canvas_times: dict[str, dt.datetime] | None) -> UnpackReport:
+def _unpack(
+    zf: zipfile.ZipFile,
+    zip_path: Path,
+    dest: Path,
+    assignment: str,
+    roster: Roster | None,
+    layout: str,
+    zone: dt.tzinfo | None,
+    overwrite: bool,
+    max_bytes: int,
+    read_limit: int,
+    max_total_bytes: int,
+    output_layout: str,
+    canvas_times: dict[str, dt.datetime] | None,
+) -> UnpackReport:
     from .grade import loose_stem  # the rule `course grade` uses to match names
 
     warnings: list[str] = []
@@ -500,8 +567,10 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
         else:
             pairs.append((name, info))
     if ignored:
-        warnings.append(f"ignored {len(ignored)} hidden or system file(s) ({', '.join(ignored[:3])}"
-                        f"{' ...' if len(ignored) > 3 else ''})")
+        warnings.append(
+            f"ignored {len(ignored)} hidden or system file(s) ({', '.join(ignored[:3])}"
+            f"{' ...' if len(ignored) > 3 else ''})"
+        )
     if not pairs:
         raise UnpackError(f"{zip_path} has no usable files (only hidden, system or unsafe entries)")
 
@@ -509,7 +578,7 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
     layout, prefix = _choose_layout(pairs, layout)
     entries: list[_Entry] = []
     for name, info in pairs:
-        inner = name[len(prefix) + 1:] if prefix else name
+        inner = name[len(prefix) + 1 :] if prefix else name
         if layout == "canvas":
             entry = _read_canvas(inner, info)
         elif layout == "moodle":
@@ -522,11 +591,13 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             entry.name = name
             entries.append(entry)
     if layout == "canvas" and canvas_times is None:
-        warnings.append("Canvas writes the time it made the zip, not the submission time, into the zip: "
-                        "no timestamp.txt is written, so `course deadline` cannot apply late penalties; "
-                        "Canvas's late flag is recorded (and told in the feedback), and Canvas's own late policy "
-                        "applies when you import the grades. For the submission times, save Canvas's submissions "
-                        "API as JSON and pass --canvas-times")
+        warnings.append(
+            "Canvas writes the time it made the zip, not the submission time, into the zip: "
+            "no timestamp.txt is written, so `course deadline` cannot apply late penalties; "
+            "Canvas's late flag is recorded (and told in the feedback), and Canvas's own late policy "
+            "applies when you import the grades. For the submission times, save Canvas's submissions "
+            "API as JSON and pass --canvas-times"
+        )
 
     # --- who is who -----------------------------------------------------------------------------
     by_key: dict[str, list[_Entry]] = {}
@@ -535,7 +606,7 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
     ids: dict[str, str] = {}  # LMS key -> student id
     for key, group in by_key.items():
         first = group[0]
-        student, how = (_match(roster, first, layout) if roster is not None else (None, ""))
+        student, how = _match(roster, first, layout) if roster is not None else (None, "")
         if student is not None:
             _check_folder_name(student.id, f"the roster's student {student.id!r} ({roster.source})")
             ids[key] = student.id
@@ -547,20 +618,25 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
         ids[key] = sid
         if roster is None:
             if sid != key:
-                warnings.append(f"{first.name}: no roster; the student is {sid!r} "
-                                f"(made from {first.label or key!r}, LMS id {key})" if layout != "plain"
-                                else f"{first.name}: the folder name {key!r} is written as {sid!r}")
+                warnings.append(
+                    f"{first.name}: no roster; the student is {sid!r} (made from {first.label or key!r}, LMS id {key})"
+                    if layout != "plain"
+                    else f"{first.name}: the folder name {key!r} is written as {sid!r}"
+                )
         elif how:
             warnings.append(f"{first.name}: not matched to the roster ({how}); written as {sid!r}")
         else:
-            warnings.append(f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; "
-                            f"written as {sid!r}")
+            warnings.append(
+                f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; written as {sid!r}"
+            )
     folders: dict[str, str] = {}
     for key, sid in ids.items():
         clash = folders.get(sid.casefold())
         if clash is not None:
-            raise UnpackError(f"{by_key[clash][0].name} and {by_key[key][0].name} would both be written to the folder "
-                              f"{sid!r}; expected one folder per student: fix the roster or the zip")
+            raise UnpackError(
+                f"{by_key[clash][0].name} and {by_key[key][0].name} would both be written to the folder "
+                f"{sid!r}; expected one folder per student: fix the roster or the zip"
+            )
         folders[sid.casefold()] = key
 
     # --- which notebook: the rule `course grade` follows too (grade.resolve_notebooks) -------------
@@ -590,11 +666,16 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             newest = max(candidates, key=lambda e: (_time(e.info, zone), _resubmission(e.file)[1], e.name))
         if len(candidates) > 1:
             older = [e for e in candidates if e is not newest]
-            warnings.append(f"{sid}: {len(candidates)} notebooks; kept the newest, {newest.name}; "
-                            f"not written: {', '.join(e.name for e in older)}")
-            told.append(f"You handed in {len(candidates)} notebooks for {assignment}: the newest, "
-                        f"`{_base(newest.file)}`, was graded; not graded: "
-                        + ", ".join(f"`{_base(e.file)}`" for e in older) + ".")
+            warnings.append(
+                f"{sid}: {len(candidates)} notebooks; kept the newest, {newest.name}; "
+                f"not written: {', '.join(e.name for e in older)}"
+            )
+            told.append(
+                f"You handed in {len(candidates)} notebooks for {assignment}: the newest, "
+                f"`{_base(newest.file)}`, was graded; not graded: "
+                + ", ".join(f"`{_base(e.file)}`" for e in older)
+                + "."
+            )
         for e in notebooks:
             if e not in candidates:
                 warnings.append(f"{e.name}: not named {assignment}.ipynb while {named[0].name} is; skipped")
@@ -608,27 +689,41 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
             warnings.append(f"{newest.name}: was in a subfolder; written as {sid}/{assignment}.ipynb")
         plan.append((sid, newest))
     if not plan:
-        raise UnpackError(f"{zip_path} holds no notebook (.ipynb) for {assignment}: {len(entries)} file(s) read as "
-                          f"{layout}, none of them a notebook")
+        raise UnpackError(
+            f"{zip_path} holds no notebook (.ipynb) for {assignment}: {len(entries)} file(s) read as "
+            f"{layout}, none of them a notebook"
+        )
 
     # --- limits: a notebook too big is one student's problem; a zip bomb stops everything --------
     total = 0
-    report = UnpackReport(layout, detected, assignment, dest, late=late, warnings=warnings, decisions=decisions,
-                          labels={sid: (roster.label(sid) if roster is not None else sid) for sid in ids.values()},
-                          output=output_layout)
+    report = UnpackReport(
+        layout,
+        detected,
+        assignment,
+        dest,
+        late=late,
+        warnings=warnings,
+        decisions=decisions,
+        labels={sid: (roster.label(sid) if roster is not None else sid) for sid in ids.values()},
+        output=output_layout,
+    )
     kept_plan = []
     for sid, e in plan:
         if e.info.file_size > read_limit:
-            why = (f"The notebook you handed in, `{_base(e.file)}`, is {_mb(e.info.file_size)}, more than the "
-                   f"{_mb(read_limit)} the grader reads; it was not graded.")
+            why = (
+                f"The notebook you handed in, `{_base(e.file)}`, is {_mb(e.info.file_size)}, more than the "
+                f"{_mb(read_limit)} the grader reads; it was not graded."
+            )
             report.skipped[sid] = why
             warnings.append(f"{e.name}: {_mb(e.info.file_size)}, over the {_mb(read_limit)} read at all; not written")
             continue
         total += e.info.file_size
         kept_plan.append((sid, e))
     if total > max_total_bytes:
-        raise UnpackError(f"the notebooks in {zip_path} unpack to {total} bytes, over the limit of {max_total_bytes} "
-                          "bytes in all; nothing was written (a zip bomb? if the class's work is real, split the zip)")
+        raise UnpackError(
+            f"the notebooks in {zip_path} unpack to {total} bytes, over the limit of {max_total_bytes} "
+            "bytes in all; nothing was written (a zip bomb? if the class's work is real, split the zip)"
+        )
     if canvas_times is not None and layout != "canvas":
         raise UnpackError("--canvas-times is for a Canvas download; this zip was read as a " + layout + " download")
     todo = []
@@ -662,16 +757,22 @@ def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, assignment: str, ro
                 if kept is None or kept > max_bytes:
                     nb.unlink()
                     shown = "" if kept is None else f", {_mb(kept)} without its outputs"
-                    report.skipped[sid] = (f"The notebook you handed in, `{_base(e.file)}`, is {_mb(size)}{shown}, "
-                                           f"over the limit of {_mb(max_bytes)}; it was not graded.")
-                    warnings.append(f"{e.name}: {_mb(size)}{shown}, over the limit of {_mb(max_bytes)} (--max-size); "
-                                    "not written")
+                    report.skipped[sid] = (
+                        f"The notebook you handed in, `{_base(e.file)}`, is {_mb(size)}{shown}, "
+                        f"over the limit of {_mb(max_bytes)}; it was not graded."
+                    )
+                    warnings.append(
+                        f"{e.name}: {_mb(size)}{shown}, over the limit of {_mb(max_bytes)} (--max-size); not written"
+                    )
                     continue
                 decisions.setdefault(sid, []).append(
                     f"Your notebook is {_mb(size)}, {_mb(size - kept)} of it outputs (figures, printed text); "
-                    "only the answer cells are graded, so the outputs were left aside.")
-                warnings.append(f"{e.name}: {_mb(size)}, {_mb(kept)} without its outputs: written (the grader reads "
-                                "only the answer cells)")
+                    "only the answer cells are graded, so the outputs were left aside."
+                )
+                warnings.append(
+                    f"{e.name}: {_mb(size)}, {_mb(kept)} without its outputs: written (the grader reads "
+                    "only the answer cells)"
+                )
             temps.append((nb, target))
             report.sha256[sid] = _sha256(nb)
             when = None
@@ -751,13 +852,16 @@ def read_canvas_times(path: Path) -> dict[str, dt.datetime]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise UnpackError(f"cannot read {path} as the JSON of Canvas's submissions API ({err})") from None
-    items = [x for page in (data if isinstance(data, list) else [data])
-             for x in (page if isinstance(page, list) else [page])]
+    items = [
+        x for page in (data if isinstance(data, list) else [data]) for x in (page if isinstance(page, list) else [page])
+    ]
     found = {}
     for item in items:
         if not isinstance(item, dict) or "user_id" not in item:
-            raise UnpackError(f"{path}: expected the list of submissions Canvas's API returns (objects with "
-                              f"user_id and submitted_at); found {str(item)[:80]!r}")
+            raise UnpackError(
+                f"{path}: expected the list of submissions Canvas's API returns (objects with "
+                f"user_id and submitted_at); found {str(item)[:80]!r}"
+            )
         when = item.get("submitted_at")
         if when:
             when = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))

@@ -23,6 +23,7 @@ and a page allows no scripts and loads nothing from elsewhere (its styles are in
 on one machine share the server (each types their name); graders elsewhere reach it through an SSH
 tunnel (`ssh -L 8765:127.0.0.1:8765 teacher@host`), never over the network directly.
 """
+
 from __future__ import annotations
 
 import html
@@ -71,9 +72,15 @@ def questions(book: Gradebook) -> dict[tuple[str, str], dict]:
         for t in r.tests:
             if not t.get("manual"):
                 continue
-            q = found.setdefault((r.assignment, t["grade_id"]), {
-                "exercise": t.get("exercise") or t["grade_id"], "max_points": t["max_points"], "answers": [],
-                "solutions_path": r.solutions_path})
+            q = found.setdefault(
+                (r.assignment, t["grade_id"]),
+                {
+                    "exercise": t.get("exercise") or t["grade_id"],
+                    "max_points": t["max_points"],
+                    "answers": [],
+                    "solutions_path": r.solutions_path,
+                },
+            )
             q["answers"].append((r, t))
     return found
 
@@ -88,8 +95,11 @@ def progress_lines(book: Gradebook) -> list[str]:
         for t in marked:
             graders[t.get("grader", "?")] = graders.get(t.get("grader", "?"), 0) + 1
         by = ", ".join(f"{g} {n}" for g, n in sorted(graders.items()))
-        lines.append(f"{assignment}, {q['exercise']}: {len(marked)} marked" + (f" ({by})" if by else "")
-                     + f", {len(waiting)} to mark, of {len(q['answers'])} students")
+        lines.append(
+            f"{assignment}, {q['exercise']}: {len(marked)} marked"
+            + (f" ({by})" if by else "")
+            + f", {len(waiting)} to mark, of {len(q['answers'])} students"
+        )
     return lines
 
 
@@ -122,37 +132,47 @@ def _e(text) -> str:
 
 
 def _page(title: str, body: str) -> bytes:
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
-            f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{CSS}</style></head>"
-            f"<body>{body}</body></html>").encode("utf-8")
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+        f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{CSS}</style></head>"
+        f"<body>{body}</body></html>"
+    ).encode("utf-8")
 
 
 def index_page(book: Gradebook) -> bytes:
     qs = questions(book)
     if not qs:
-        body = ("<h1>Marking</h1><p>No manually graded answers in this gradebook: grade an exercise set that has "
-                "some (cells with nbgrader's <code>grade: true, solution: true</code>) with <code>course grade</code>."
-                "</p>")
+        body = (
+            "<h1>Marking</h1><p>No manually graded answers in this gradebook: grade an exercise set that has "
+            "some (cells with nbgrader's <code>grade: true, solution: true</code>) with <code>course grade</code>."
+            "</p>"
+        )
         return _page("Marking", body)
     rows = []
     for (assignment, gid), q in qs.items():
         waiting = sum(1 for _, t in q["answers"] if t["status"] == MANUAL_STATUS)
         marked = sum(1 for _, t in q["answers"] if t["status"] == MARKED)
         link = "/question?" + urllib.parse.urlencode({"a": assignment, "q": gid})
-        rows.append(f"<tr><td>{_e(assignment)}</td><td><a href='{_e(link)}'>{_e(q['exercise'])}</a></td>"
-                    f"<td>{num(q['max_points'])}</td><td class=done>{marked}</td><td>{waiting}</td>"
-                    f"<td>{len(q['answers'])}</td></tr>")
-    body = ("<h1>Marking</h1><p>One question at a time, the whole class on one page.</p>"
-            "<table><tr><th>Assignment</th><th>Question</th><th>Points</th><th>Marked</th><th>To mark</th>"
-            f"<th>Students</th></tr>{''.join(rows)}</table>")
+        rows.append(
+            f"<tr><td>{_e(assignment)}</td><td><a href='{_e(link)}'>{_e(q['exercise'])}</a></td>"
+            f"<td>{num(q['max_points'])}</td><td class=done>{marked}</td><td>{waiting}</td>"
+            f"<td>{len(q['answers'])}</td></tr>"
+        )
+    body = (
+        "<h1>Marking</h1><p>One question at a time, the whole class on one page.</p>"
+        "<table><tr><th>Assignment</th><th>Question</th><th>Points</th><th>Marked</th><th>To mark</th>"
+        f"<th>Students</th></tr>{''.join(rows)}</table>"
+    )
     return _page("Marking", body)
 
 
 def question_page(book: Gradebook, assignment: str, gid: str, token: str, grader: str, message: str = "") -> bytes:
     q = questions(book).get((assignment, gid))
     if q is None:
-        return _page("Not found", f"<p class=error>No question {_e(gid)} in {_e(assignment)}.</p><p><a href='/'>All "
-                                  "questions</a></p>")
+        return _page(
+            "Not found",
+            f"<p class=error>No question {_e(gid)} in {_e(assignment)}.</p><p><a href='/'>All questions</a></p>",
+        )
     info = question_source(q["solutions_path"], gid)
     parts = [f"<p><a href='/'>All questions</a></p><h1>{_e(assignment)}: {_e(q['exercise'])}</h1>"]
     if message:
@@ -174,33 +194,44 @@ def question_page(book: Gradebook, assignment: str, gid: str, token: str, grader
         status = t["status"]
         head = f"<h3 id='{_e(anchor)}'>{_e(who)} · <span class=status>{_e(status)}</span></h3>"
         if status not in (MANUAL_STATUS, MARKED):
-            parts.append(f"<div class=card>{head}<p>{_e(t.get('message') or status)}: 0 points, nothing to mark.</p>"
-                         "</div>")
+            parts.append(
+                f"<div class=card>{head}<p>{_e(t.get('message') or status)}: 0 points, nothing to mark.</p></div>"
+            )
             continue
         done = ""
         if status == MARKED:
-            done = (f"<p class=done>Marked {num(t['points'])} / {num(t['max_points'])} by {_e(t.get('grader', '?'))} "
-                    f"on {_e(str(t.get('marked_at', ''))[:16].replace('T', ' '))}"
-                    + (f": {_e(t.get('rubric'))}" if t.get("rubric") else "") + "</p>")
+            done = (
+                f"<p class=done>Marked {num(t['points'])} / {num(t['max_points'])} by {_e(t.get('grader', '?'))} "
+                f"on {_e(str(t.get('marked_at', ''))[:16].replace('T', ' '))}"
+                + (f": {_e(t.get('rubric'))}" if t.get("rubric") else "")
+                + "</p>"
+            )
         options = "<option value=''>(none)</option>" + "".join(
-            f"<option value='{i}'" + (" selected" if x.get("text") == t.get("rubric") else "")
-            + f">{num(x['points'])}: {_e(x.get('text', ''))}</option>" for i, x in enumerate(info["rubric"]))
-        form = (f"<form class=mark method=post action='/mark' aria-label='mark {_e(who)}'>"
-                f"<input type=hidden name=token value='{_e(token)}'>"
-                f"<input type=hidden name=a value='{_e(assignment)}'><input type=hidden name=q value='{_e(gid)}'>"
-                f"<input type=hidden name=student value='{_e(r.student)}'>"
-                f"<input type=hidden name=answer value='{_e(t.get('answer_sha256', ''))}'>"
-                f"<label for='p-{_e(anchor)}'>Points (of {num(t['max_points'])})</label>"
-                f"<input id='p-{_e(anchor)}' name=points type=number min=0 max='{num(t['max_points'])}' step=0.25 "
-                f"value='{num(t['points']) if status == MARKED else ''}'>"
-                f"<label for='r-{_e(anchor)}'>Rubric</label><select id='r-{_e(anchor)}' name=rubric>{options}</select>"
-                f"<label for='c-{_e(anchor)}'>Comment</label>"
-                f"<textarea id='c-{_e(anchor)}' name=comment>{_e(t.get('comment', ''))}</textarea>"
-                f"<label for='g-{_e(anchor)}'>Grader</label>"
-                f"<input id='g-{_e(anchor)}' name=grader value='{_e(grader)}' required>"
-                f"<span></span><button type=submit>Save the mark for {_e(who)}</button></form>")
-        parts.append(f"<div class='card{' marked' if status == MARKED else ''}'>{head}"
-                     f"<div class=answer>{_e(t.get('answer', ''))}</div>{done}{form}</div>")
+            f"<option value='{i}'"
+            + (" selected" if x.get("text") == t.get("rubric") else "")
+            + f">{num(x['points'])}: {_e(x.get('text', ''))}</option>"
+            for i, x in enumerate(info["rubric"])
+        )
+        form = (
+            f"<form class=mark method=post action='/mark' aria-label='mark {_e(who)}'>"
+            f"<input type=hidden name=token value='{_e(token)}'>"
+            f"<input type=hidden name=a value='{_e(assignment)}'><input type=hidden name=q value='{_e(gid)}'>"
+            f"<input type=hidden name=student value='{_e(r.student)}'>"
+            f"<input type=hidden name=answer value='{_e(t.get('answer_sha256', ''))}'>"
+            f"<label for='p-{_e(anchor)}'>Points (of {num(t['max_points'])})</label>"
+            f"<input id='p-{_e(anchor)}' name=points type=number min=0 max='{num(t['max_points'])}' step=0.25 "
+            f"value='{num(t['points']) if status == MARKED else ''}'>"
+            f"<label for='r-{_e(anchor)}'>Rubric</label><select id='r-{_e(anchor)}' name=rubric>{options}</select>"
+            f"<label for='c-{_e(anchor)}'>Comment</label>"
+            f"<textarea id='c-{_e(anchor)}' name=comment>{_e(t.get('comment', ''))}</textarea>"
+            f"<label for='g-{_e(anchor)}'>Grader</label>"
+            f"<input id='g-{_e(anchor)}' name=grader value='{_e(grader)}' required>"
+            f"<span></span><button type=submit>Save the mark for {_e(who)}</button></form>"
+        )
+        parts.append(
+            f"<div class='card{' marked' if status == MARKED else ''}'>{head}"
+            f"<div class=answer>{_e(t.get('answer', ''))}</div>{done}{form}</div>"
+        )
     return _page(f"{assignment}: {q['exercise']}", "".join(parts))
 
 
@@ -212,8 +243,10 @@ def save_mark(book: Gradebook, out: Path, form: dict[str, str]) -> tuple[str, st
     if entry is None:
         raise ValueError(f"no answer of {student!r} to {gid!r} in {assignment!r}")
     if form.get("answer") and form["answer"] != entry.get("answer_sha256"):
-        raise ValueError(f"{student}'s answer changed since this page was loaded (a new attempt was graded); "
-                         "reload the page and mark it again")
+        raise ValueError(
+            f"{student}'s answer changed since this page was loaded (a new attempt was graded); "
+            "reload the page and mark it again"
+        )
     if entry["status"] not in (MANUAL_STATUS, MARKED):
         raise ValueError(f"{student} did not answer {gid}: there is nothing to mark")
     grader = form.get("grader", "").strip()
@@ -236,8 +269,16 @@ def save_mark(book: Gradebook, out: Path, form: dict[str, str]) -> tuple[str, st
         points = float(item["points"])
     else:
         raise ValueError("give the points, or choose a rubric item (its points are used)")
-    book.add_mark(student, assignment, gid, points, rubric=item.get("text", "") if item else "",
-                  comment=form.get("comment", ""), grader=grader, answer_sha256=entry.get("answer_sha256", ""))
+    book.add_mark(
+        student,
+        assignment,
+        gid,
+        points,
+        rubric=item.get("text", "") if item else "",
+        comment=form.get("comment", ""),
+        grader=grader,
+        answer_sha256=entry.get("answer_sha256", ""),
+    )
     write_exports(book, out)
     return assignment, gid, student
 
@@ -291,8 +332,13 @@ class Handler(BaseHTTPRequestHandler):
         """Only this machine, by the name it was given (no DNS rebinding), with the token."""
         port = self.server.server_address[1]
         if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
-            self._send(403, _page("Forbidden", "<p class=error>Open the address that <code>course mark</code> "
-                                               "printed (127.0.0.1).</p>"))
+            self._send(
+                403,
+                _page(
+                    "Forbidden",
+                    "<p class=error>Open the address that <code>course mark</code> printed (127.0.0.1).</p>",
+                ),
+            )
             return False
         return True
 
@@ -302,8 +348,14 @@ class Handler(BaseHTTPRequestHandler):
             return True
         if secrets.compare_digest(query.get("token", [""])[0], token):
             return True
-        self._send(403, _page("Forbidden", "<p class=error>This page needs the token: open the whole address "
-                                           "<code>course mark</code> printed, with <code>?token=...</code>.</p>"))
+        self._send(
+            403,
+            _page(
+                "Forbidden",
+                "<p class=error>This page needs the token: open the whole address "
+                "<code>course mark</code> printed, with <code>?token=...</code>.</p>",
+            ),
+        )
         return False
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
@@ -316,8 +368,14 @@ class Handler(BaseHTTPRequestHandler):
         if "token" in query:  # keep the token in a cookie, and out of the address bar and the history
             rest = {k: v for k, v in query.items() if k != "token"}
             target = url.path + ("?" + urllib.parse.urlencode(rest, doseq=True) if rest else "")
-            self._send(303, b"", {"Location": target,
-                                  "Set-Cookie": f"course_mark={self.server.token}; HttpOnly; SameSite=Strict; Path=/"})
+            self._send(
+                303,
+                b"",
+                {
+                    "Location": target,
+                    "Set-Cookie": f"course_mark={self.server.token}; HttpOnly; SameSite=Strict; Path=/",
+                },
+            )
             return
         grader = self._cookie("course_grader") or self.server.grader
         with closing(open_gradebook(self.server.out)) as book:
@@ -336,8 +394,12 @@ class Handler(BaseHTTPRequestHandler):
         if length > 200_000:
             self._send(413, _page("Too large", "<p class=error>That form is too large.</p>"))
             return
-        form = {k: v[0] for k, v in urllib.parse.parse_qs(self.rfile.read(length).decode("utf-8", "replace"),
-                                                          keep_blank_values=True).items()}
+        form = {
+            k: v[0]
+            for k, v in urllib.parse.parse_qs(
+                self.rfile.read(length).decode("utf-8", "replace"), keep_blank_values=True
+            ).items()
+        }
         if self.path != "/mark" or not secrets.compare_digest(form.get("token", ""), self.server.token):
             self._send(403, _page("Forbidden", "<p class=error>A mark must come from a marking page.</p>"))
             return
@@ -349,12 +411,20 @@ class Handler(BaseHTTPRequestHandler):
             target = "/question?" + urllib.parse.urlencode({**back, "error": str(err)})
             self._send(303, b"", {"Location": target})
             return
-        print(f"marked {student}, {assignment} {gid}: {form.get('points') or 'rubric'} by {form.get('grader')}",
-              flush=True)
+        print(
+            f"marked {student}, {assignment} {gid}: {form.get('points') or 'rubric'} by {form.get('grader')}",
+            flush=True,
+        )
         anchor = "#s-" + re.sub(r"[^A-Za-z0-9_-]", "_", student)
         grader = urllib.parse.quote(form.get("grader", "").strip())
-        self._send(303, b"", {"Location": "/question?" + urllib.parse.urlencode(back) + anchor,
-                              "Set-Cookie": f"course_grader={grader}; SameSite=Strict; Path=/"})
+        self._send(
+            303,
+            b"",
+            {
+                "Location": "/question?" + urllib.parse.urlencode(back) + anchor,
+                "Set-Cookie": f"course_grader={grader}; SameSite=Strict; Path=/",
+            },
+        )
 
 
 def serve(out: Path, grader: str = "", port: int = 0) -> int:

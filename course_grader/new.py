@@ -33,6 +33,7 @@ only, beside the notebook and in that folder:
 - nbgrader runs the notebook in its own folders: put the checks folder on `PYTHONPATH` for
   `nbgrader autograde` (docs/nbgrader/README.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -82,20 +83,27 @@ def _setup_import(module: str, checks_dir: Path, solutions: Path) -> str:
         return f"from course_lib.checks import {module}"
     rel = _relative(checks_dir, solutions)
     folders = '(".",)' if rel == "." else f'(".", "{rel}")'
-    return (f"# This set's checks, {module}.py, travel with the notebook: `course build` puts a copy\n"
-            f"# beside it (keep the two together); the teacher's copy is in {rel}/. Last in the cell:\n"
-            f"# the grader's sandbox, where the answers run, does not need them.\n"
-            f"import os\n"
-            f"\n"
-            f'sys.path += [d for d in {folders} if os.path.isfile(os.path.join(d, "{module}.py"))]\n'
-            f"import {module}")
+    return (
+        f"# This set's checks, {module}.py, travel with the notebook: `course build` puts a copy\n"
+        f"# beside it (keep the two together); the teacher's copy is in {rel}/. Last in the cell:\n"
+        f"# the grader's sandbox, where the answers run, does not need them.\n"
+        f"import os\n"
+        f"\n"
+        f'sys.path += [d for d in {folders} if os.path.isfile(os.path.join(d, "{module}.py"))]\n'
+        f"import {module}"
+    )
 
 
 def solution_notebook(name: str, title: str, module: str, checks_dir: Path, solutions: Path | None = None) -> dict:
     """The new set's solution notebook, from templates/NN_template.ipynb."""
     solutions = solutions if solutions is not None else checks_dir
-    values = {"NN": NAME.match(name)["nn"], "NAME": name, "TITLE": title, "MODULE": module,
-              "SETUP_IMPORT": _setup_import(module, checks_dir, solutions)}
+    values = {
+        "NN": NAME.match(name)["nn"],
+        "NAME": name,
+        "TITLE": title,
+        "MODULE": module,
+        "SETUP_IMPORT": _setup_import(module, checks_dir, solutions),
+    }
     nb = json.loads((TEMPLATES / "NN_template.ipynb").read_text(encoding="utf-8"))
     if checks_dir.resolve() != COURSE_CHECKS:  # `course build` copies it, `course grade` imports it from there
         nb["metadata"]["course"] = {"checks": f"{_relative(checks_dir, solutions)}/{module}.py"}
@@ -124,8 +132,13 @@ def checks_module(name: str, title: str, module: str) -> str:
         "POOLED_C": seal((4, 10), name="pooled_shape", decimals=None),
         "POOLED_KEEP": seal((4, 1, 16), name="pooled_shape", decimals=None),
     }
-    values = {"NN": NAME.match(name)["nn"], "NAME": name, "TITLE": title, "MODULE": module,
-              **{f"SEAL_{key}": repr(value) for key, value in seals.items()}}
+    values = {
+        "NN": NAME.match(name)["nn"],
+        "NAME": name,
+        "TITLE": title,
+        "MODULE": module,
+        **{f"SEAL_{key}": repr(value) for key, value in seals.items()},
+    }
     return fill((TEMPLATES / "lessonNN.py.tmpl").read_text(encoding="utf-8"), values)
 
 
@@ -133,8 +146,10 @@ def new_set(name: str, title: str, solutions: Path, checks_dir: Path) -> list[Pa
     """Write the new set's solution notebook and checks module; the paths written."""
     match = NAME.match(name)
     if not match:
-        raise NewSetError(f"the name must look like NN_name (two digits, then lowercase words joined by _), e.g. "
-                          f"12_my_topic; got {name!r}")
+        raise NewSetError(
+            f"the name must look like NN_name (two digits, then lowercase words joined by _), e.g. "
+            f"12_my_topic; got {name!r}"
+        )
     if not title.strip():
         raise NewSetError("--title must not be empty")
     module = f"lesson{match['nn']}"
@@ -142,8 +157,10 @@ def new_set(name: str, title: str, solutions: Path, checks_dir: Path) -> list[Pa
     taken = [p for p in (notebook, checks_file) if p.exists()]
     taken += [p for p in solutions.glob(f"{match['nn']}_*.ipynb") if p != notebook]
     if taken:
-        raise NewSetError("nothing was written: " + ", ".join(map(str, taken)) + " already exist(s); "
-                          "choose another number, or move the existing files away first.")
+        raise NewSetError(
+            "nothing was written: " + ", ".join(map(str, taken)) + " already exist(s); "
+            "choose another number, or move the existing files away first."
+        )
     nb = solution_notebook(name, title.strip(), module, checks_dir, solutions)
     problems = validate_solution_notebook(nb, notebook.name)
     assert not problems, problems  # the template itself is broken: a bug here, not the teacher's

@@ -5,6 +5,7 @@ The list is `worker.BASE_PRELOAD` and the modules the solution notebooks' setup 
 environment variable COURSE_GRADER_PRELOAD, set by `worker.run_batch`). A module that fails to import
 is left for the checking process to import (and to fail on) itself.
 """
+
 import importlib
 import os
 

@@ -24,6 +24,7 @@ Random generators (numpy's, torch's, Python's `random.Random`) passed as argumen
 their state, and come back advanced. The global random state is not shared: the learner's code
 draws from the kernel's own, so a check that needs reproducible draws passes a generator.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -35,9 +36,27 @@ from course_lib.runner import wire
 from course_lib.runner.process import Kernel, KernelStopped
 
 # nn.Module methods that never give a differentiable result: calling them needs no autograd node.
-BOOKKEEPING = {"load_state_dict", "state_dict", "train", "eval", "to", "cpu", "double", "float", "half", "type",
-               "requires_grad_", "extra_repr", "named_buffers", "buffers", "children", "named_children", "modules",
-               "named_modules", "apply"}
+BOOKKEEPING = {
+    "load_state_dict",
+    "state_dict",
+    "train",
+    "eval",
+    "to",
+    "cpu",
+    "double",
+    "float",
+    "half",
+    "type",
+    "requires_grad_",
+    "extra_repr",
+    "named_buffers",
+    "buffers",
+    "children",
+    "named_children",
+    "modules",
+    "named_modules",
+    "apply",
+}
 
 # A stand-in's class is named like the learner's type (the checks' messages say "got MyModel"), and an
 # error's class like the learner's exception. A learner can invent any number of names, so at most
@@ -113,16 +132,21 @@ class Session:
         try:
             return dec.decode(reply.get("value")), dec
         except wire.WireError as err:
-            raise KernelStopped("died", f"the learner's kernel sent a value the grader cannot read ({err})",
-                                alive=True) from None
+            raise KernelStopped(
+                "died", f"the learner's kernel sent a value the grader cannot read ({err})", alive=True
+            ) from None
 
     def make_proxy(self, item: list) -> Remote:
         if len(item) < 5 or type(item[0]) is not int:
             raise wire.WireError("a garbled reference")
         ref, kind, type_name, text = item[0], item[1], item[2], item[3]
         name = item[4] if len(item) > 4 else None
-        base = {"module": RemoteModule, "class": RemoteCallable, "function": RemoteCallable,
-                "callable": RemoteCallable}.get(kind, Remote)
+        base = {
+            "module": RemoteModule,
+            "class": RemoteCallable,
+            "function": RemoteCallable,
+            "callable": RemoteCallable,
+        }.get(kind, Remote)
         obj = object.__new__(_proxy_class(base, type_name))
         object.__setattr__(obj, "_session", self)
         object.__setattr__(obj, "_ref", ref)
@@ -136,8 +160,11 @@ class Session:
 
     def check_alive(self, proxy: Remote) -> None:
         if object.__getattribute__(proxy, "_generation") != self.kernel.generation:
-            raise KernelStopped("died", "the learner's kernel stopped and was started again, so this object of "
-                                "theirs is gone", alive=True)
+            raise KernelStopped(
+                "died",
+                "the learner's kernel stopped and was started again, so this object of theirs is gone",
+                alive=True,
+            )
 
     def release(self, ref: int, generation: int) -> None:
         if generation == self.kernel.generation:
@@ -158,8 +185,9 @@ class Session:
         reply, buffers = self.request({"op": "getattr", "target": [_ref(proxy)], "name": name})
         return self.value(reply, buffers)[0]
 
-    def call(self, proxy: Remote, args: tuple, kwargs: dict, *, attr: str | None = None,
-             module: RemoteModule | None = None) -> Any:
+    def call(
+        self, proxy: Remote, args: tuple, kwargs: dict, *, attr: str | None = None, module: RemoteModule | None = None
+    ) -> Any:
         import torch
 
         self.check_alive(proxy)
@@ -168,8 +196,14 @@ class Session:
             items = enc.encode(list(args)), enc.encode(dict(kwargs))
         except wire.WireError as err:
             raise TypeError(str(err)) from None
-        header = {"op": "call", "target": [_ref(proxy)], "attr": attr, "args": items[0], "kwargs": items[1],
-                  "grad": torch.is_grad_enabled()}
+        header = {
+            "op": "call",
+            "target": [_ref(proxy)],
+            "attr": attr,
+            "args": items[0],
+            "kwargs": items[1],
+            "grad": torch.is_grad_enabled(),
+        }
         mirrors = module._mirrors() if module is not None and attr not in BOOKKEEPING else []
         if module is not None:
             header["module"] = True
@@ -204,7 +238,6 @@ class Session:
         return [(str(n), t) for n, t in value], str(reply.get("version"))
 
 
-
 class _Job:
     """One tracked call: run by `LearnerCall.forward`, differentiated by its backward."""
 
@@ -225,15 +258,19 @@ class _Job:
         flags = reply.get("differentiable")
         if not isinstance(flags, list) or len(flags) != len(dec.tensors):
             raise KernelStopped("died", "the kernel sent a garbled reply to a call", alive=True)
-        self.differentiable = [bool(f) and (t.is_floating_point() or t.is_complex())
-                               for f, t in zip(flags, dec.tensors, strict=False)]
+        self.differentiable = [
+            bool(f) and (t.is_floating_point() or t.is_complex()) for f, t in zip(flags, dec.tensors, strict=False)
+        ]
         self.call_id = reply.get("call")
         return self.tensors
 
     def backward(self, grads: tuple) -> list:
         if self.generation != self.session.kernel.generation:
-            raise KernelStopped("died", "the learner's kernel stopped and was started again, so the graph of this "
-                                "call is gone", alive=True)
+            raise KernelStopped(
+                "died",
+                "the learner's kernel stopped and was started again, so the graph of this call is gone",
+                alive=True,
+            )
         wanted = [g for g, d in zip(grads, self.differentiable, strict=False) if d]
         found = self.session.backward(self.call_id, wanted)
         n_inputs = len([t for t in self.enc.tensors if t.requires_grad]) + sum(self.header.get("params") or [])
@@ -319,8 +356,10 @@ def _encode_proxy(obj: Any) -> list:
         session = object.__getattribute__(obj, "_session")
         session.check_alive(obj)
         return ["ref", _ref(obj)]
-    raise wire.WireError(f"the grader can only pass plain data (numbers, strings, lists, tuples, dicts, numpy arrays, "
-                         f"tensors, random generators) to a learner's code, not {type(obj).__name__}")
+    raise wire.WireError(
+        f"the grader can only pass plain data (numbers, strings, lists, tuples, dicts, numpy arrays, "
+        f"tensors, random generators) to a learner's code, not {type(obj).__name__}"
+    )
 
 
 def _ref(proxy: Remote) -> int:

@@ -15,6 +15,7 @@ Written as `report.md` and one figure per assignment, `report-<assignment>.png` 
 colour-blind-safe colours), next to the gradebook. Only graded work counts in the tables: "not
 submitted" and ungradable rows are counted apart, not as failures.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,14 @@ from .gradebook import BIG_CHANGE, Gradebook, Row
 
 OUTCOMES = tuple(s for s in STATUSES if s != "not submitted")  # passed, partial, failed, not attempted, error
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency, and on dark backgrounds.
-COLOURS = {"passed": "#009E73", "partial": "#56B4E9", "failed": "#E69F00", "not attempted": "#999999",
-           "error": "#D55E00", MANUAL_STATUS: "#CC79A7"}
+COLOURS = {
+    "passed": "#009E73",
+    "partial": "#56B4E9",
+    "failed": "#E69F00",
+    "not attempted": "#999999",
+    "error": "#D55E00",
+    MANUAL_STATUS: "#CC79A7",
+}
 NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
 HINT_CHARS = 200  # a hint longer than this is cut at a word, never inside one
 
@@ -73,6 +80,7 @@ class ExerciseSummary:
 @dataclass
 class Attention:
     """The students of one assignment who need the teacher's eye, by reason; each entry a readable line."""
+
     not_submitted: list[str] = field(default_factory=list)
     not_graded: list[str] = field(default_factory=list)
     timed_out: list[str] = field(default_factory=list)
@@ -81,10 +89,15 @@ class Attention:
     late: list[str] = field(default_factory=list)
     to_mark: list[str] = field(default_factory=list)
 
-    TITLES = {"not_submitted": "Not submitted", "not_graded": "Could not be graded", "timed_out": "Timed out",
-              "added_cell": "Lost points to a cell they added (the grader does not run it)",
-              "regraded": "Big change of score when regraded", "late": "Marked late by the LMS",
-              "to_mark": "Written answers still to mark (`course mark`)"}
+    TITLES = {
+        "not_submitted": "Not submitted",
+        "not_graded": "Could not be graded",
+        "timed_out": "Timed out",
+        "added_cell": "Lost points to a cell they added (the grader does not run it)",
+        "regraded": "Big change of score when regraded",
+        "late": "Marked late by the LMS",
+        "to_mark": "Written answers still to mark (`course mark`)",
+    }
 
     def lines(self) -> list[str]:
         found = []
@@ -115,8 +128,9 @@ def _hints(message: str) -> list[tuple[str, str]]:
     return [(_cut(re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", h)), _cut(h)) for h in hints if h]
 
 
-def summarize(rows: list[Row],
-              assignments: list[str] | None = None) -> tuple[dict[str, list[ExerciseSummary]], Counter]:
+def summarize(
+    rows: list[Row], assignments: list[str] | None = None
+) -> tuple[dict[str, list[ExerciseSummary]], Counter]:
     """assignment -> its exercises' summaries (in notebook order), and assignment -> students not submitted."""
     by_assignment: dict[str, dict[str, ExerciseSummary]] = {}
     missing: Counter = Counter()
@@ -132,8 +146,9 @@ def summarize(rows: list[Row],
             continue
         for t in r.tests:
             key = t.get("exercise") or t["grade_id"]
-            summary = exercises.setdefault(key, ExerciseSummary(r.assignment, key, t["max_points"],
-                                                                manual=bool(t.get("manual"))))
+            summary = exercises.setdefault(
+                key, ExerciseSummary(r.assignment, key, t["max_points"], manual=bool(t.get("manual")))
+            )
             if t.get("manual"):
                 if t["status"] == MARKED:
                     outcome = "passed" if t["points"] >= t["max_points"] else "partial" if t["points"] > 0 else "failed"
@@ -192,9 +207,13 @@ def distribution(rows: list[Row], assignment: str) -> list[str]:
         return []
     top = max(r.max_score for r in graded)
     finals = [r.final for r in graded]
-    lines = [f"Scores of the {len(finals)} graded submission(s), of {num(top)}: mean {num(statistics.mean(finals))}, "
-             f"median {num(statistics.median(finals))}, lowest {num(min(finals))}, highest {num(max(finals))}.", "",
-             "| Score | Students |", "|---|---|"]
+    lines = [
+        f"Scores of the {len(finals)} graded submission(s), of {num(top)}: mean {num(statistics.mean(finals))}, "
+        f"median {num(statistics.median(finals))}, lowest {num(min(finals))}, highest {num(max(finals))}.",
+        "",
+        "| Score | Students |",
+        "|---|---|",
+    ]
     bins = Counter()
     for f in finals:
         bins[min(9, int(10 * f / top)) if top and f < top else 10] += 1
@@ -206,8 +225,13 @@ def distribution(rows: list[Row], assignment: str) -> list[str]:
     return lines
 
 
-def markdown(summaries: dict[str, list[ExerciseSummary]], missing: Counter, top: int = 3,
-             rows: list[Row] | None = None, labels: dict[str, str] | None = None) -> str:
+def markdown(
+    summaries: dict[str, list[ExerciseSummary]],
+    missing: Counter,
+    top: int = 3,
+    rows: list[Row] | None = None,
+    labels: dict[str, str] | None = None,
+) -> str:
     rows = rows or []
     lines = ["# Class report", ""]
     for assignment, exercises in summaries.items():
@@ -225,16 +249,21 @@ def markdown(summaries: dict[str, list[ExerciseSummary]], missing: Counter, top:
             continue
         manual = any(e.manual for e in exercises)
         lines += ["### Exercises", ""] if rows else []
-        lines += ["| Exercise | Passed | Partial | Failed | Not attempted | Error | "
-                  + ("To mark | " if manual else "") + "Mean points | Most common hints |",
-                  "|---|---|---|---|---|---|---|" + ("---|" if manual else "") + "---|"]
+        lines += [
+            "| Exercise | Passed | Partial | Failed | Not attempted | Error | "
+            + ("To mark | " if manual else "")
+            + "Mean points | Most common hints |",
+            "|---|---|---|---|---|---|---|" + ("---|" if manual else "") + "---|",
+        ]
         for e in exercises:
             hints = "<br>".join(f"{n}× {e.hint_text(h).replace('|', '/')}" for h, n in e.hints.most_common(top)) or "–"
             title = e.exercise.replace("|", "/") + (" (written)" if e.manual else "")
-            lines.append(f"| {title} | {e.counts['passed']} ({e.pass_rate:.0%}) | {e.counts['partial']} "
-                         f"| {e.counts['failed']} | {e.counts['not attempted']} | {e.counts['error']} "
-                         + (f"| {e.counts[MANUAL_STATUS]} " if manual else "")
-                         + f"| {num(e.mean_points)} / {num(e.max_points)} | {hints} |")
+            lines.append(
+                f"| {title} | {e.counts['passed']} ({e.pass_rate:.0%}) | {e.counts['partial']} "
+                f"| {e.counts['failed']} | {e.counts['not attempted']} | {e.counts['error']} "
+                + (f"| {e.counts[MANUAL_STATUS]} " if manual else "")
+                + f"| {num(e.mean_points)} / {num(e.max_points)} | {hints} |"
+            )
         scored = [e for e in exercises if not e.manual] or exercises
         hardest = min(scored, key=lambda e: (e.pass_rate, e.exercise))
         lines += ["", f"Lowest pass rate: **{hardest.exercise}** ({hardest.pass_rate:.0%}).", ""]
@@ -276,8 +305,9 @@ def write_report(book: Gradebook, out: Path, assignments: list[str] | None = Non
     if assignments:
         unknown = [a for a in assignments if a not in summaries]
         if unknown:
-            raise ValueError(f"the gradebook has no results for {', '.join(unknown)} "
-                             f"(it has: {', '.join(summaries) or 'none'})")
+            raise ValueError(
+                f"the gradebook has no results for {', '.join(unknown)} (it has: {', '.join(summaries) or 'none'})"
+            )
     if not summaries:
         raise ValueError(f"the gradebook {book.path} has no results yet: run `course grade` first")
     roster = book.roster()

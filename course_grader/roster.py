@@ -33,6 +33,7 @@ score in the LMS files) or `test` (an LMS's test student).
 The file may be UTF-8 (with or without the byte-order mark Excel writes) or, as Excel on Windows
 saves "CSV", Windows-1252; commas, semicolons (Excel in many European locales) and tabs all work.
 """
+
 from __future__ import annotations
 
 import csv
@@ -48,11 +49,24 @@ MOODLE_ID_COLUMNS = ("id number", "username", "email address")
 NAME_COLUMNS = ("name", "full name", "student", "student name")
 EMAIL_COLUMNS = ("email", "email address", "e-mail")
 CANVAS_IDENTITY = ("student", "id", "sis user id", "sis login id", "integration id", "section", "root account")
-MOODLE_IDENTITY = ("first name", "last name", "id number", "institution", "department", "email address", "username",
-                   "phone", "mobile phone", "city/town", "country")
+MOODLE_IDENTITY = (
+    "first name",
+    "last name",
+    "id number",
+    "institution",
+    "department",
+    "email address",
+    "username",
+    "phone",
+    "mobile phone",
+    "city/town",
+    "country",
+)
 # Canvas's computed columns ("Current Score", "Assignments Final Points", ...) and Moodle's "Last downloaded ..."
-LMS_COMPUTED = re.compile(r"(?i)^(.*\b)?(current|final|unposted current|unposted final|override)\s+"
-                          r"(score|points|grade)$|^last downloaded from this course$|^course total\b.*")
+LMS_COMPUTED = re.compile(
+    r"(?i)^(.*\b)?(current|final|unposted current|unposted final|override)\s+"
+    r"(score|points|grade)$|^last downloaded from this course$|^course total\b.*"
+)
 LMS_GRADE_ITEM = re.compile(r".*\(\d+\)\s*$|.*\((real|percentage|letter)\)\s*$", re.I)
 STATUSES = ("active", "dropped", "test")
 
@@ -105,7 +119,7 @@ class Roster:
         return s.name if s else ""
 
     def label(self, student_id: str) -> str:
-        """"Zoë Müller (zm42)" for a roster student, the id for anyone else."""
+        """ "Zoë Müller (zm42)" for a roster student, the id for anyone else."""
         s = self.by_id.get(student_id)
         return s.label if s else student_id
 
@@ -122,10 +136,16 @@ class Roster:
         """One line on how the file was read, for the teacher."""
         kinds = {"canvas": "a Canvas gradebook export", "moodle": "a Moodle grade export", "csv": "a CSV roster"}
         what = kinds[self.kind]
-        others = [f"{sum(s.status == st for s in self.students)} {st}" for st in ("dropped", "test")
-                  if any(s.status == st for s in self.students)]
-        return (f"{self.source}: read as {what}: {len(self.active)} student(s)"
-                + (f" ({', '.join(others)})" if others else "") + f", ids from the column {self.id_column!r}")
+        others = [
+            f"{sum(s.status == st for s in self.students)} {st}"
+            for st in ("dropped", "test")
+            if any(s.status == st for s in self.students)
+        ]
+        return (
+            f"{self.source}: read as {what}: {len(self.active)} student(s)"
+            + (f" ({', '.join(others)})" if others else "")
+            + f", ids from the column {self.id_column!r}"
+        )
 
     def find(self, key: str) -> tuple[Student | None, str]:
         """The student a folder name or an LMS label `key` stands for, and how it was matched
@@ -136,8 +156,10 @@ class Roster:
             return self.by_id[key], ""
         tries = [
             ("id", lambda s: s.id.casefold() == key.casefold()),
-            ("email", lambda s: bool(s.email)
-             and key.casefold() in (s.email.casefold(), s.email.split("@")[0].casefold())),
+            (
+                "email",
+                lambda s: bool(s.email) and key.casefold() in (s.email.casefold(), s.email.split("@")[0].casefold()),
+            ),
             ("name", lambda s: bool(s.name) and normalize(s.name) == normalize(key) != ""),
             ("LMS id", lambda s: key.strip() != "" and key.strip() in s.extra.values()),
         ]
@@ -154,8 +176,10 @@ def _decode(raw: bytes, source: str) -> tuple[str, str]:
     try:
         return raw.decode("utf-8-sig"), ""
     except UnicodeDecodeError:
-        return (raw.decode("cp1252", errors="replace"),
-                f"{source} is not UTF-8; it was read as Windows-1252 (Excel's 'CSV')")
+        return (
+            raw.decode("cp1252", errors="replace"),
+            f"{source} is not UTF-8; it was read as Windows-1252 (Excel's 'CSV')",
+        )
 
 
 def _column(headers: dict[str, str], names: tuple[str, ...]) -> str | None:
@@ -191,8 +215,9 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
     text = text.lstrip("\ufeff")  # Excel's and Canvas's byte-order mark is not part of the first column's name
     lines = text.splitlines()
     if not lines or not lines[0].strip():
-        raise RosterError(f"{source} is empty; expected a CSV file whose first line names the columns, "
-                          "e.g. student_id,name,email")
+        raise RosterError(
+            f"{source} is empty; expected a CSV file whose first line names the columns, e.g. student_id,name,email"
+        )
     try:
         dialect = csv.Sniffer().sniff(lines[0], delimiters=",;\t")
     except csv.Error:
@@ -201,8 +226,9 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
     written = [h for h in (reader.fieldnames or []) if h is not None]
     headers = {h.strip().casefold(): h for h in written}
     kind = _kind(headers)
-    rows = [row for row in reader
-            if any((v or "").strip() for k, v in row.items() if k is not None and isinstance(v, str))]
+    rows = [
+        row for row in reader if any((v or "").strip() for k, v in row.items() if k is not None and isinstance(v, str))
+    ]
     student_col = headers.get("student") if kind == "canvas" else None
     canvas_ids = [headers[c] for c in CANVAS_ID_COLUMNS if c in headers]
     if kind == "canvas":
@@ -219,8 +245,11 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
     def name_of(row: dict) -> str:
         if name_col:
             return (row.get(name_col) or "").strip()
-        return " ".join(p for p in ((row.get(first) or "").strip() if first else "",
-                                    (row.get(last) or "").strip() if last else "") if p)
+        return " ".join(
+            p
+            for p in ((row.get(first) or "").strip() if first else "", (row.get(last) or "").strip() if last else "")
+            if p
+        )
 
     real = [r for r in rows if not (kind == "canvas" and _is_test_student(name_of(r)))]
     if id_column is not None:
@@ -231,8 +260,10 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
         candidates = {"canvas": CANVAS_ID_COLUMNS, "moodle": MOODLE_ID_COLUMNS, "csv": ID_COLUMNS}[kind]
         present = [headers[c] for c in candidates if c in headers]
         if not present:
-            raise RosterError(f"{source} has the columns {written}; expected one of them to be the student id, "
-                              f"named one of: {', '.join(ID_COLUMNS)} (or name it with --id-column)")
+            raise RosterError(
+                f"{source} has the columns {written}; expected one of them to be the student id, "
+                f"named one of: {', '.join(ID_COLUMNS)} (or name it with --id-column)"
+            )
         full = [c for c in present if all((r.get(c) or "").strip() for r in real)]
         id_col = full[0] if full else present[0]
     if name_col == id_col:
@@ -244,8 +275,14 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
         identity = {headers[c] for c in MOODLE_IDENTITY if c in headers}
     else:
         identity = None  # a teacher's own file: every column is kept
-    lms_columns = [h for h in written if kind != "csv" and h not in identity and LMS_GRADE_ITEM.fullmatch(h.strip())
-                   and not LMS_COMPUTED.match(h.strip())]
+    lms_columns = [
+        h
+        for h in written
+        if kind != "csv"
+        and h not in identity
+        and LMS_GRADE_ITEM.fullmatch(h.strip())
+        and not LMS_COMPUTED.match(h.strip())
+    ]
     used = {id_col, name_col, email_col, first, last} - {None}
     students, seen, problems = [], {}, []
     for line, row in enumerate(rows, start=2):
@@ -265,9 +302,14 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
         if not email and kind == "canvas":
             login = (row.get(headers.get("sis login id", "")) or "").strip()
             email = login if "@" in login else ""
-        extra = {k: (v or "").strip() for k, v in row.items()
-                 if k is not None and isinstance(v, str) and (k not in used or k == id_col and kind != "csv")
-                 and (identity is None or k in identity)}
+        extra = {
+            k: (v or "").strip()
+            for k, v in row.items()
+            if k is not None
+            and isinstance(v, str)
+            and (k not in used or k == id_col and kind != "csv")
+            and (identity is None or k in identity)
+        }
         students.append(Student(sid, name, email, extra, "test" if test else "active"))
     if problems:
         hint = "" if id_column else " (choose the id column with --id-column)"
@@ -281,7 +323,8 @@ def read_roster(path: Path, id_column: str | None = None) -> tuple[Roster, list[
     """The roster in `path`, and warnings about how it was read."""
     path = Path(path)
     if not path.is_file():
-        raise RosterError(f"no roster file at {path} (expected a CSV file: student_id,name,email, or your LMS's "
-                          "gradebook export)")
+        raise RosterError(
+            f"no roster file at {path} (expected a CSV file: student_id,name,email, or your LMS's gradebook export)"
+        )
     text, warning = _decode(path.read_bytes(), str(path))
     return parse_roster(text, str(path), id_column), [warning] if warning else []

@@ -15,6 +15,7 @@ sandbox, see `sandbox`) and a `Checker`:
 
 With `split=False` every cell runs in the kernel, as in JupyterLab and `course check`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -152,8 +153,11 @@ class Checker:
         except KernelStopped as err:
             return CellRun(err.status, err.status, err.message, out.getvalue())
         except CellTimeout:
-            message = ("the submission used up its total time limit during this cell" if cut
-                       else f"the cell ran longer than the time limit ({self.session.kernel.limits.cell_timeout:g} s)")
+            message = (
+                "the submission used up its total time limit during this cell"
+                if cut
+                else f"the cell ran longer than the time limit ({self.session.kernel.limits.cell_timeout:g} s)"
+            )
             return CellRun("timeout", "timeout", message, out.getvalue())
         except KeyboardInterrupt:
             raise
@@ -183,8 +187,17 @@ class Checker:
                 del self.ns[name], self.remote[name]
 
 
-def run_steps(steps: list[Step], *, limits: Limits, sandbox: bool, split: bool, cwd: Path | None = None,
-              protect: list[Path] = (), temp_root: Path | None = None, budget=None) -> RunReport:
+def run_steps(
+    steps: list[Step],
+    *,
+    limits: Limits,
+    sandbox: bool,
+    split: bool,
+    cwd: Path | None = None,
+    protect: list[Path] = (),
+    temp_root: Path | None = None,
+    budget=None,
+) -> RunReport:
     """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`); with `split`, the test
     cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel.
     `budget`: the cgroup under which each start of the kernel gets its own (see `budgets`)."""

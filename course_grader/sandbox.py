@@ -26,6 +26,7 @@ kernel's (`course_lib.runner.process.Kernel`), which this class extends. With `s
 (`course grade --no-sandbox`) it is that kernel as it is: a plain child process, with the same
 limits except the process count and the seccomp filter (its cgroup, where there is one, too).
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,8 +49,17 @@ LIBRARY_ALLOWANCE_MB = 1024  # a kernel's cgroup before it is ready: Python, num
 _STARTS = itertools.count(1)  # names each kernel start's cgroup in this process
 
 SANDBOX_UID = 1000  # the learner's uid and gid inside the sandbox
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "fonts", "os-release",
-             "mime.types", "nsswitch.conf")
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "alternatives",
+    "fonts",
+    "os-release",
+    "mime.types",
+    "nsswitch.conf",
+)
 
 
 # --- is the sandbox available? ------------------------------------------------------------------------
@@ -133,8 +143,20 @@ os.execv(argv[0], argv)
 
 def launcher(uid: int, gid: int, pairs: list[str], group_files: list[str], argv: list[str]) -> list[str]:
     """The command that runs `argv` after joining the cgroups (and, with uid >= 0, as that user with the binds)."""
-    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(uid), str(gid), str(len(pairs) // 2),
-            str(len(group_files)), *pairs, *group_files, *argv]
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        _LAUNCHER,
+        str(uid),
+        str(gid),
+        str(len(pairs) // 2),
+        str(len(group_files)),
+        *pairs,
+        *group_files,
+        *argv,
+    ]
 
 
 def _unprivileged_ids() -> tuple[int, int]:
@@ -197,9 +219,17 @@ def _outermost(paths) -> list[Path]:
 class _Launch:
     """The command line (and its file descriptors) that starts `inner` in the sandbox."""
 
-    def __init__(self, limits: Limits, inner: list[str], *, protect: list[Path],
-                 temp_root: Path | None = None, keep_fds: tuple[int, ...] = (), group: Group | None = None,
-                 seccomp: bool = True):
+    def __init__(
+        self,
+        limits: Limits,
+        inner: list[str],
+        *,
+        protect: list[Path],
+        temp_root: Path | None = None,
+        keep_fds: tuple[int, ...] = (),
+        group: Group | None = None,
+        seccomp: bool = True,
+    ):
         self.limits, self.inner = limits, inner
         self.protect = [Path(os.path.realpath(p)) for p in protect]
         self.temp_root, self.keep_fds = temp_root, keep_fds
@@ -247,9 +277,22 @@ class _Launch:
                 sources[str(b)] = target
                 pairs += [str(b), target]
             user = (uid, gid, pairs)
-        argv = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-                "--ro-bind", "/usr", "/usr"]
+        argv = [
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = Path("/") / name
             if path.is_symlink():
@@ -261,8 +304,20 @@ class _Launch:
         # The private /tmp comes before the binds: bwrap mounts in order, and a course checked out under
         # /tmp (CI clones there) must stay visible on top of the empty /tmp, not be hidden by it.
         size = str(lim.scratch_mb * 2**20)
-        argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
-                 "--size", size, "--tmpfs", "/tmp"]
+        argv += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            size,
+            "--tmpfs",
+            "/dev/shm",
+            "--size",
+            size,
+            "--tmpfs",
+            "/tmp",
+        ]
         for b in binds:
             argv += ["--ro-bind", sources[str(b)], str(b)]
         for p in self.protect:  # a protected folder inside a bound one is covered by an empty one, read-only and
@@ -307,8 +362,17 @@ class Kernel(process.Kernel):
     count and CPU share, counting everything. `seccomp=False` leaves out the seccomp filter (tests).
     """
 
-    def __init__(self, limits: Limits, *, sandbox: bool, cwd: Path | None = None, protect: list[Path] = (),
-                 temp_root: Path | None = None, budget: Group | None = None, seccomp: bool = True):
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        sandbox: bool,
+        cwd: Path | None = None,
+        protect: list[Path] = (),
+        temp_root: Path | None = None,
+        budget: Group | None = None,
+        seccomp: bool = True,
+    ):
         super().__init__(limits, cwd=cwd, temp_root=temp_root)
         self.sandbox, self.protect = sandbox, list(protect)
         self.launch: _Launch | None = None
@@ -328,8 +392,11 @@ class Kernel(process.Kernel):
         if self.limits.memory_mb:  # until the kernel is ready: the libraries' allowance on top (see _started)
             memory = (self.limits.memory_mb + 512 + LIBRARY_ALLOWANCE_MB) * 2**20
         # The pids count includes the launcher, bwrap's two processes and the kernel's own threads.
-        group = self.budget.child(f"kernel-{os.getpid()}-{next(_STARTS)}", memory_bytes=memory,
-                                  pids=self.limits.processes + 16 if self.sandbox else None)
+        group = self.budget.child(
+            f"kernel-{os.getpid()}-{next(_STARTS)}",
+            memory_bytes=memory,
+            pids=self.limits.processes + 16 if self.sandbox else None,
+        )
         return group if group.folders else None
 
     def _popen(self, inner: list[str], config: dict, keep_fds: tuple[int, ...]) -> subprocess.Popen:
@@ -341,8 +408,15 @@ class Kernel(process.Kernel):
             return super()._popen(inner, config, keep_fds)
         # In the sandbox there is no GPU device file, so the CPU.
         env = kernel_env(home="/tmp", config=config, device="cpu")
-        self.launch = _Launch(self.limits, inner, protect=self.protect, temp_root=self.temp_root, keep_fds=keep_fds,
-                              group=self.group, seccomp=self.seccomp)
+        self.launch = _Launch(
+            self.limits,
+            inner,
+            protect=self.protect,
+            temp_root=self.temp_root,
+            keep_fds=keep_fds,
+            group=self.group,
+            seccomp=self.seccomp,
+        )
         return self.launch.popen(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/")
 
     def _started(self) -> None:

@@ -30,6 +30,7 @@ notebooks, the teacher-side source that `course build` turns into exercises/ (it
 notebooks there; nothing under solutions/ is part of either package). A teacher's own set, made with
 `course new --checks DIR`, keeps its values file wherever its solutions are: `--values FILE`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -68,10 +69,17 @@ def read_values(path: Path) -> dict[str, tuple[int | None, Any, dict[str, Any]]]
     if not isinstance(values, dict) or not values:
         raise SealError(f"{path} defines no VALUES table: VALUES = {{name: (decimals, answer, {{mistake: value}})}}")
     for name, entry in values.items():
-        if not (isinstance(name, str) and isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[2], dict)
-                and (entry[0] is None or type(entry[0]) is int)):
-            raise SealError(f"{path}: VALUES[{name!r}] should be (decimals, answer, {{mistake: value}}), "
-                            f"decimals an int or None; got {entry!r:.200}")
+        if not (
+            isinstance(name, str)
+            and isinstance(entry, tuple)
+            and len(entry) == 3
+            and isinstance(entry[2], dict)
+            and (entry[0] is None or type(entry[0]) is int)
+        ):
+            raise SealError(
+                f"{path}: VALUES[{name!r}] should be (decimals, answer, {{mistake: value}}), "
+                f"decimals an int or None; got {entry!r:.200}"
+            )
     return values
 
 
@@ -95,8 +103,9 @@ def sealed_table(values: dict[str, tuple[int | None, Any, dict[str, Any]]]) -> d
             mistake_seals[description] = s = _seal_of(value, name, decimals, what)
             if s in seen:
                 precision = "exactly" if decimals is None else f"at {decimals} decimals"
-                raise SealError(f"{name}: {what} gives the same value as {seen[s]} ({precision}), so its hint "
-                                "could never be shown")
+                raise SealError(
+                    f"{name}: {what} gives the same value as {seen[s]} ({precision}), so its hint could never be shown"
+                )
             seen[s] = what
         table[name] = (decimals, answer_seal, mistake_seals)
     return table
@@ -112,7 +121,7 @@ def _literal(text: str, room: int) -> list[str]:
         if cut <= 0:  # one long word: leave it whole
             break
         pieces.append(rest[: cut + 1])
-        rest = rest[cut + 1:]
+        rest = rest[cut + 1 :]
     return [json.dumps(p, ensure_ascii=False) for p in [*pieces, rest]]
 
 
@@ -144,12 +153,18 @@ def _table_span(source: str, path: Path) -> tuple[int, int]:
         tree = ast.parse(source, str(path))
     except SyntaxError as err:
         raise SealError(f"{path} is not valid Python: {err}") from None
-    found = [node for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
-             and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "SEALS"
-             and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "Seals"]
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == "SEALS"
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", None) == "Seals"
+    ]
     if len(found) != 1:
-        raise SealError(f"{path} should hold one table `SEALS = Seals({{...}})` at the top level, "
-                        f"found {len(found)}")
+        raise SealError(f"{path} should hold one table `SEALS = Seals({{...}})` at the top level, found {len(found)}")
     return found[0].lineno, found[0].end_lineno
 
 

@@ -22,6 +22,7 @@ task (one submission) and then ending:
 The processes ignore SIGINT (the batch decides when they end) and die with the server they were
 forked from, which dies with the batch.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -55,6 +56,7 @@ class Task:
 @dataclass
 class Ending:
     """How a task's process ended without a result."""
+
     status: str  # "stopped" (killed at its deadline) or "grader error" (it died or failed)
     message: str
     seconds: float = 0.0
@@ -79,9 +81,17 @@ def context():
     return ctx
 
 
-def run_batch(tasks: list[Task], target: Callable, *, slots: int, on_result: Callable[[Task, Any], None],
-              on_failure: Callable[[Task, Ending], None], group: Group | None = None,
-              memory_mb: int | None = None, preload: list[str] = ()) -> None:
+def run_batch(
+    tasks: list[Task],
+    target: Callable,
+    *,
+    slots: int,
+    on_result: Callable[[Task, Any], None],
+    on_failure: Callable[[Task, Ending], None],
+    group: Group | None = None,
+    memory_mb: int | None = None,
+    preload: list[str] = (),
+) -> None:
     """Run `target(*task.args, budget=job_group)` for every task in a process of its own, `slots` at a time.
 
     `group`: the batch's cgroup (see `budgets.batch_group`), under which each task gets `job-N` (and in it
@@ -109,8 +119,14 @@ def run_batch(tasks: list[Task], target: Callable, *, slots: int, on_result: Cal
                     _kill(r)
                     running.remove(r)
                     seconds = time.monotonic() - r.started
-                    on_failure(r.task, Ending("stopped", f"it was still being checked after {seconds:.0f} s "
-                                              f"(its limit: {r.task.deadline_s:g} s)", seconds))
+                    on_failure(
+                        r.task,
+                        Ending(
+                            "stopped",
+                            f"it was still being checked after {seconds:.0f} s (its limit: {r.task.deadline_s:g} s)",
+                            seconds,
+                        ),
+                    )
                 elif now - r.looked > 1.0:
                     _look(r)
     finally:
@@ -125,8 +141,12 @@ def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: in
         memory = (memory_mb + CHECKER_ALLOWANCE_MB) * 2**20 if memory_mb else None
         checker = job.child("checker", memory_bytes=memory, only=("memory", "cpu"))
     receive, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_work, args=(send, target, task.args, job, checker, memory_mb, task.deadline_s),
-                          name=f"course-grade-{task.key}", daemon=False)
+    process = ctx.Process(
+        target=_work,
+        args=(send, target, task.args, job, checker, memory_mb, task.deadline_s),
+        name=f"course-grade-{task.key}",
+        daemon=False,
+    )
     process.start()
     send.close()
     return _Running(task, process, receive, time.monotonic(), job, looked=time.monotonic())
@@ -166,8 +186,9 @@ def _finish(r: _Running, on_result, on_failure) -> None:
         return
     if r.result is not None:  # target raised: a bug in the grader, told with the last lines of its traceback
         lines = [ln for ln in str(r.result[1]).strip().splitlines() if ln.strip()]
-        on_failure(r.task, Ending("grader error", f"the grader failed on it: {lines[-1] if lines else 'no message'}",
-                                  seconds))
+        on_failure(
+            r.task, Ending("grader error", f"the grader failed on it: {lines[-1] if lines else 'no message'}", seconds)
+        )
         return
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
@@ -206,8 +227,9 @@ def _end_family(r: _Running) -> None:
 # --- inside the task's process -------------------------------------------------------------------------------
 
 
-def _work(conn, target: Callable, args: tuple, job: Group | None, checker: Group | None, memory_mb: int | None,
-          cpu_s: float) -> None:
+def _work(
+    conn, target: Callable, args: tuple, job: Group | None, checker: Group | None, memory_mb: int | None, cpu_s: float
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's: it ends this process when it must
     _die_with_parent()
     if checker is not None:

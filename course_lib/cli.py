@@ -10,6 +10,7 @@ build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report.
 through the entry point group `course_lib.commands` (a function that adds its subparsers, each with a
 `func` default); without it each of them prints one line saying how to install it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,9 +37,11 @@ TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of 
     "roster": "keep the class list in the gradebook: import an LMS export, drop a student",
     "mark": "mark written answers in your browser: one question, the whole class",
 }
-INSTALL_GRADER = ("`course {command}` is a teacher's command and comes with the grader, which {state}: "
-                  "run `make install` in the course's folder, or `pip install -e ./course_grader` there "
-                  "(see docs/teaching.md)")
+INSTALL_GRADER = (
+    "`course {command}` is a teacher's command and comes with the grader, which {state}: "
+    "run `make install` in the course's folder, or `pip install -e ./course_grader` there "
+    "(see docs/teaching.md)"
+)
 
 
 def _widgets_status() -> tuple[bool, str]:
@@ -66,8 +69,10 @@ def _widgets_status() -> tuple[bool, str]:
     major = int(ipywidgets_version.split(".")[0])
     if major < 8:
         return False, f"ipywidgets {ipywidgets_version} is too old for JupyterLab 4 (need 8 or newer)"
-    return True, (f"ipywidgets {ipywidgets_version}, lab extension jupyterlab-manager {found[0]} "
-                  f"(jupyterlab_widgets {lab_widgets})")
+    return True, (
+        f"ipywidgets {ipywidgets_version}, lab extension jupyterlab-manager {found[0]} "
+        f"(jupyterlab_widgets {lab_widgets})"
+    )
 
 
 def doctor() -> int:
@@ -108,7 +113,9 @@ def lab(extra: list[str], teacher: bool = False) -> int:
     `exec` rather than a child process, so Ctrl-C and signals reach Jupyter itself.
     """
     cmd = [
-        sys.executable, "-m", "jupyterlab",
+        sys.executable,
+        "-m",
+        "jupyterlab",
         f"--ServerApp.root_dir={REPO}",  # the whole course: notebooks/, exercises/, solutions/
         "--LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb",
         f"--LabApp.app_settings_dir={LABCONFIG / 'settings'}",
@@ -131,8 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="report the environment the course runs in").set_defaults(func=lambda args: doctor())
     p_lab = sub.add_parser("lab", help="start JupyterLab on the welcome lesson (other options go to jupyter lab)")
-    p_lab.add_argument("--teacher", action="store_true",
-                       help="keep nbgrader's teacher tools (menus, Validate, Create Assignment, Formgrader)")
+    p_lab.add_argument(
+        "--teacher",
+        action="store_true",
+        help="keep nbgrader's teacher tools (menus, Validate, Create Assignment, Formgrader)",
+    )
 
     p_check = sub.add_parser("check", help="run your exercise notebook and show which exercises pass")
     p_check.add_argument("notebook", type=Path)
@@ -140,10 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_check.set_defaults(func=check_cmd)
 
     p_colab = sub.add_parser(
-        "colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook")
-    p_colab.add_argument("--repository", default=None,
-                         help="the course's git address that Colab installs course_lib from "
-                              "(default: keep the one written in)")
+        "colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook"
+    )
+    p_colab.add_argument(
+        "--repository",
+        default=None,
+        help="the course's git address that Colab installs course_lib from (default: keep the one written in)",
+    )
     p_colab.set_defaults(func=colab_cmd)
 
     added, state = _grader_commands(sub)

@@ -17,6 +17,7 @@ speak through this module:
 The check messages themselves (what is wrong, which mistake it looks like) are the checks' own
 (`course_lib.checks`): they reach the learner unchanged as a test's message.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
 STATUSES = ("passed", "partial", "failed", "not attempted", "not submitted", "error")
 # A manually graded answer (nbgrader's `grade: true, solution: true`): a person marks it, not a test.
 MANUAL_STATUS, MARKED = "to be marked", "marked"
-MANUAL_NOTE = ("a person marks this answer (your teacher or a teaching assistant), not `course check`: "
-               "it is marked after you hand the notebook in")
+MANUAL_NOTE = (
+    "a person marks this answer (your teacher or a teaching assistant), not `course check`: "
+    "it is marked after you hand the notebook in"
+)
 NOT_ATTEMPTED_NAMES = {"NotAttempted"}
 FAILED_NAMES = {"CheckFailed", "AssertionError"}
 
@@ -122,8 +125,11 @@ def stopped(run: CellRun) -> str:
     """How an answer cell ended, as the rest of a sentence: "stopped with NameError: ...", or for a
     limit, "was stopped: the cell ran longer than the time limit (60 s)"."""
     message = classify(run)[1]
-    return f"was stopped: {message}" if run.status in ("timeout", "output-limit", "memory-limit", "died") else \
-        f"stopped with {message}"
+    return (
+        f"was stopped: {message}"
+        if run.status in ("timeout", "output-limit", "memory-limit", "died")
+        else f"stopped with {message}"
+    )
 
 
 def score(status: str, run: CellRun, max_points: float) -> tuple[str, float]:
@@ -145,8 +151,10 @@ def explain_missing(message: str, skipped: list) -> str:
     for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
         owner = next((s for s in skipped if name in s.defines), None)
         if owner is not None:
-            message += (f"\n`{name}` is defined in cell {owner.position}, a cell you added: added cells are run "
-                        "neither by `course check` nor by the grader. Move it into the answer cell that uses it.")
+            message += (
+                f"\n`{name}` is defined in cell {owner.position}, a cell you added: added cells are run "
+                "neither by `course check` nor by the grader. Move it into the answer cell that uses it."
+            )
     return message
 
 
@@ -157,8 +165,10 @@ def added_cell_hint(message: str, added: list[tuple[str, set[str]]]) -> str:
     for name in dict.fromkeys(UNDEFINED_NAME.findall(message)):
         first = next((first for first, names in added if name in names), None)
         if first is not None:
-            hints.append(f"\n`{name}` is defined in a cell you added (`{first}`), which the grader does not run: "
-                         "only answer cells are graded. Move it into the answer cell that uses it.")
+            hints.append(
+                f"\n`{name}` is defined in a cell you added (`{first}`), which the grader does not run: "
+                "only answer cells are graded. Move it into the answer cell that uses it."
+            )
     return "".join(hints)
 
 
@@ -166,8 +176,10 @@ def added_cells_note(added: list[tuple[str, set[str]]]) -> str:
     """The feedback's note about the code cells a learner added (the grader runs none of them)."""
     shown = "; ".join(f"`{first}`" for first, _ in added[:5])
     shown += f" and {len(added) - 5} more" if len(added) > 5 else ""
-    return (f"{len(added)} code cell(s) you added were not run: only the answer cells are graded ({shown}). "
-            "Keep helper functions inside the answer cell that uses them.")
+    return (
+        f"{len(added)} code cell(s) you added were not run: only the answer cells are graded ({shown}). "
+        "Keep helper functions inside the answer cell that uses them."
+    )
 
 
 # --- `course check`'s table ---------------------------------------------------------------------------------
@@ -183,8 +195,13 @@ def print_table(path: Path, rows: list[TestResult], skipped: list = ()) -> int:
     print(f"  {'Exercise':<{width}}  {'Points':>6}  Result")
     for r in rows:
         label = (r.exercise or r.grade_id)[:width]
-        pts = f"{r.max_points:g}" if r.status == "passed" else "-" if r.status == MANUAL_STATUS else \
-            f"{r.points:g}/{r.max_points:g}"
+        pts = (
+            f"{r.max_points:g}"
+            if r.status == "passed"
+            else "-"
+            if r.status == MANUAL_STATUS
+            else f"{r.points:g}/{r.max_points:g}"
+        )
         print(f"  {label:<{width}}  {pts:>6}  {r.status}")
         if r.status != "passed" and r.message:
             for line in r.message.strip().splitlines():  # all of it: a hint may be on the next line
@@ -193,8 +210,10 @@ def print_table(path: Path, rows: list[TestResult], skipped: list = ()) -> int:
     earned = sum(r.points for r in tested)
     total = sum(r.max_points for r in tested)
     manual = sum(r.max_points for r in rows if r.status == MANUAL_STATUS)
-    print(f"  {'Total':<{width}}  {earned:g}/{total:g}  (visible tests only: your teacher's hidden tests may lower it"
-          + (f"; {manual:g} more point(s) for written answers, marked by a person)" if manual else ")"))
+    print(
+        f"  {'Total':<{width}}  {earned:g}/{total:g}  (visible tests only: your teacher's hidden tests may lower it"
+        + (f"; {manual:g} more point(s) for written answers, marked by a person)" if manual else ")")
+    )
     if skipped:
         print()
         print("Not run (the grader does not run these cells either):")
@@ -240,8 +259,13 @@ def md_text(text: str) -> str:
     out.append(_UNDERSCORE.sub(r"\\_", flat[pos:].translate(_MARKUP)))
     line = "".join(out)
     # "\\#" is a literal #; an ordered list's marker is undone by escaping its dot: "1\\."
-    return _LINE_START.sub(lambda m: m.group(1) + (m.group(2)[:-1] + "\\" + m.group(2)[-1] if m.group(2)[0].isdigit()
-                                                   else "\\" + m.group(2)), line, count=1)
+    return _LINE_START.sub(
+        lambda m: (
+            m.group(1) + (m.group(2)[:-1] + "\\" + m.group(2)[-1] if m.group(2)[0].isdigit() else "\\" + m.group(2))
+        ),
+        line,
+        count=1,
+    )
 
 
 def md_block(text: str) -> list[str]:
@@ -263,8 +287,11 @@ def feedback_markdown(r) -> str:
     if r.status != "graded":
         lines += [f"**Score: {num(r.final)} / {num(r.max_score)}** ({r.status})", ""]
     else:
-        lines += [f"**Score: {num(r.final)} / {num(r.max_score)}**"
-                  + (f" (so far: {to_mark} written answer(s) still to be marked)" if to_mark else ""), ""]
+        lines += [
+            f"**Score: {num(r.final)} / {num(r.max_score)}**"
+            + (f" (so far: {to_mark} written answer(s) still to be marked)" if to_mark else ""),
+            "",
+        ]
         if r.late_penalty or r.adjustments:
             lines += [f"- Exercises: {num(r.score)} / {num(r.max_score)}"]
             if r.late_penalty:
@@ -277,12 +304,17 @@ def feedback_markdown(r) -> str:
         lines += ["Your LMS marked this submission late.", ""]
     for g in getattr(r, "regrades", []):
         why = f" ({g['reason']})" if g.get("reason") else ""
-        change = (f"your score for the exercises went from {num(g['old'])} to {num(g['new'])}" if g["old"] != g["new"]
-                  else "your score did not change")
+        change = (
+            f"your score for the exercises went from {num(g['old'])} to {num(g['new'])}"
+            if g["old"] != g["new"]
+            else "your score did not change"
+        )
         lines += [f"Regraded on {g['at'][:10]}{why}: {change}.", ""]
     if r.attempts > 1:
-        lines += [f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); "
-                  "it is the one that counts.", ""]
+        lines += [
+            f"This is your attempt {r.attempt} (the latest of {r.attempts} submissions); it is the one that counts.",
+            "",
+        ]
     if r.notes:
         lines += ["## Notes", ""] + [f"- {md_text(n)}" for n in dict.fromkeys(r.notes)] + [""]
     if r.tests:
@@ -292,8 +324,13 @@ def feedback_markdown(r) -> str:
             pts = "–" if t["status"] == MANUAL_STATUS else num(t["points"])
             lines.append(f"| {label} | {pts} / {num(t['max_points'])} | {md_text(t['status'])} |")
     # A row that was not graded (unreadable, not submitted) has one reason, said once above.
-    details = [t for t in r.tests if t["status"] not in ("passed", "not submitted", MANUAL_STATUS, MARKED)
-               and t.get("message") and r.status == "graded"]
+    details = [
+        t
+        for t in r.tests
+        if t["status"] not in ("passed", "not submitted", MANUAL_STATUS, MARKED)
+        and t.get("message")
+        and r.status == "graded"
+    ]
     marked = [t for t in r.tests if t["status"] == MARKED and t.get("message")]
     if marked:
         lines += ["", "## Your written answers", ""]

@@ -5,6 +5,7 @@ Submissions are generated from `solutions/00_welcome.ipynb` (rather than stored)
 step with it: `learner({"ex3_answer": "..."})` is the built exercise notebook with every answer
 filled in correctly except the ones given.
 """
+
 from __future__ import annotations
 
 import copy
@@ -45,8 +46,11 @@ def require_sandbox() -> None:
         pytest.fail(message + "; CI must run the grader's tests in the sandbox (install bubblewrap)", pytrace=False)
     if not getattr(require_sandbox, "warned", False):
         require_sandbox.warned = True
-        warnings.warn(message + ": skipping the sandbox tests of tests/test_sandbox.py and the crafted submissions "
-                      "of tests/test_grade.py; the other grader tests run without the sandbox", stacklevel=2)
+        warnings.warn(
+            message + ": skipping the sandbox tests of tests/test_sandbox.py and the crafted submissions "
+            "of tests/test_grade.py; the other grader tests run without the sandbox",
+            stacklevel=2,
+        )
     pytest.skip(message)
 
 
@@ -97,8 +101,11 @@ def write(path: Path, content) -> Path:
 
 def digest(folder: Path) -> dict[str, str]:
     """sha256 and mtime of every file under `folder`, to prove nothing was modified."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() + f"@{p.stat().st_mtime_ns}"
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() + f"@{p.stat().st_mtime_ns}"
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def by_id(nb: dict, gid: str) -> dict:

@@ -1,6 +1,7 @@
 """A small graded class with written answers to mark, made without a kernel: a solution notebook with a
 manually graded question and its rubric, and a gradebook holding four students' answers (the
 tests of `course mark`: tests/test_marking.py, and in a real browser tests/browser/test_marking_page.py)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,11 @@ from course_lib.feedback import TestResult
 
 ASSIGNMENT = "06_attention"
 QUESTION = "ex9_answer"
-RUBRIC = [{"points": 2, "text": "saturation and vanishing gradients"}, {"points": 1, "text": "one of the two"},
-          {"points": 0, "text": "no mechanism"}]
+RUBRIC = [
+    {"points": 2, "text": "saturation and vanishing gradients"},
+    {"points": 1, "text": "one of the two"},
+    {"points": 0, "text": "no mechanism"},
+]
 ANSWERS = {
     "ada": "Without it the softmax saturates: nearly one-hot weights, and gradients close to zero.",
     "bob": "The scores get big, so the weights <b>saturate</b>.",  # markup is shown as text, never rendered
@@ -27,21 +31,48 @@ ANSWERS = {
 
 def solution_notebook() -> dict:
     def cell(kind, text, gid, **nbg):
-        c = {"cell_type": kind, "id": gid.replace("_", "-"), "source": text, "metadata": {"nbgrader": {
-            "schema_version": 3, "grade": False, "solution": False, "locked": True, "grade_id": gid, **nbg}}}
+        c = {
+            "cell_type": kind,
+            "id": gid.replace("_", "-"),
+            "source": text,
+            "metadata": {
+                "nbgrader": {
+                    "schema_version": 3,
+                    "grade": False,
+                    "solution": False,
+                    "locked": True,
+                    "grade_id": gid,
+                    **nbg,
+                }
+            },
+        }
         if kind == "code":
             c.update(outputs=[], execution_count=None)
         return c
 
-    answer = cell("markdown", "The scores' standard deviation is 8: the softmax saturates and its gradients vanish.",
-                  QUESTION, grade=True, solution=True, locked=False, points=2)
+    answer = cell(
+        "markdown",
+        "The scores' standard deviation is 8: the softmax saturates and its gradients vanish.",
+        QUESTION,
+        grade=True,
+        solution=True,
+        locked=False,
+        points=2,
+    )
     answer["metadata"]["course"] = {"rubric": RUBRIC}
-    return {"cells": [cell("markdown", "# Exercises 06\n\n**Total: 4 points.**", "intro"),
-                      cell("code", "x = 1\n", "ex1_test", grade=True, points=2),
-                      cell("markdown", "## Exercise 9: Why divide by √d_k? (★☆☆, 2 points)\n\nIn two sentences: why?",
-                           "ex9_prompt"),
-                      answer],
-            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return {
+        "cells": [
+            cell("markdown", "# Exercises 06\n\n**Total: 4 points.**", "intro"),
+            cell("code", "x = 1\n", "ex1_test", grade=True, points=2),
+            cell(
+                "markdown", "## Exercise 9: Why divide by √d_k? (★☆☆, 2 points)\n\nIn two sentences: why?", "ex9_prompt"
+            ),
+            answer,
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 def marking_class(root: Path) -> Path:
@@ -54,12 +85,30 @@ def marking_class(root: Path) -> Path:
         book.set_roster(parse_roster("student_id,name\nada,Ada Byron\nbob,Bob Smith\ncy,Cy Young\nzoë,Zoë Müller\n"))
         for sid, text in ANSWERS.items():
             blank = text == "YOUR ANSWER HERE"
-            manual = [ManualAnswer(QUESTION, "Exercise 9: Why divide by √d_k?", 0.0, 2.0,
-                                   "not attempted" if blank else "to be marked", "not answered yet" if blank else "",
-                                   text, text_sha256(text), "ex1_test")]
+            manual = [
+                ManualAnswer(
+                    QUESTION,
+                    "Exercise 9: Why divide by √d_k?",
+                    0.0,
+                    2.0,
+                    "not attempted" if blank else "to be marked",
+                    "not answered yet" if blank else "",
+                    text,
+                    text_sha256(text),
+                    "ex1_test",
+                )
+            ]
             passed = [TestResult("ex1_test", "Exercise 1: Shapes", 2.0, 2.0, "passed")]
             res = SubmissionResult(sid, ASSIGNMENT, 2.0, 2.0, "graded", passed, [], manual=manual)
-            book.record(res, file=f"{ASSIGNMENT}.ipynb", submission_sha256=f"file-{sid}", submitted_at=None,
-                        submitted_from=None, solutions_path=str(solution), solutions_sha256="s1", run=None)
+            book.record(
+                res,
+                file=f"{ASSIGNMENT}.ipynb",
+                submission_sha256=f"file-{sid}",
+                submitted_at=None,
+                submitted_from=None,
+                solutions_path=str(solution),
+                solutions_sha256="s1",
+                run=None,
+            )
         write_exports(book, out)
     return out

@@ -1,5 +1,6 @@
 """`course build`: solutions/ -> exercises/, deterministic, nbgrader-compatible, and careful with
 learners' work."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,13 @@ SOLUTIONS = REPO / "solutions"
 def _cell(cell_type, text, cid, **nbgrader):
     cell = {"cell_type": cell_type, "id": cid, "metadata": {}, "source": text}
     if nbgrader:
-        cell["metadata"]["nbgrader"] = {"schema_version": 3, "grade": False, "solution": False, "locked": False, **nbgrader}
+        cell["metadata"]["nbgrader"] = {
+            "schema_version": 3,
+            "grade": False,
+            "solution": False,
+            "locked": False,
+            **nbgrader,
+        }
     if cell_type == "code":
         cell["execution_count"] = 3
         cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "secret output\n"}]
@@ -35,25 +42,49 @@ def tiny_solution() -> dict:
     cells = [
         _cell("markdown", "# Exercises 99\n\n**Total: 2 points.**\n", "intro", grade_id="intro", locked=True),
         _cell("code", "from course_lib import checks\n", "setup", grade_id="setup", locked=True),
-        _cell("code", "def f(x):\n    \"\"\"Double x.\"\"\"\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n",
-              "c-answer", grade_id="ex1_answer", solution=True),
-        _cell("code", "checks.check_equal('f(1)', checks.call('f', checks.answer('f'), 1), 2)\n"
-                      "### BEGIN HIDDEN TESTS\nchecks.check_equal('f(5)', checks.call('f', checks.answer('f'), 5), 10)\n"
-                      "### END HIDDEN TESTS\n", "c-test", grade_id="ex1_test", grade=True, locked=True, points=2),
+        _cell(
+            "code",
+            'def f(x):\n    """Double x."""\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n',
+            "c-answer",
+            grade_id="ex1_answer",
+            solution=True,
+        ),
+        _cell(
+            "code",
+            "checks.check_equal('f(1)', checks.call('f', checks.answer('f'), 1), 2)\n"
+            "### BEGIN HIDDEN TESTS\nchecks.check_equal('f(5)', checks.call('f', checks.answer('f'), 5), 10)\n"
+            "### END HIDDEN TESTS\n",
+            "c-test",
+            grade_id="ex1_test",
+            grade=True,
+            locked=True,
+            points=2,
+        ),
         _cell("code", "answer = 42\n", "c-whole", grade_id="ex2_answer", solution=True),
-        _cell("markdown", "Explain.\n\n=== BEGIN SOLUTION ===\nBecause.\n=== END SOLUTION ===\n", "c-text",
-              grade_id="ex3_answer", solution=True),
+        _cell(
+            "markdown",
+            "Explain.\n\n=== BEGIN SOLUTION ===\nBecause.\n=== END SOLUTION ===\n",
+            "c-text",
+            grade_id="ex3_answer",
+            solution=True,
+        ),
         _cell("code", "print('not graded')\n", "c-plain"),
     ]
     cells[1]["metadata"]["execution"] = {"iopub.status.idle": "2026-01-01T00:00:00Z"}
-    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 def test_build_replaces_answers_removes_hidden_tests_and_outputs_keeps_ids_and_metadata():
     ex = build_exercise(tiny_solution(), "99_tiny.ipynb")
     by_id = {c["id"]: c for c in ex["cells"]}
-    assert [c["id"] for c in ex["cells"]] == [c["id"] for c in tiny_solution()["cells"]], "cell ids and order must be kept"
+    assert [c["id"] for c in ex["cells"]] == [c["id"] for c in tiny_solution()["cells"]], (
+        "cell ids and order must be kept"
+    )
     answer = by_id["c-answer"]["source"]
     assert answer == 'def f(x):\n    """Double x."""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n', answer
     test = by_id["c-test"]["source"]
@@ -80,14 +111,20 @@ def test_build_output_is_deterministic_nbformat_json_with_trailing_newline(tmp_p
     assert first == nbformat.writes(nb) + "\n", "the layout must be exactly nbformat's"
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda nb: nb["cells"][2].update(source="### BEGIN SOLUTION\nx = 1\n"), "without a matching"),
-    (lambda nb: nb["cells"][2].update(source="### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n"), "nested"),
-    (lambda nb: nb["cells"][4]["metadata"]["nbgrader"].update(grade_id="ex1_answer"), "also used by cell 2"),
-    (lambda nb: nb["cells"][3]["metadata"]["nbgrader"].pop("points"), "needs numeric 'points'"),
-    (lambda nb: nb["cells"][6].update(source="### BEGIN SOLUTION\nx\n### END SOLUTION\n"), "no nbgrader metadata"),
-    (lambda nb: nb["cells"][0].pop("id"), "has no cell id"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda nb: nb["cells"][2].update(source="### BEGIN SOLUTION\nx = 1\n"), "without a matching"),
+        (
+            lambda nb: nb["cells"][2].update(source="### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n"),
+            "nested",
+        ),
+        (lambda nb: nb["cells"][4]["metadata"]["nbgrader"].update(grade_id="ex1_answer"), "also used by cell 2"),
+        (lambda nb: nb["cells"][3]["metadata"]["nbgrader"].pop("points"), "needs numeric 'points'"),
+        (lambda nb: nb["cells"][6].update(source="### BEGIN SOLUTION\nx\n### END SOLUTION\n"), "no nbgrader metadata"),
+        (lambda nb: nb["cells"][0].pop("id"), "has no cell id"),
+    ],
+)
 def test_build_rejects_broken_solution_notebooks_with_a_clear_message(mutate, message):
     nb = tiny_solution()
     mutate(nb)
@@ -162,8 +199,13 @@ def test_build_check_flags_orphaned_exercises(tmp_path):
 
 def test_exercises_folder_is_what_course_build_writes():
     """`course build --check` on the real course (part of `make test`)."""
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "build", "--check"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib.cli", "build", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"exercises/ is out of date; run `course build`.\n{proc.stdout}{proc.stderr}"
 
 
@@ -171,8 +213,11 @@ def test_exercises_folder_is_what_course_build_writes():
 def test_every_exercise_has_visible_and_hidden_tests_and_enough_exercises(path):
     """DESIGN: at least five auto-graded exercises per set, each with visible and hidden tests."""
     nb = read_notebook(path)
-    tests = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
-             and not c["metadata"]["nbgrader"].get("solution")]
+    tests = [
+        c
+        for c in nb["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade") and not c["metadata"]["nbgrader"].get("solution")
+    ]
     assert len(tests) >= 5, f"{path.name}: {len(tests)} graded test cells, expected at least five exercises"
     for cell in tests:
         gid = cell["metadata"]["nbgrader"]["grade_id"]
@@ -198,13 +243,30 @@ def test_course_build_matches_nbgrader_generate_assignment(tmp_path):
     home.mkdir()
     env = {
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "jc"), "JUPYTER_DATA_DIR": str(home / "jd"),
-        "JUPYTER_RUNTIME_DIR": str(home / "jr"), "IPYTHONDIR": str(home / "ip"), "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "jc"),
+        "JUPYTER_DATA_DIR": str(home / "jd"),
+        "JUPYTER_RUNTIME_DIR": str(home / "jr"),
+        "IPYTHONDIR": str(home / "ip"),
+        "LANG": "C.UTF-8",
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", "ps", f"--CourseDirectory.root={course}",
-         f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}", "--CourseDirectory.course_id=course"],
-        cwd=course, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "generate_assignment",
+            "ps",
+            f"--CourseDirectory.root={course}",
+            f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}",
+            "--CourseDirectory.course_id=course",
+        ],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not any(home.glob("**/*.db")), "nbgrader wrote a database into the home folder"
     relevant = ("grade", "solution", "locked", "grade_id", "points", "schema_version")
@@ -238,18 +300,24 @@ def _welcome_course(tmp_path, change) -> tuple[Path, Path]:
 
 
 def _set_points(nb, gid, value):
-    next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == gid)["metadata"]["nbgrader"]["points"] = value
+    next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == gid)["metadata"]["nbgrader"][
+        "points"
+    ] = value
 
 
 def test_changed_points_reach_the_built_headings_and_total_and_check_names_the_drift(tmp_path, capsys):
     sol, ex = _welcome_course(tmp_path, lambda nb: _set_points(nb, "ex3_test", 5))
-    assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 0, "a label drift warns, it does not stop the build"
+    assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 0, (
+        "a label drift warns, it does not stop the build"
+    )
     out = capsys.readouterr().out
     assert "WARNING" in out and "Exercise 3" in out, out
     built = read_notebook(ex / "00_welcome.ipynb")
     text = "\n".join(source(c) for c in built["cells"] if c["cell_type"] == "markdown")
     assert "## Exercise 3: The receptive field of stacked convolutions (★★☆, 5 points)" in text, text
-    assert "**Total: 18 points.**" in text and "Total: 16" not in text, "the total must follow the metadata (16 - 3 + 5)"
+    assert "**Total: 18 points.**" in text and "Total: 16" not in text, (
+        "the total must follow the metadata (16 - 3 + 5)"
+    )
     assert "(★☆☆, 2 points)" in text, "the other labels (and their stars) are kept"
     assert cli.main(["build", "--check", "--solutions", str(sol), "--exercises", str(ex)]) == 1
     out = capsys.readouterr().out
@@ -263,6 +331,7 @@ def test_labels_say_one_point_in_the_singular(tmp_path):
     def change(nb):
         _set_points(nb, "ex1_test", 1)  # "(★☆☆, 2 points)" -> "1 point"
         _set_points(nb, "ex7_test", 2)  # "(★☆☆, 1 point)" -> "2 points"
+
     sol, ex = _welcome_course(tmp_path, change)
     built = build_exercise(read_notebook(sol / "00_welcome.ipynb"), "00_welcome.ipynb")
     headings = [label.heading for label in exercise_labels(built)]
@@ -277,6 +346,7 @@ def test_a_heading_without_a_label_and_an_intro_without_a_total_are_named(tmp_pa
         nb["cells"][0]["source"] = "# Exercises 00\n"
         prompt = next(c for c in nb["cells"] if c.get("id") and "Exercise 2:" in source(c))
         prompt["source"] = source(prompt).replace(" (★☆☆, 2 points)", "", 1)
+
     sol, ex = _welcome_course(tmp_path, change)
     problems = label_problems(read_notebook(sol / "00_welcome.ipynb"), "00_welcome.ipynb")
     assert any("Exercise 2" in p and "has no point label" in p and "(★☆☆, 2 points)" in p for p in problems), problems
@@ -296,9 +366,14 @@ def test_intro_says_what_is_graded_and_the_pointer_to_solutions_is_a_self_study_
     nb = read_notebook(path)
     intro = " ".join(source(nb["cells"][0]).split())
     assert "solutions/" not in intro, f"{path.name}: the pointer to the worked answers belongs in the self-study cell"
-    for said in ("only the code in the answer cells", "A cell you add yourself is run neither by `course check` nor by your teacher's grader",
-                 "keep any helper function inside the answer cell that uses it", "earns its points part by part",
-                 "`course check` runs the visible tests only", "hidden tests, which may lower its total"):
+    for said in (
+        "only the code in the answer cells",
+        "A cell you add yourself is run neither by `course check` nor by your teacher's grader",
+        "keep any helper function inside the answer cell that uses it",
+        "earns its points part by part",
+        "`course check` runs the visible tests only",
+        "hidden tests, which may lower its total",
+    ):
         assert said in intro, f"{path.name}: the intro should say {said!r}"
     study = [c for c in nb["cells"] if "self-study" in c["metadata"].get("tags", [])]
     assert len(study) == 1 and nb["cells"][1] is study[0], f"{path.name}: one self-study cell, right after the intro"
@@ -319,8 +394,9 @@ def test_class_build_leaves_out_the_self_study_cells_and_every_pointer_to_soluti
         normal = read_notebook(REPO / "exercises" / path.name)
         kept = [c for c in normal["cells"] if "self-study" not in c["metadata"].get("tags", [])]
         assert len(kept) == len(normal["cells"]) - 1
-        assert [(c["id"], source(c)) for c in nb["cells"]] == [(c["id"], source(c)) for c in kept], \
+        assert [(c["id"], source(c)) for c in nb["cells"]] == [(c["id"], source(c)) for c in kept], (
             f"{path.name}: a class build is the normal build without the self-study cell"
+        )
     assert cli.main(["build", "--class", "--check", "--exercises", str(out)]) == 0
 
 
@@ -335,8 +411,14 @@ def test_class_build_without_exercises_is_refused_and_writes_nothing(tmp_path, c
 # --- manually graded answers -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, gid, total", [("06_attention", "ex9_answer", 24), ("07_position", "ex8_answer", 19),
-                                              ("08_multi_head_attention", "ex7_answer", 19)])
+@pytest.mark.parametrize(
+    "name, gid, total",
+    [
+        ("06_attention", "ex9_answer", 24),
+        ("07_position", "ex8_answer", 19),
+        ("08_multi_head_attention", "ex7_answer", 19),
+    ],
+)
 def test_a_written_answer_is_kept_blank_with_its_points_and_without_its_rubric(name, gid, total):
     """nbgrader's manually graded answer (grade and solution, markdown): the release keeps the cell and its
     metadata, blank; its points count in its heading and the total; the rubric is the markers' alone."""
@@ -354,14 +436,30 @@ def test_a_written_answer_is_kept_blank_with_its_points_and_without_its_rubric(n
 def test_a_written_answers_points_are_counted_in_its_heading(tmp_path):
     def change(nb):
         _set_points(nb, "ex3_test", 3)
-        nb["cells"].append({"cell_type": "markdown", "id": "q9", "metadata": {},
-                            "source": "## Exercise 9: Why? (★☆☆, 1 point)"})
-        nb["cells"].append({"cell_type": "markdown", "id": "a9", "source": "## My answer\n\nBecause.", "metadata": {
-            "nbgrader": {"schema_version": 3, "grade": True, "solution": True, "locked": False, "points": 2,
-                         "grade_id": "ex9_answer"}}})
+        nb["cells"].append(
+            {"cell_type": "markdown", "id": "q9", "metadata": {}, "source": "## Exercise 9: Why? (★☆☆, 1 point)"}
+        )
+        nb["cells"].append(
+            {
+                "cell_type": "markdown",
+                "id": "a9",
+                "source": "## My answer\n\nBecause.",
+                "metadata": {
+                    "nbgrader": {
+                        "schema_version": 3,
+                        "grade": True,
+                        "solution": True,
+                        "locked": False,
+                        "points": 2,
+                        "grade_id": "ex9_answer",
+                    }
+                },
+            }
+        )
 
     sol, _ = _welcome_course(tmp_path, change)
     labels = exercise_labels(read_notebook(sol / "00_welcome.ipynb"))
-    assert labels[-1].heading.startswith("## Exercise 9") and labels[-1].points == 2, \
+    assert labels[-1].heading.startswith("## Exercise 9") and labels[-1].points == 2, (
         "the answer's own heading is no label"
+    )
     assert labels[-1].tests == ["ex9_answer: 2 (marked by a person)"]

@@ -1,4 +1,5 @@
 """`course check`: a learner's self-check of their exercise notebook (visible tests only)."""
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,13 @@ pytestmark = pytest.mark.slow  # every test here starts a kernel
 def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_file_alone():
     path = REPO / "exercises" / "00_welcome.ipynb"
     before = digest(path.parent)
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib.cli", "check", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = [line for line in proc.stdout.splitlines() if re.match(r"\s*Exercise \d", line)]
     assert len(rows) == 7 and all(line.rstrip().endswith("not attempted") for line in rows), proc.stdout
@@ -28,14 +34,20 @@ def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_fi
 
 
 def test_course_check_reports_passed_failed_with_hint_error_and_not_attempted(tmp_path):
-    nb = learner({
-        # wrong: names the mistake
-        "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return num_layers * (kernel_size - 1)\n",
-        # the answer cell itself crashes
-        "ex4_answer": "def layers_needed(distance, kernel_size):\n    return 1\n1 / 0\n",
-        # right on the visible cases, wrong on a hidden one (0 layers): course check only runs visible tests
-        "ex6_answer": "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch) if height != 30 else 0\n",
-    }, blank=("ex7_answer",))
+    nb = learner(
+        {
+            # wrong: names the mistake
+            "ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return num_layers * (kernel_size - 1)\n",
+            # the answer cell itself crashes
+            "ex4_answer": "def layers_needed(distance, kernel_size):\n    return 1\n1 / 0\n",
+            # right on the visible cases, wrong on a hidden one (0 layers): course check only runs visible tests
+            "ex6_answer": (
+                "def patch_count(height, width, patch):\n    return (height "
+                "// patch) * (width // patch) if height != 30 else 0\n"
+            ),
+        },
+        blank=("ex7_answer",),
+    )
     path = write(tmp_path / "00_welcome.ipynb", nb)
     before = path.read_bytes()
     rows = {r.grade_id: r for r in check_notebook(path)}
@@ -46,8 +58,13 @@ def test_course_check_reports_passed_failed_with_hint_error_and_not_attempted(tm
     assert rows["ex6_test"].status == "passed", rows["ex6_test"]
     assert rows["ex7_test"].status == "not attempted" and "not attempted yet" in rows["ex7_test"].message
     assert rows["ex5_test"].status == "passed"
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib.cli", "check", str(path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1
     assert "Exercise 3: The receptive field of stacked convolutions" in proc.stdout, proc.stdout
     assert "failed" in proc.stdout and "Hint: it looks like you forgot the +1" in proc.stdout, proc.stdout
@@ -62,22 +79,35 @@ def test_course_check_of_a_complete_notebook_passes(tmp_path):
 
 def test_course_check_on_something_that_is_not_a_notebook(tmp_path):
     path = write(tmp_path / "00_welcome.ipynb", b"not json")
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib.cli", "check", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "not a valid notebook" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_course_check_prints_the_whole_not_attempted_message_and_points_syntax_errors_at_the_answer_cell(tmp_path):
-    nb = learner({
-        # a misspelled name: the hint that names the near miss is on the message's second line
-        "ex3_answer": "def recptive_field(num_layers, kernel_size):\n    return 1 + num_layers * (kernel_size - 1)\n",
-        "ex4_answer": "def layers_needed(distance, kernel_size):\n    return distance +* 2\n",
-    })
+    nb = learner(
+        {
+            # a misspelled name: the hint that names the near miss is on the message's second line
+            "ex3_answer": (
+                "def recptive_field(num_layers, kernel_size):\n    return 1 + num_layers * (kernel_size - 1)\n"
+            ),
+            "ex4_answer": "def layers_needed(distance, kernel_size):\n    return distance +* 2\n",
+        }
+    )
     path = write(tmp_path / "00_welcome.ipynb", nb)
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib.cli", "check", str(path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "nothing called `receptive_field` is defined yet; `recptive_field` is" in proc.stdout, proc.stdout
-    assert "your answer cell stopped with SyntaxError: invalid syntax (your answer cell, line 2)" in proc.stdout, proc.stdout
+    assert "your answer cell stopped with SyntaxError: invalid syntax (your answer cell, line 2)" in proc.stdout, (
+        proc.stdout
+    )
     assert "ipykernel" not in proc.stdout and "ipython-input" not in proc.stdout, proc.stdout
 
 
@@ -97,17 +127,30 @@ def _insert_after(nb: dict, gid: str, *cells: dict) -> int:
 
 
 def _run_check(path):
-    return subprocess.run([sys.executable, "-m", "course_lib.cli", "check", str(path)], cwd=path.parent,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "course_lib.cli", "check", str(path)],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_helper_in_an_added_cell_is_not_run_and_the_name_error_says_where_it_is(tmp_path):
     """The issue's student: a helper `my_scale` in a cell of their own passed in JupyterLab and in the old
     `course check` (every cell ran) but failed in grading with a bare NameError."""
-    nb = learner({"ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return my_scale(num_layers, kernel_size)\n"})
-    position = _insert_after(nb, "ex3_answer",
-                             _added("# my helper\ndef my_scale(num_layers, kernel_size):\n    return 1 + num_layers * (kernel_size - 1)\n", "mine-1"),
-                             _added("  \n", "mine-empty"))
+    nb = learner(
+        {"ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return my_scale(num_layers, kernel_size)\n"}
+    )
+    position = _insert_after(
+        nb,
+        "ex3_answer",
+        _added(
+            "# my helper\ndef my_scale(num_layers, kernel_size):\n    return 1 + num_layers * (kernel_size - 1)\n",
+            "mine-1",
+        ),
+        _added("  \n", "mine-empty"),
+    )
     nb["cells"].append({"cell_type": "markdown", "id": "mine-notes", "metadata": {}, "source": "my notes"})
     path = write(tmp_path / "00_welcome.ipynb", nb)
     proc = _run_check(path)
@@ -115,11 +158,15 @@ def test_a_helper_in_an_added_cell_is_not_run_and_the_name_error_says_where_it_i
     assert proc.returncode == 1, out + proc.stderr
     assert re.search(r"Exercise 3: The receptive field of stacked convolutions\s+0/3\s+failed", out), out
     assert "NameError: name 'my_scale' is not defined" in out, out
-    assert (f"`my_scale` is defined in cell {position}, a cell you added: added cells are run neither by `course check` "
-            "nor by the grader. Move it into the answer cell that uses it.") in out, out
+    assert (
+        f"`my_scale` is defined in cell {position}, a cell you added: added cells are run neither by `course check` "
+        "nor by the grader. Move it into the answer cell that uses it."
+    ) in out, out
     listed = out.split("Not run (the grader does not run these cells either):", 1)
     assert len(listed) == 2, out
-    assert f"cell {position}, below Exercise 3: The receptive field of stacked convolutions: # my helper" in listed[1], out
+    assert (
+        f"cell {position}, below Exercise 3: The receptive field of stacked convolutions: # my helper" in listed[1]
+    ), out
     assert "added cell: not graded; move helpers into the answer cell that uses them" in listed[1], out
     assert listed[1].count("\n  cell ") == 1, "an empty added cell (and a markdown cell) is not listed"
     assert re.search(r"Total\s+13/16\s+\(visible tests only: your teacher's hidden tests may lower it\)", out), out
@@ -128,15 +175,19 @@ def test_a_helper_in_an_added_cell_is_not_run_and_the_name_error_says_where_it_i
 def test_the_total_line_says_hidden_tests_may_lower_it_and_nothing_is_listed_when_nothing_was_skipped(tmp_path):
     proc = _run_check(write(tmp_path / "00_welcome.ipynb", learner()))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"Total\s+16/16\s+\(visible tests only: your teacher's hidden tests may lower it\)", proc.stdout), proc.stdout
+    assert re.search(
+        r"Total\s+16/16\s+\(visible tests only: your teacher's hidden tests may lower it\)", proc.stdout
+    ), proc.stdout
     assert "Not run" not in proc.stdout, proc.stdout
 
 
 def test_a_partly_right_multi_part_answer_earns_its_points_part_by_part(tmp_path):
-    nb = learner({
-        "ex5_answer": "n_patches = 196\nseq_len = 196\n",  # one of two parts right: 1 of 2 points
-        "ex2_answer": "rnn_steps_keys_are = 17\nrnn_steps_1_20 = 20\nrnn_steps_1_100 = 100\n",  # one of three right
-    })
+    nb = learner(
+        {
+            "ex5_answer": "n_patches = 196\nseq_len = 196\n",  # one of two parts right: 1 of 2 points
+            "ex2_answer": "rnn_steps_keys_are = 17\nrnn_steps_1_20 = 20\nrnn_steps_1_100 = 100\n",  # one of three right
+        }
+    )
     path = write(tmp_path / "00_welcome.ipynb", nb)
     rows = {r.grade_id: r for r in check_notebook(path)}
     assert rows["ex5_test"].status == "partial" and rows["ex5_test"].points == 1, rows["ex5_test"]

@@ -18,6 +18,7 @@ The assignment is small (numpy only), the cell time limit short, and most studen
 files, so that the class grades in well under a minute; what is tested is everything around the
 grading engine (tests/test_grade.py tests the engine itself).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,14 +43,30 @@ pytestmark = pytest.mark.slow
 
 QUIZ = "21_class_quiz"
 EARLY = "22_second_quiz"
-RUBRIC = [{"points": 2, "text": "no cancelling: squares are never negative"},
-          {"points": 1, "text": "only 'it is positive'"}, {"points": 0, "text": "no reason given"}]
+RUBRIC = [
+    {"points": 2, "text": "no cancelling: squares are never negative"},
+    {"points": 1, "text": "only 'it is positive'"},
+    {"points": 0, "text": "no reason given"},
+]
 WRITTEN = "Squares are never negative, so a +3 and a -3 cannot cancel out: the mean square measures size."
 
 
 def _cell(kind, text, gid, **nbgrader):
-    cell = {"cell_type": kind, "id": gid.replace("_", "-"), "metadata": {"nbgrader": {
-        "schema_version": 3, "grade": False, "solution": False, "locked": False, "grade_id": gid, **nbgrader}}, "source": text}
+    cell = {
+        "cell_type": kind,
+        "id": gid.replace("_", "-"),
+        "metadata": {
+            "nbgrader": {
+                "schema_version": 3,
+                "grade": False,
+                "solution": False,
+                "locked": False,
+                "grade_id": gid,
+                **nbgrader,
+            }
+        },
+        "source": text,
+    }
     if kind == "code":
         cell.update(outputs=[], execution_count=None)
     return cell
@@ -61,53 +78,118 @@ def quiz_solution(hidden_answer: int = 42) -> dict:
     written = _cell("markdown", WRITTEN, "ex4_answer", solution=True, grade=True, points=2)
     written["metadata"]["course"] = {"rubric": RUBRIC}
     cells = [
-        _cell("markdown", "# Class quiz\n\nOnly the code in answer cells is graded. **Total: 10 points.**", "intro", locked=True),
+        _cell(
+            "markdown",
+            "# Class quiz\n\nOnly the code in answer cells is graded. **Total: 10 points.**",
+            "intro",
+            locked=True,
+        ),
         _cell("code", "import numpy as np\n\nfrom course_lib import checks\n", "setup", locked=True),
-        _cell("markdown", "## Exercise 1: Mean square (★☆☆, 2 points)\n\nWrite `mean_square(xs)`.", "ex1_prompt", locked=True),
-        _cell("code", "def mean_square(xs):\n    ### BEGIN SOLUTION\n    return float(np.mean(np.square(xs)))\n"
-                      "    ### END SOLUTION\n", "ex1_answer", solution=True),
-        _cell("code", 'checks.check_close("mean_square([1, 2, 3])", checks.call("mean_square", mean_square, [1, 2, 3]), 14 / 3,\n'
-                      '                   hint="square each number first, then take the mean")\n'
-                      "### BEGIN HIDDEN TESTS\n"
-                      'checks.check_close("mean_square([-2.0])", checks.call("mean_square", mean_square, [-2.0]), 4.0)\n'
-                      "### END HIDDEN TESTS\n", "ex1_test", grade=True, locked=True, points=2),
+        _cell(
+            "markdown",
+            "## Exercise 1: Mean square (★☆☆, 2 points)\n\nWrite `mean_square(xs)`.",
+            "ex1_prompt",
+            locked=True,
+        ),
+        _cell(
+            "code",
+            "def mean_square(xs):\n    ### BEGIN SOLUTION\n    return float(np.mean(np.square(xs)))\n"
+            "    ### END SOLUTION\n",
+            "ex1_answer",
+            solution=True,
+        ),
+        _cell(
+            "code",
+            'checks.check_close("mean_square([1, 2, 3])", checks.call("mean_square", mean_square, [1, 2, 3]), 14 / 3,\n'
+            '                   hint="square each number first, then take the mean")\n'
+            "### BEGIN HIDDEN TESTS\n"
+            'checks.check_close("mean_square([-2.0])", checks.call("mean_square", mean_square, [-2.0]), 4.0)\n'
+            "### END HIDDEN TESTS\n",
+            "ex1_test",
+            grade=True,
+            locked=True,
+            points=2,
+        ),
         _cell("markdown", "## Exercise 2: Four shapes (★★☆, 4 points)\n\nFill in `shapes`.", "ex2_prompt", locked=True),
-        _cell("code", "### BEGIN SOLUTION\nshapes = {'q': (2, 5, 8), 'k': (2, 7, 8), 'scores': (2, 5, 7), 'out': (2, 5, 8)}\n"
-                      "### END SOLUTION\n", "ex2_answer", solution=True),
-        _cell("code", "expected = {'q': (2, 5, 8), 'k': (2, 7, 8), 'scores': (2, 5, 7), 'out': (2, 5, 8)}\n"
-                      "given = checks.answer('shapes')\n"
-                      "checks.check_all(*(lambda k=k: checks.check_equal(f'shapes[{k!r}]', tuple(given.get(k, ())), expected[k],\n"
-                      "                                                   hint='scores are (B, T_q, T_k)') for k in expected))\n",
-              "ex2_test", grade=True, locked=True, points=4),
+        _cell(
+            "code",
+            "### BEGIN SOLUTION\nshapes = {'q': (2, 5, 8), 'k': (2, 7, 8), 'scores': (2, 5, 7), 'out': (2, 5, 8)}\n"
+            "### END SOLUTION\n",
+            "ex2_answer",
+            solution=True,
+        ),
+        _cell(
+            "code",
+            "expected = {'q': (2, 5, 8), 'k': (2, 7, 8), 'scores': (2, 5, 7), 'out': (2, 5, 8)}\n"
+            "given = checks.answer('shapes')\n"
+            "checks.check_all(*(lambda k=k: checks.check_equal(f'shapes[{k!r}]', "
+            "tuple(given.get(k, ())), expected[k],\n"
+            "                                                   hint='scores are (B, T_q, T_k)') for k in expected))\n",
+            "ex2_test",
+            grade=True,
+            locked=True,
+            points=4,
+        ),
         _cell("markdown", "## Exercise 3: The answer (★☆☆, 2 points)", "ex3_prompt", locked=True),
         _cell("code", "### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION\n", "ex3_answer", solution=True),
-        _cell("code", "checks.check_true('answer', isinstance(checks.answer('answer'), int), 'should be a whole number')\n"
-                      "### BEGIN HIDDEN TESTS\n"
-                      f"assert checks.answer('answer') == {hidden_answer}, "
-                      f"'not the answer: answer == {hidden_answer} failed'\n"
-                      "### END HIDDEN TESTS\n", "ex3_test", grade=True, locked=True, points=2),
-        _cell("markdown", "## Exercise 4: Why square? (★☆☆, 2 points)\n\nIn a sentence or two: why does `mean_square` "
-                          "square the numbers before averaging them?", "ex4_prompt", locked=True),
+        _cell(
+            "code",
+            "checks.check_true('answer', isinstance(checks.answer('answer'), int), 'should be a whole number')\n"
+            "### BEGIN HIDDEN TESTS\n"
+            f"assert checks.answer('answer') == {hidden_answer}, "
+            f"'not the answer: answer == {hidden_answer} failed'\n"
+            "### END HIDDEN TESTS\n",
+            "ex3_test",
+            grade=True,
+            locked=True,
+            points=2,
+        ),
+        _cell(
+            "markdown",
+            "## Exercise 4: Why square? (★☆☆, 2 points)\n\nIn a sentence or two: why does `mean_square` "
+            "square the numbers before averaging them?",
+            "ex4_prompt",
+            locked=True,
+        ),
         written,
     ]
-    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 def submission(answers: dict[str, str] | None = None, extra_cell: str | None = None, name: str = QUIZ) -> dict:
     """The built exercise with the solution's answers, except `answers` (grade_id -> source)."""
     sol = quiz_solution()
     nb = build_exercise(sol, f"{name}.ipynb", for_class=True)
-    right = {c["metadata"]["nbgrader"]["grade_id"]: "".join(line for line in c["source"].splitlines(keepends=True)
-                                                          if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
-             for c in sol["cells"] if c["metadata"]["nbgrader"].get("solution")}
+    right = {
+        c["metadata"]["nbgrader"]["grade_id"]: "".join(
+            line
+            for line in c["source"].splitlines(keepends=True)
+            if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+        )
+        for c in sol["cells"]
+        if c["metadata"]["nbgrader"].get("solution")
+    }
     for cell in nb["cells"]:
         gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
         if gid in right:
             cell["source"] = (answers or {}).get(gid, right[gid])
     if extra_cell:
-        nb["cells"].insert(3, {"cell_type": "code", "id": "added", "metadata": {}, "outputs": [], "execution_count": None,
-                               "source": extra_cell})
+        nb["cells"].insert(
+            3,
+            {
+                "cell_type": "code",
+                "id": "added",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "source": extra_cell,
+            },
+        )
     return nb
 
 
@@ -121,21 +203,66 @@ def with_figures(nb: dict, mb: int = 30) -> dict:
 WRONG_MEAN = {"ex1_answer": "def mean_square(xs):\n    return float(np.mean(xs)) ** 2\n"}
 ONE_SHAPE_WRONG = {"ex2_answer": "shapes = {'q': (2, 5, 8), 'k': (2, 7, 8), 'scores': (2, 7, 5), 'out': (2, 5, 8)}\n"}
 SYNTAX = {"ex1_answer": "def mean_square(xs)\n    return 0\n"}
-ANOTHER_WAY = {"ex1_answer": "def mean_square(xs):\n    return sum(x * x for x in xs) / len(xs)\n",
-               "ex2_answer": "import numpy\nshapes = dict(q=[2, 5, 8], k=numpy.array([2, 7, 8]), scores=(2, 5, 7), out=(2, 5, 8))\n"}
+ANOTHER_WAY = {
+    "ex1_answer": "def mean_square(xs):\n    return sum(x * x for x in xs) / len(xs)\n",
+    "ex2_answer": (
+        "import numpy\nshapes = dict(q=[2, 5, 8], k=numpy.array([2, 7, 8]), scores=(2, 5, 7), out=(2, 5, 8))\n"
+    ),
+}
 HELPER = {"ex1_answer": "def mean_square(xs):\n    return my_mean(np.square(xs))\n"}
 
 # What the class hands in: (kind, how many students).
-KINDS = [("right", 24), ("another_way", 4), ("wrong_mean", 8), ("one_shape", 8), ("blank", 3), ("syntax", 2), ("helper", 2),
-         ("renamed", 1), ("nested", 1), ("absent", 3), ("late", 1), ("final", 1), ("big", 1), ("truncated", 1)]
-ANSWERS = {"right": {}, "another_way": ANOTHER_WAY, "wrong_mean": WRONG_MEAN, "one_shape": ONE_SHAPE_WRONG, "syntax": SYNTAX,
-           "renamed": {}, "nested": {}, "late": {}, "final": {}, "big": {}, "test": {}, "dropped": {}}
+KINDS = [
+    ("right", 24),
+    ("another_way", 4),
+    ("wrong_mean", 8),
+    ("one_shape", 8),
+    ("blank", 3),
+    ("syntax", 2),
+    ("helper", 2),
+    ("renamed", 1),
+    ("nested", 1),
+    ("absent", 3),
+    ("late", 1),
+    ("final", 1),
+    ("big", 1),
+    ("truncated", 1),
+]
+ANSWERS = {
+    "right": {},
+    "another_way": ANOTHER_WAY,
+    "wrong_mean": WRONG_MEAN,
+    "one_shape": ONE_SHAPE_WRONG,
+    "syntax": SYNTAX,
+    "renamed": {},
+    "nested": {},
+    "late": {},
+    "final": {},
+    "big": {},
+    "test": {},
+    "dropped": {},
+}
 
 
 def expected_score(kind: str) -> float:
     """The tests' points (the written answer waits for a person)."""
-    return {"right": 8, "another_way": 8, "wrong_mean": 6, "one_shape": 7, "blank": 0, "syntax": 6, "helper": 6,
-            "renamed": 8, "nested": 8, "absent": 0, "late": 8, "final": 8, "big": 8, "truncated": 0, "test": 8}[kind]
+    return {
+        "right": 8,
+        "another_way": 8,
+        "wrong_mean": 6,
+        "one_shape": 7,
+        "blank": 0,
+        "syntax": 6,
+        "helper": 6,
+        "renamed": 8,
+        "nested": 8,
+        "absent": 0,
+        "late": 8,
+        "final": 8,
+        "big": 8,
+        "truncated": 0,
+        "test": 8,
+    }[kind]
 
 
 def class_list() -> list[dict]:
@@ -143,28 +270,75 @@ def class_list() -> list[dict]:
     people, n = [], 0
     for kind, count in KINDS:
         for _ in range(count):
-            people.append({"id": f"S1{n:03d}", "canvas": 48100 + n, "last": f"Lastname{n:02d}", "first": "Sam",
-                           "email": f"s{n:02d}@uni.example", "kind": kind})
+            people.append(
+                {
+                    "id": f"S1{n:03d}",
+                    "canvas": 48100 + n,
+                    "last": f"Lastname{n:02d}",
+                    "first": "Sam",
+                    "email": f"s{n:02d}@uni.example",
+                    "kind": kind,
+                }
+            )
             n += 1
     people[0].update(last="Müller", first="Zoë", email="zoe.muller@uni.example")  # accents survive every file
     people[1].update(last="Łukasiewicz", first="Jan", email="jan.l@uni.example")
     assert len(people) == 60
     people.append({"id": "", "canvas": 49999, "last": "Student", "first": "Test", "email": "", "kind": "test"})
-    people.append({"id": "S1099", "canvas": 48199, "last": "Château", "first": "Renée", "email": "renee@uni.example",
-                   "kind": "dropped"})
+    people.append(
+        {
+            "id": "S1099",
+            "canvas": 48199,
+            "last": "Château",
+            "first": "Renée",
+            "email": "renee@uni.example",
+            "kind": "dropped",
+        }
+    )
     return people
 
 
 def canvas_export(people: list[dict]) -> bytes:
     """Canvas's Grades › Export, as Canvas writes it."""
-    rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Integration ID", "Section", "21 Class Quiz (12345)",
-             "22 Second Quiz (12346)", "Current Points", "Final Points", "Current Score", "Unposted Current Score",
-             "Final Score", "Unposted Final Score"],
-            ["    Points Possible", "", "", "", "", "", "10.00", "10.00", *["(read only)"] * 6]]
+    rows = [
+        [
+            "Student",
+            "ID",
+            "SIS User ID",
+            "SIS Login ID",
+            "Integration ID",
+            "Section",
+            "21 Class Quiz (12345)",
+            "22 Second Quiz (12346)",
+            "Current Points",
+            "Final Points",
+            "Current Score",
+            "Unposted Current Score",
+            "Final Score",
+            "Unposted Final Score",
+        ],
+        ["    Points Possible", "", "", "", "", "", "10.00", "10.00", *["(read only)"] * 6],
+    ]
     for p in people:
         login = p["email"] or "c4ca4238a0b923820dcc509a6f75849b"
-        rows.append([f"{p['last']}, {p['first']}", str(p["canvas"]), p["id"], login, "", "Section A", "", "", "0.00",
-                     "0.00", "", "", "0.00", "0.00"])
+        rows.append(
+            [
+                f"{p['last']}, {p['first']}",
+                str(p["canvas"]),
+                p["id"],
+                login,
+                "",
+                "Section A",
+                "",
+                "",
+                "0.00",
+                "0.00",
+                "",
+                "",
+                "0.00",
+                "0.00",
+            ]
+        )
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\r\n").writerows(rows)
     return ("\ufeff" + buf.getvalue()).encode("utf-8")
@@ -185,13 +359,15 @@ def notebook_bytes(p: dict) -> list[tuple[str, bytes]]:
         helper = submission(HELPER, extra_cell="def my_mean(a):\n    return float(np.mean(a))\n")
         return [(f"{QUIZ}.ipynb", json.dumps(helper).encode())]
     if kind == "final":  # a first try with a mistake, then the right one under another name
-        return [(f"{QUIZ}.ipynb", json.dumps(submission(WRONG_MEAN)).encode()),
-                (f"{QUIZ}_final.ipynb", json.dumps(submission()).encode())]
+        return [
+            (f"{QUIZ}.ipynb", json.dumps(submission(WRONG_MEAN)).encode()),
+            (f"{QUIZ}_final.ipynb", json.dumps(submission()).encode()),
+        ]
     if kind == "big":
         return [(f"{QUIZ}.ipynb", json.dumps(with_figures(submission())).encode())]
     if kind == "truncated":
         whole = json.dumps(submission()).encode()
-        return [(f"{QUIZ}.ipynb", whole[:len(whole) // 2])]  # an upload cut off halfway
+        return [(f"{QUIZ}.ipynb", whole[: len(whole) // 2])]  # an upload cut off halfway
     return [(f"{QUIZ}.ipynb", json.dumps(submission(ANSWERS[kind])).encode())]
 
 
@@ -253,8 +429,9 @@ def classroom(tmp_path_factory):
     dropped = next(p for p in people if p["kind"] == "dropped")
     code, text = run_capsys(["roster", "drop", dropped["id"], "--out", out])
     assert code == 0 and "Château, Renée (S1099): dropped" in text, text
-    code, unpack_log = run_capsys(["unpack", canvas_zip(tmp / "canvas.zip", people), "--assignment", QUIZ, "--to", subs,
-                                   "--out", out])
+    code, unpack_log = run_capsys(
+        ["unpack", canvas_zip(tmp / "canvas.zip", people), "--assignment", QUIZ, "--to", subs, "--out", out]
+    )
     assert code == 0, unpack_log
     # What hand-collected work adds: a renamed file, a nested one, macOS's folder, a visitor.
     by_kind = {p["kind"]: p["id"] for p in people if p["kind"] != "test"}
@@ -267,17 +444,43 @@ def classroom(tmp_path_factory):
     sandbox = [] if sandbox_available()[0] else ["--no-sandbox"]
     if sandbox and IN_CI:
         pytest.fail("CI grades in the sandbox: install bubblewrap")
-    code, text = run_capsys(["grade", subs, "--solutions", private, "--assignment", QUIZ, "--out", out, "--jobs", "2",
-                             "--timeout", "30", *sandbox])
+    code, text = run_capsys(
+        [
+            "grade",
+            subs,
+            "--solutions",
+            private,
+            "--assignment",
+            QUIZ,
+            "--out",
+            out,
+            "--jobs",
+            "2",
+            "--timeout",
+            "30",
+            *sandbox,
+        ]
+    )
     assert code == 0, text
     test_student = next(p for p in people if p["kind"] == "test")
     with closing(open_gradebook(out)) as book:
         test_id = next(s.id for s in book.roster().students if s.status == "test")
     test_student["id"] = test_id
-    return {"tmp": tmp, "subs": subs, "out": out, "private": private, "people": people, "sandbox": sandbox,
-            "grade_log": text, "unpack_log": unpack_log, "roster_log": roster_log, "by_kind": by_kind,
-            "active": [p for p in people if p["kind"] not in ("test", "dropped")], "test": test_id,
-            "dropped": dropped["id"]}
+    return {
+        "tmp": tmp,
+        "subs": subs,
+        "out": out,
+        "private": private,
+        "people": people,
+        "sandbox": sandbox,
+        "grade_log": text,
+        "unpack_log": unpack_log,
+        "roster_log": roster_log,
+        "by_kind": by_kind,
+        "active": [p for p in people if p["kind"] not in ("test", "dropped")],
+        "test": test_id,
+        "dropped": dropped["id"],
+    }
 
 
 # --- the roster and the download, as the LMS gives them ----------------------------------------------
@@ -328,8 +531,11 @@ def test_every_active_student_has_one_row_with_the_expected_score(classroom):
     rows = rows_of(classroom["out"])
     active = classroom["active"]
     assert {sid for sid, _ in rows} == {p["id"] for p in active} | {classroom["test"]}, "dropped: no row"
-    wrong = [(p["id"], p["kind"], rows[(p["id"], QUIZ)]["score"]) for p in active
-             if float(rows[(p["id"], QUIZ)]["score"]) != expected_score(p["kind"])]
+    wrong = [
+        (p["id"], p["kind"], rows[(p["id"], QUIZ)]["score"])
+        for p in active
+        if float(rows[(p["id"], QUIZ)]["score"]) != expected_score(p["kind"])
+    ]
     assert not wrong, wrong
     assert all(r["max_score"] == "10" for r in rows.values()), "8 points of tests and 2 for the written answer"
     absent = [sid for (sid, _), r in rows.items() if r["status"] == "not submitted"]
@@ -373,18 +579,51 @@ def test_two_graders_mark_the_written_answers(classroom, capsys):
     out = classroom["out"]
     right = [p["id"] for p in classroom["active"] if p["kind"] == "right"]
     with closing(open_gradebook(out)) as book:
-        save_mark(book, out, {"a": QUIZ, "q": "ex4_answer", "student": right[0], "points": "", "rubric": "0",
-                              "comment": "Exactly: cancelling.", "grader": "Ana Ruiz (TA)"})
-        save_mark(book, out, {"a": QUIZ, "q": "ex4_answer", "student": right[1], "points": "1.5", "rubric": "1",
-                              "comment": "Say what the squares stop.", "grader": "Ben Okafor"})
+        save_mark(
+            book,
+            out,
+            {
+                "a": QUIZ,
+                "q": "ex4_answer",
+                "student": right[0],
+                "points": "",
+                "rubric": "0",
+                "comment": "Exactly: cancelling.",
+                "grader": "Ana Ruiz (TA)",
+            },
+        )
+        save_mark(
+            book,
+            out,
+            {
+                "a": QUIZ,
+                "q": "ex4_answer",
+                "student": right[1],
+                "points": "1.5",
+                "rubric": "1",
+                "comment": "Say what the squares stop.",
+                "grader": "Ben Okafor",
+            },
+        )
         with pytest.raises(ValueError, match="did not answer"):
-            save_mark(book, out, {"a": QUIZ, "q": "ex4_answer", "student": classroom["by_kind"]["blank"], "points": "1",
-                                  "grader": "Ana"})
+            save_mark(
+                book,
+                out,
+                {
+                    "a": QUIZ,
+                    "q": "ex4_answer",
+                    "student": classroom["by_kind"]["blank"],
+                    "points": "1",
+                    "grader": "Ana",
+                },
+            )
         with pytest.raises(ValueError, match="at most 2"):
             save_mark(book, out, {"a": QUIZ, "q": "ex4_answer", "student": right[2], "points": "3", "grader": "Ana"})
         marks = book.marks(QUIZ)
-    assert [(m.student, m.points, m.grader) for m in marks] == [(right[0], 2.0, "Ana Ruiz (TA)"),
-                                                                (right[1], 1.5, "Ben Okafor")]
+    assert [(m.student, m.points, m.grader) for m in marks] == [
+        (right[0], 2.0, "Ana Ruiz (TA)"),
+        (right[1], 1.5, "Ben Okafor"),
+    ]
     rows = rows_of(out)
     assert (rows[(right[0], QUIZ)]["score"], rows[(right[0], QUIZ)]["to_mark"]) == ("10", "0")
     assert rows[(right[1], QUIZ)]["final"] == "9.5"
@@ -401,17 +640,51 @@ def test_a_broken_hidden_test_is_previewed_regraded_with_a_reason_and_fixed(clas
     broken = classroom["tmp"] / "broken"
     write(broken / f"{QUIZ}.ipynb", quiz_solution(hidden_answer=43))  # a slip in the hidden test: nobody passes it
     before = rows_of(out)
-    code, text = run(capsys, "grade", subs, "--solutions", broken, *students, "--assignment", QUIZ, "--out", out,
-                     "--dry-run", "--timeout", "30", "--jobs", "1", *sandbox)
+    code, text = run(
+        capsys,
+        "grade",
+        subs,
+        "--solutions",
+        broken,
+        *students,
+        "--assignment",
+        QUIZ,
+        "--out",
+        out,
+        "--dry-run",
+        "--timeout",
+        "30",
+        "--jobs",
+        "1",
+        *sandbox,
+    )
     assert code == 0, text
     assert "Dry run: nothing was written" in text, text
     assert "3 score(s) would change (the same files graded again): 8 → 6 (3)" in text, text
     assert f"Lastname02, Sam ({few[0]}), {QUIZ}: 8 → 6 (Exercise 3: The answer: 2 → 0)" in text, text
     assert "--new-solutions" in text and rows_of(out) == before, "a dry run writes nothing"
 
-    code, text = run(capsys, "grade", subs, "--solutions", broken, *students, "--assignment", QUIZ, "--out", out,
-                     "--new-solutions", "--reason", "exercise 3's hidden test was changed", "--hide-hidden-inputs",
-                     "--timeout", "30", "--jobs", "1", *sandbox)
+    code, text = run(
+        capsys,
+        "grade",
+        subs,
+        "--solutions",
+        broken,
+        *students,
+        "--assignment",
+        QUIZ,
+        "--out",
+        out,
+        "--new-solutions",
+        "--reason",
+        "exercise 3's hidden test was changed",
+        "--hide-hidden-inputs",
+        "--timeout",
+        "30",
+        "--jobs",
+        "1",
+        *sandbox,
+    )
     assert code == 0 and "3 score(s) changed (the same files graded again): 8 → 6 (3)" in text, text
     assert "the grades come from 2 versions of the solutions" in text, text
     data = json.loads((out / "grades.json").read_text())
@@ -422,9 +695,26 @@ def test_a_broken_hidden_test_is_previewed_regraded_with_a_reason_and_fixed(clas
     assert "(exercise 3's hidden test was changed): your score for the exercises went from 8 to 6." in fb, fb
     assert "a hidden test failed" in fb and "answer == 43" not in fb, "--hide-hidden-inputs keeps the inputs out"
 
-    code, text = run(capsys, "grade", subs, "--solutions", private, *students, "--assignment", QUIZ, "--out", out,
-                     "--new-solutions", "--reason", "exercise 3's hidden test fixed", "--timeout", "30", "--jobs", "1",
-                     *sandbox)
+    code, text = run(
+        capsys,
+        "grade",
+        subs,
+        "--solutions",
+        private,
+        *students,
+        "--assignment",
+        QUIZ,
+        "--out",
+        out,
+        "--new-solutions",
+        "--reason",
+        "exercise 3's hidden test fixed",
+        "--timeout",
+        "30",
+        "--jobs",
+        "1",
+        *sandbox,
+    )
     assert code == 0 and "3 score(s) changed (the same files graded again): 6 → 8 (3)" in text, text
     assert "versions of the solutions" not in text, "the class is consistent again: no warning"
     data = json.loads((out / "grades.json").read_text())
@@ -443,16 +733,43 @@ def test_regrade_one_student_adjust_with_a_grader_and_the_report(classroom, caps
     rows = rows_of(out)
     fixer = classroom["by_kind"]["wrong_mean"]
     write(subs / fixer / f"{QUIZ}.ipynb", submission())
-    code, text = run(capsys, "grade", subs, "--solutions", private, "--student", fixer, "--assignment", QUIZ,
-                     "--out", out, "--timeout", "30", "--jobs", "1", *classroom["sandbox"])
+    code, text = run(
+        capsys,
+        "grade",
+        subs,
+        "--solutions",
+        private,
+        "--student",
+        fixer,
+        "--assignment",
+        QUIZ,
+        "--out",
+        out,
+        "--timeout",
+        "30",
+        "--jobs",
+        "1",
+        *classroom["sandbox"],
+    )
     assert code == 0 and "1 score(s) changed (new files handed in): 6 → 8 (1)" in text, text
     after = rows_of(out)
     assert (after[(fixer, QUIZ)]["score"], after[(fixer, QUIZ)]["attempt"]) == ("8", "2")
     assert [k for k in rows if rows[k] != after[k]] == [(fixer, QUIZ)]
 
     helper = classroom["by_kind"]["helper"]
-    code, text = run(capsys, "adjust", helper, QUIZ, "2", "--reason", "helper in an added cell: accepted this once",
-                     "--grader", "Ana Ruiz", "--out", out)
+    code, text = run(
+        capsys,
+        "adjust",
+        helper,
+        QUIZ,
+        "2",
+        "--reason",
+        "helper in an added cell: accepted this once",
+        "--grader",
+        "Ana Ruiz",
+        "--out",
+        out,
+    )
     assert code == 0 and "adjustment 1" in text and "final score now 8 / 10" in text, text
     code, text = run(capsys, "adjust", helper, QUIZ, "5", "--reason", "extra credit", "--cap", "--out", out)
     assert code == 0 and "final score now 10 / 10" in text, "--cap stops at the maximum"
@@ -508,50 +825,105 @@ def test_canvas_file_imports_without_edits(classroom, capsys):
 
 def test_a_moodle_class_from_its_own_files(classroom, capsys):
     tmp, private = classroom["tmp"], classroom["private"]
-    export = ("\ufeffFirst name,Last name,ID number,Institution,Department,Email address,"
-              "Assignment: Class quiz (Real),Last downloaded from this course\r\n"
-              "Zoë,Müller,M-1,Uni,Physics,zoe@uni.example,-,1764000000\r\n"
-              "Li,Lei,M-2,Uni,Physics,li@uni.example,-,1764000000\r\n"
-              "Ada,Absent,M-3,Uni,Physics,ada@uni.example,-,1764000000\r\n"
-              "Renée,Château,M-4,Uni,Physics,renee@uni.example,-,1764000000\r\n")
+    export = (
+        "\ufeffFirst name,Last name,ID number,Institution,Department,Email address,"
+        "Assignment: Class quiz (Real),Last downloaded from this course\r\n"
+        "Zoë,Müller,M-1,Uni,Physics,zoe@uni.example,-,1764000000\r\n"
+        "Li,Lei,M-2,Uni,Physics,li@uni.example,-,1764000000\r\n"
+        "Ada,Absent,M-3,Uni,Physics,ada@uni.example,-,1764000000\r\n"
+        "Renée,Château,M-4,Uni,Physics,renee@uni.example,-,1764000000\r\n"
+    )
     (tmp / "moodle-export.csv").write_text(export, encoding="utf-8")
     with zipfile.ZipFile(tmp / "moodle.zip", "w") as z:
-        for who, pid, when in (("Zoë Müller", 501, (2026, 11, 20, 11, 0, 0)), ("Li Lei", 502, (2026, 11, 21, 22, 0, 0)),
-                               ("Renée Château", 504, (2026, 11, 19, 9, 0, 0))):
-            z.writestr(zipfile.ZipInfo(f"{who}_{pid}_assignsubmission_file_/{QUIZ}.ipynb", date_time=when),
-                       json.dumps(submission()))
+        for who, pid, when in (
+            ("Zoë Müller", 501, (2026, 11, 20, 11, 0, 0)),
+            ("Li Lei", 502, (2026, 11, 21, 22, 0, 0)),
+            ("Renée Château", 504, (2026, 11, 19, 9, 0, 0)),
+        ):
+            z.writestr(
+                zipfile.ZipInfo(f"{who}_{pid}_assignsubmission_file_/{QUIZ}.ipynb", date_time=when),
+                json.dumps(submission()),
+            )
     out, subs = tmp / "moodle-grades", tmp / "moodle-subs"
-    code, text = run(capsys, "unpack", tmp / "moodle.zip", "--assignment", QUIZ, "--to", subs, "--roster",
-                     tmp / "moodle-export.csv", "--tz", "Europe/Berlin", "--out", out)
+    code, text = run(
+        capsys,
+        "unpack",
+        tmp / "moodle.zip",
+        "--assignment",
+        QUIZ,
+        "--to",
+        subs,
+        "--roster",
+        tmp / "moodle-export.csv",
+        "--tz",
+        "Europe/Berlin",
+        "--out",
+        out,
+    )
     assert code == 0 and "read as a Moodle grade export: 4 student(s), ids from the column 'ID number'" in text, text
     assert sorted(p.name for p in subs.iterdir()) == ["M-1", "M-2", "M-4"]
     assert run(capsys, "roster", "drop", "M-4", "--out", out)[0] == 0
-    code, text = run(capsys, "grade", subs, "--solutions", private, "--assignment", QUIZ, "--out", out,
-                     "--timeout", "30", "--jobs", "1", *classroom["sandbox"])
+    code, text = run(
+        capsys,
+        "grade",
+        subs,
+        "--solutions",
+        private,
+        "--assignment",
+        QUIZ,
+        "--out",
+        out,
+        "--timeout",
+        "30",
+        "--jobs",
+        "1",
+        *classroom["sandbox"],
+    )
     assert code == 0, text
     code, text = run(capsys, "deadline", QUIZ, "2026-11-20T12:00+01:00", "--penalty", "10", "--max", "50", "--out", out)
     assert code == 0, text
     fb = feedback(out, "M-2")
-    assert ("Late penalty: -2 (submitted 1 day 10 hours after the deadline (2026-11-20 12:00 +01:00), at "
-            "2026-11-21 22:00 +01:00: 2 started days, -10% each (at most -50%))") in fb, fb
+    assert (
+        "Late penalty: -2 (submitted 1 day 10 hours after the deadline (2026-11-20 12:00 +01:00), at "
+        "2026-11-21 22:00 +01:00: 2 started days, -10% each (at most -50%))"
+    ) in fb, fb
     code, text = run(capsys, "export", "--lms", "moodle", "--out", out)
     assert code == 0, text
     assert "written to the LMS's own columns: 21_class_quiz -> 'Assignment: Class quiz (Real)'" in text, text
     table = list(csv.reader(io.StringIO((out / "moodle.csv").read_text(encoding="utf-8-sig"))))
     assert table[0] == ["Username", "ID number", "Email address", "Full name", "Assignment: Class quiz (Real)"]
-    assert [r[1:] for r in table[1:]] == [["M-1", "zoe@uni.example", "Zoë Müller", "8"],
-                                          ["M-2", "li@uni.example", "Li Lei", "6"],
-                                          ["M-3", "ada@uni.example", "Ada Absent", ""],
-                                          ["M-4", "renee@uni.example", "Renée Château", ""]], table
+    assert [r[1:] for r in table[1:]] == [
+        ["M-1", "zoe@uni.example", "Zoë Müller", "8"],
+        ["M-2", "li@uni.example", "Li Lei", "6"],
+        ["M-3", "ada@uni.example", "Ada Absent", ""],
+        ["M-4", "renee@uni.example", "Renée Château", ""],
+    ], table
 
 
 def test_a_second_assignment_handed_in_early_adds_rows_only_for_who_handed_it_in(classroom, capsys):
     out, subs = classroom["tmp"] / "grades-early", classroom["tmp"] / "subs-early"
     shutil.copytree(classroom["subs"], subs, symlinks=True)
     write(subs / "S1000" / f"{EARLY}.ipynb", submission(name=EARLY))
-    code, text = run(capsys, "grade", subs, "--solutions", classroom["private"], "--roster",
-                     classroom["tmp"] / "canvas-export.csv", "--student", "S1000", "--student", "S1001", "--out", out,
-                     "--timeout", "30", "--jobs", "1", *classroom["sandbox"])
+    code, text = run(
+        capsys,
+        "grade",
+        subs,
+        "--solutions",
+        classroom["private"],
+        "--roster",
+        classroom["tmp"] / "canvas-export.csv",
+        "--student",
+        "S1000",
+        "--student",
+        "S1001",
+        "--out",
+        out,
+        "--timeout",
+        "30",
+        "--jobs",
+        "1",
+        *classroom["sandbox"],
+    )
     assert code == 0, text
     rows = rows_of(out)
     assert sorted(rows) == [("S1000", QUIZ), ("S1000", EARLY), ("S1001", QUIZ)], sorted(rows)
@@ -565,20 +937,37 @@ def test_a_teachers_own_set_checks_on_a_students_machine(tmp_path):
     from course_lib.runner.notebook import grade_id, is_solution, read_notebook, source
 
     teacher = tmp_path / "teaching" / "private"
-    assert cli.main(["new", "93_my_topic", "--title", "My topic", "--solutions", str(teacher / "solutions"),
-                     "--checks", str(teacher / "checks")]) == 0
+    assert (
+        cli.main(
+            [
+                "new",
+                "93_my_topic",
+                "--title",
+                "My topic",
+                "--solutions",
+                str(teacher / "solutions"),
+                "--checks",
+                str(teacher / "checks"),
+            ]
+        )
+        == 0
+    )
     release = tmp_path / "teaching" / "release"
     assert run_capsys(["build", "--class", "--solutions", teacher / "solutions", "--exercises", release])[0] == 0
-    code, text = run_capsys(["build", "--check", "--class", "--solutions", teacher / "solutions",
-                             "--exercises", release])
+    code, text = run_capsys(
+        ["build", "--check", "--class", "--solutions", teacher / "solutions", "--exercises", release]
+    )
     assert code == 0 and f"{release}/ is up to date (2 files)." in text, text
     handed_out = (release / "93_my_topic.ipynb").read_text() + (release / "lesson93.py").read_text()
     assert str(tmp_path) not in handed_out and "/teaching/" not in handed_out, "no teacher's path is handed out"
     student = tmp_path / "student-laptop" / "Downloads"  # the two files a student downloads, nothing else
     student.mkdir(parents=True)
     nb = read_notebook(release / "93_my_topic.ipynb")
-    answers = {grade_id(c): source(c) for c in read_notebook(teacher / "solutions" / "93_my_topic.ipynb")["cells"]
-               if is_solution(c)}
+    answers = {
+        grade_id(c): source(c)
+        for c in read_notebook(teacher / "solutions" / "93_my_topic.ipynb")["cells"]
+        if is_solution(c)
+    }
     for cell in nb["cells"]:
         if is_solution(cell):
             cell["source"] = answers[grade_id(cell)]

@@ -10,6 +10,7 @@
 2. Where CUDA (or Apple's MPS) is present: each module gives the same results, forward and
    backward, on the CPU and on that device, within float32 tolerance. Skipped cleanly elsewhere.
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,8 +21,14 @@ from torch.testing import assert_close
 
 from course_lib import attention, layers, positional
 
-ACCELERATORS = [d for d, ok in [("cuda", torch.cuda.is_available()),
-                                ("mps", getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available())] if ok]
+ACCELERATORS = [
+    d
+    for d, ok in [
+        ("cuda", torch.cuda.is_available()),
+        ("mps", getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()),
+    ]
+    if ok
+]
 
 
 def _modules():
@@ -29,16 +36,27 @@ def _modules():
     g = lambda *shape: torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))  # noqa: E731
     return [
         ("MultiHeadAttention", lambda: attention.MultiHeadAttention(16, 4), lambda: (g(2, 5, 16),)),
-        ("MultiHeadAttention fused", lambda: attention.MultiHeadAttention(16, 4, keep_weights=False), lambda: (g(2, 5, 16),)),
+        (
+            "MultiHeadAttention fused",
+            lambda: attention.MultiHeadAttention(16, 4, keep_weights=False),
+            lambda: (g(2, 5, 16),),
+        ),
         ("LayerNorm", lambda: layers.LayerNorm(16), lambda: (g(2, 5, 16),)),
         ("RMSNorm", lambda: layers.RMSNorm(16), lambda: (g(2, 5, 16),)),
         ("FeedForward gelu", lambda: layers.FeedForward(16, activation="gelu"), lambda: (g(2, 5, 16),)),
         ("EncoderBlock pre-norm", lambda: layers.EncoderBlock(16, 4), lambda: (g(2, 5, 16),)),
         ("EncoderBlock post-norm", lambda: layers.EncoderBlock(16, 4, norm_first=False), lambda: (g(2, 5, 16),)),
-        ("EncoderBlock fused", lambda: layers.EncoderBlock(16, 4, keep_weights=False, fused_norm=True),
-         lambda: (g(2, 5, 16),)),
+        (
+            "EncoderBlock fused",
+            lambda: layers.EncoderBlock(16, 4, keep_weights=False, fused_norm=True),
+            lambda: (g(2, 5, 16),),
+        ),
         ("DecoderBlock", lambda: layers.DecoderBlock(16, 4), lambda: (g(2, 5, 16), g(2, 3, 16))),
-        ("LearnedPositionalEmbedding", lambda: positional.LearnedPositionalEmbedding(8, 16), lambda: (torch.arange(5),)),
+        (
+            "LearnedPositionalEmbedding",
+            lambda: positional.LearnedPositionalEmbedding(8, 16),
+            lambda: (torch.arange(5),),
+        ),
     ]
 
 

@@ -16,6 +16,7 @@ count in their own exercise's test cell, and in other test cells only when they 
 Each solution notebook is analysed in a subprocess (`python tests/test_exercise_leaks.py NOTEBOOK`),
 so that its code cannot change this process.
 """
+
 from __future__ import annotations
 
 import ast
@@ -87,7 +88,13 @@ def _solution_names(text: str) -> list[str]:
     for stmt in tree.body:
         if not any(a < stmt.lineno and (stmt.end_lineno or stmt.lineno) < b for a, b in regions):
             continue
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        targets = (
+            stmt.targets
+            if isinstance(stmt, ast.Assign)
+            else [stmt.target]
+            if isinstance(stmt, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
         for target in targets:
             for node in ast.walk(target):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
@@ -106,7 +113,11 @@ def _numbers(value: Any) -> np.ndarray | None:
         import torch
 
         if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().to(torch.float64).numpy() if value.is_floating_point() or not value.is_complex() else None
+            value = (
+                value.detach().cpu().to(torch.float64).numpy()
+                if value.is_floating_point() or not value.is_complex()
+                else None
+            )
     except ImportError:  # pragma: no cover - torch is a dependency of the course
         pass
     if value is None:
@@ -122,8 +133,11 @@ def _numbers(value: Any) -> np.ndarray | None:
 
 def _same(value: Any, answer: Any) -> bool:
     if isinstance(answer, dict):
-        return (isinstance(value, dict) and set(map(str, value)) == set(map(str, answer))
-                and all(_same(value[k], answer[k]) for k in value))
+        return (
+            isinstance(value, dict)
+            and set(map(str, value)) == set(map(str, answer))
+            and all(_same(value[k], answer[k]) for k in value)
+        )
     if isinstance(answer, str):
         return isinstance(value, str) and value.strip().lower() == answer.strip().lower()
     a, v = _numbers(answer), _numbers(value)
@@ -135,7 +149,11 @@ def _same(value: Any, answer: Any) -> bool:
 def _rounded_literal(node: ast.AST, value: Any, answer: Any) -> bool:
     """A float literal that is the answer rounded (0.444 for 4/9): at least two decimals and two
     significant digits, so that tolerances such as 0.05 or 1e-6 never count."""
-    if not (isinstance(node, ast.Constant) and isinstance(value, float)) or _numbers(answer) is None or _numbers(answer).size != 1:
+    if (
+        not (isinstance(node, ast.Constant) and isinstance(value, float))
+        or _numbers(answer) is None
+        or _numbers(answer).size != 1
+    ):
         return False
     text = repr(value)
     if "e" in text or "." not in text:
@@ -184,9 +202,16 @@ def _answer_names_in(node: ast.AST) -> set[str]:
     """The names asked for with `answer("name")` anywhere inside `node`."""
     found = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str):
+        if (
+            isinstance(sub, ast.Call)
+            and sub.args
+            and isinstance(sub.args[0], ast.Constant)
+            and isinstance(sub.args[0].value, str)
+        ):
             func = sub.func
-            if (isinstance(func, ast.Attribute) and func.attr == "answer") or (isinstance(func, ast.Name) and func.id == "answer"):
+            if (isinstance(func, ast.Attribute) and func.attr == "answer") or (
+                isinstance(func, ast.Name) and func.id == "answer"
+            ):
                 found.add(sub.args[0].value)
     return found
 
@@ -212,7 +237,9 @@ def _names(node: ast.AST) -> set[str]:
 
 
 def _evaluable(node: ast.expr, forbidden: set[str]) -> bool:
-    if isinstance(node, (ast.Name, ast.Attribute, ast.Lambda, ast.Starred, ast.Slice, ast.JoinedStr, ast.FormattedValue)):
+    if isinstance(
+        node, (ast.Name, ast.Attribute, ast.Lambda, ast.Starred, ast.Slice, ast.JoinedStr, ast.FormattedValue)
+    ):
         return False
     if _names(node) & forbidden:
         return False
@@ -222,7 +249,9 @@ def _evaluable(node: ast.expr, forbidden: set[str]) -> bool:
         root = func
         while isinstance(root, ast.Attribute):
             root = root.value
-        if name in NOT_EVALUATED or (isinstance(root, ast.Name) and root.id in {"plt", "os", "sys", "subprocess", "shutil"}):
+        if name in NOT_EVALUATED or (
+            isinstance(root, ast.Name) and root.id in {"plt", "os", "sys", "subprocess", "shutil"}
+        ):
             return False
     return True
 
@@ -251,7 +280,11 @@ def find_leaks(nb: dict, label: str) -> list[str]:
         return []
     modules = {k for k, v in namespace.items() if isinstance(v, type(math))}
     answer_names = {n for c in cells if _is_answer(c) for n in _solution_names(_source(c))}
-    forbidden = answer_names | {m for m in modules if getattr(namespace[m], "__name__", "").startswith("course_lib.checks")} | {"checks"}
+    forbidden = (
+        answer_names
+        | {m for m in modules if getattr(namespace[m], "__name__", "").startswith("course_lib.checks")}
+        | {"checks"}
+    )
     own_test = {}  # answer cell index -> the index of the first test cell after it
     for i in sorted({i for _, i in answers.values()}):
         own_test[i] = next((j for j in range(i + 1, len(cells)) if _is_test(cells[j])), None)
@@ -269,7 +302,9 @@ def find_leaks(nb: dict, label: str) -> list[str]:
         local = dict(namespace)
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             for stmt in tree.body:  # the cell's own set-up (T = np.array(...)) so that T[2] can be evaluated
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Import, ast.ImportFrom)) and not (_names(stmt) & forbidden):
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Import, ast.ImportFrom)) and not (
+                    _names(stmt) & forbidden
+                ):
                     try:
                         exec(compile(ast.Module([stmt], []), f"<{label} test {j}>", "exec"), local)
                     except BaseException:  # noqa: BLE001
@@ -288,8 +323,10 @@ def find_leaks(nb: dict, label: str) -> list[str]:
                         counts = own_test.get(i) == j or _distinctive(answer)
                     if counts and (_same(value, answer) or _rounded_literal(node, value, answer)):
                         shown = ast.get_source_segment(text, node) or ast.unparse(node)
-                        leaks.append(f"{label} {_meta(cell).get('grade_id')}: the visible test shows `{shown}`, "
-                                     f"the answer to `{name}`")
+                        leaks.append(
+                            f"{label} {_meta(cell).get('grade_id')}: the visible test shows `{shown}`, "
+                            f"the answer to `{name}`"
+                        )
     return sorted(set(leaks))
 
 
@@ -309,16 +346,32 @@ def test_no_visible_test_cell_shows_a_hand_worked_answer(path):
     if missing:
         pytest.skip(f"{path.name} needs {', '.join(missing)}, which is not in COURSE_DATA_DIR")
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    run = subprocess.run([sys.executable, __file__, str(path)], cwd=path.parent, env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, __file__, str(path)], cwd=path.parent, env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, f"the leak check of {path.name} crashed:\n{run.stderr[-3000:]}"
     leaks = json.loads(run.stdout.strip().splitlines()[-1])
-    assert not leaks, "move these answers into the lesson's check module as seals (see checks.seal):\n" + "\n".join(leaks)
+    assert not leaks, "move these answers into the lesson's check module as seals (see checks.seal):\n" + "\n".join(
+        leaks
+    )
 
 
 def _cell(kind: str, text: str, gid: str, **nbgrader) -> dict:
-    cell = {"cell_type": kind, "id": gid.replace("_", "-"), "metadata": {"nbgrader": {"schema_version": 3, "grade_id": gid, "grade": False,
-                                                                                      "solution": False, "locked": False, **nbgrader}},
-            "source": text}
+    cell = {
+        "cell_type": kind,
+        "id": gid.replace("_", "-"),
+        "metadata": {
+            "nbgrader": {
+                "schema_version": 3,
+                "grade_id": gid,
+                "grade": False,
+                "solution": False,
+                "locked": False,
+                **nbgrader,
+            }
+        },
+        "source": text,
+    }
     if kind == "code":
         cell.update(outputs=[], execution_count=None)
     return cell
@@ -336,50 +389,118 @@ def _exercise_set(exercises: list[tuple[str, str]]) -> dict:
 # The leaks that issue 9 found, one exercise each: the answer, and a visible test that shows it.
 LEAKY = [
     ("cos_ab", "cos_ab = 4 / (3 * 3)", 'checks.check_close("cos_ab", checks.answer("cos_ab"), 4 / 9)', "4 / 9"),
-    ("shape_one_hot", "shape_one_hot = (4, 7, 50)",
-     'checks.check_shape("s", checks.answer("shape_one_hot"), (4, 7, 50))', "(4, 7, 50)"),
-    ("multiply_adds", "multiply_adds = 4 * 7 * 50 * 16", 'checks.check_count("n", checks.answer("multiply_adds"), 22400)', "22400"),
-    ("ppl_by_hand", "ppl_by_hand = math.exp(-sum(math.log(p) for p in [0.5, 0.25, 0.5, 0.125]) / 4)",
-     'checks.check_close("p", checks.answer("ppl_by_hand"), 128 ** 0.25)', "128 ** 0.25"),
-    ("ppl_uniform", "ppl_uniform = 600.0", 'expected = 600.0\nchecks.check_close("u", checks.answer("ppl_uniform"), expected)', "600.0"),
-    ("fraction_invented", "fraction_invented = 0.6 * 0.4 + 0.4 * 0.6", 'checks.check_close("f", checks.answer("fraction_invented"), 0.48)', "0.48"),
-    ("share_program", "share_program = 5.0 / (4.0 + 5.0)", 'checks.check_close("s", checks.answer("share_program"), 5 / 9, atol=5e-3)', "5 / 9"),
-    ("after_green", "after_green = [0.5, 0.2, 0.0, 0.3]",
-     'T = np.array([[0.0, 0.5, 0.25, 0.25], [0.1, 0.0, 0.6, 0.3], [0.5, 0.2, 0.0, 0.3], [1.0, 0.0, 0.0, 0.0]])\n'
-     'checks.check_close("after_green", checks.answer("after_green"), T[2])', "T[2]"),
-    ("p_down_second", "p_down_second = 0.0", 'checks.check_close("p", checks.answer("p_down_second"), 0.0, mistakes={"x": 0.4})', "0.0"),
-    ("dot_ab", "dot_ab = 4.0 / 9", 'checks.check_close("d", checks.answer("dot_ab"), 0.5, mistakes={"rounded": 0.444})', "0.444"),
+    (
+        "shape_one_hot",
+        "shape_one_hot = (4, 7, 50)",
+        'checks.check_shape("s", checks.answer("shape_one_hot"), (4, 7, 50))',
+        "(4, 7, 50)",
+    ),
+    (
+        "multiply_adds",
+        "multiply_adds = 4 * 7 * 50 * 16",
+        'checks.check_count("n", checks.answer("multiply_adds"), 22400)',
+        "22400",
+    ),
+    (
+        "ppl_by_hand",
+        "ppl_by_hand = math.exp(-sum(math.log(p) for p in [0.5, 0.25, 0.5, 0.125]) / 4)",
+        'checks.check_close("p", checks.answer("ppl_by_hand"), 128 ** 0.25)',
+        "128 ** 0.25",
+    ),
+    (
+        "ppl_uniform",
+        "ppl_uniform = 600.0",
+        'expected = 600.0\nchecks.check_close("u", checks.answer("ppl_uniform"), expected)',
+        "600.0",
+    ),
+    (
+        "fraction_invented",
+        "fraction_invented = 0.6 * 0.4 + 0.4 * 0.6",
+        'checks.check_close("f", checks.answer("fraction_invented"), 0.48)',
+        "0.48",
+    ),
+    (
+        "share_program",
+        "share_program = 5.0 / (4.0 + 5.0)",
+        'checks.check_close("s", checks.answer("share_program"), 5 / 9, atol=5e-3)',
+        "5 / 9",
+    ),
+    (
+        "after_green",
+        "after_green = [0.5, 0.2, 0.0, 0.3]",
+        "T = np.array([[0.0, 0.5, 0.25, 0.25], [0.1, 0.0, 0.6, 0.3], [0.5, 0.2, 0.0, 0.3], [1.0, 0.0, 0.0, 0.0]])\n"
+        'checks.check_close("after_green", checks.answer("after_green"), T[2])',
+        "T[2]",
+    ),
+    (
+        "p_down_second",
+        "p_down_second = 0.0",
+        'checks.check_close("p", checks.answer("p_down_second"), 0.0, mistakes={"x": 0.4})',
+        "0.0",
+    ),
+    (
+        "dot_ab",
+        "dot_ab = 4.0 / 9",
+        'checks.check_close("d", checks.answer("dot_ab"), 0.5, mistakes={"rounded": 0.444})',
+        "0.444",
+    ),
 ]
 
 
 def test_the_leaks_of_issue_9_are_each_named():
-    leaky = _exercise_set([(answer, test + "\n### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS\n") for _, answer, test, _ in LEAKY])
+    leaky = _exercise_set(
+        [
+            (answer, test + "\n### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS\n")
+            for _, answer, test, _ in LEAKY
+        ]
+    )
     leaks = find_leaks(leaky, "leaky")
     for k, (name, _, _, shown) in enumerate(LEAKY, 1):
-        assert any(f"ex{k}_test: the visible test shows `{shown}`, the answer to `{name}`" in leak for leak in leaks), (name, leaks)
+        assert any(f"ex{k}_test: the visible test shows `{shown}`, the answer to `{name}`" in leak for leak in leaks), (
+            name,
+            leaks,
+        )
 
 
 def test_sealed_checks_hidden_literals_and_coincidences_are_not_leaks():
-    clean = _exercise_set([
-        # the answer sealed in a check module: nothing to see in the cell
-        ("cos_ab = 4 / 9", 'SEALS = checks.Seals({"cos_ab": (6, checks.seal(0.1, name="cos_ab", decimals=6), {})})\n'
-                           'SEALS.check("cos_ab", checks.answer("cos_ab"), "number")'),
-        # hidden tests may keep literals
-        ("multiply_adds = 4 * 7 * 50 * 16", 'checks.check_count("n", checks.answer("multiply_adds"), 1)\n'
-                                            "### BEGIN HIDDEN TESTS\nchecks.check_count('n', checks.answer('multiply_adds'), 22400)\n### END HIDDEN TESTS\n"),
-        # a function exercise whose inputs happen to hold the other answers' common values
-        ("p_down_second = 0.0\nn_layers = 1", "_ = checks.check_close('f', 0.5, 0.5, atol=1e-6)\ncases = [(0, 3), (1, 7)]"),
-        # a probability of 0.3 in another exercise's inputs is a coincidence, not the answer of exercise 5
-        ("p_off_first = 0.3", "pass"),
-        ("x = 1", 'dist = {"a": 0.3, "b": 0.7}\nchecks.check_close("x", checks.answer("x"), 2)'),
-    ])
+    clean = _exercise_set(
+        [
+            # the answer sealed in a check module: nothing to see in the cell
+            (
+                "cos_ab = 4 / 9",
+                'SEALS = checks.Seals({"cos_ab": (6, checks.seal(0.1, name="cos_ab", decimals=6), {})})\n'
+                'SEALS.check("cos_ab", checks.answer("cos_ab"), "number")',
+            ),
+            # hidden tests may keep literals
+            (
+                "multiply_adds = 4 * 7 * 50 * 16",
+                'checks.check_count("n", checks.answer("multiply_adds"), 1)\n'(
+                    "### BEGIN HIDDEN TESTS\nchecks.check_count('n', "
+                    "checks.answer('multiply_adds'), 22400)\n### END HIDDEN TESTS\n"
+                ),
+            ),
+            # a function exercise whose inputs happen to hold the other answers' common values
+            (
+                "p_down_second = 0.0\nn_layers = 1",
+                "_ = checks.check_close('f', 0.5, 0.5, atol=1e-6)\ncases = [(0, 3), (1, 7)]",
+            ),
+            # a probability of 0.3 in another exercise's inputs is a coincidence, not the answer of exercise 5
+            ("p_off_first = 0.3", "pass"),
+            ("x = 1", 'dist = {"a": 0.3, "b": 0.7}\nchecks.check_close("x", checks.answer("x"), 2)'),
+        ]
+    )
     assert find_leaks(clean, "clean") == []
 
 
 def test_answers_come_from_solution_regions_only():
-    text = "given = 22400\n### BEGIN SOLUTION\nshape_X = (11, 12)\nmask = np.zeros(3)\nmask[0] = 1.0\ndef f():\n    y = 3\n### END SOLUTION\n"
+    text = (
+        "given = 22400\n### BEGIN SOLUTION\nshape_X = (11, 12)\nmask = "
+        "np.zeros(3)\nmask[0] = 1.0\ndef f():\n    y = 3\n### END SOLUTION\n"
+    )
     assert _solution_names(text) == ["shape_X", "mask"]
-    assert _solution_names("def f(x):\n    ### BEGIN SOLUTION\n    y = 2 * x\n    return y\n    ### END SOLUTION\n") == []
+    assert (
+        _solution_names("def f(x):\n    ### BEGIN SOLUTION\n    y = 2 * x\n    return y\n    ### END SOLUTION\n") == []
+    )
 
 
 if __name__ == "__main__":  # one notebook, analysed in a process of its own: prints the leaks as JSON

@@ -18,6 +18,7 @@ The crafted class needs the sandbox: where bubblewrap does not work these tests 
 warning), and under CI they fail. The last tests (every solution notebook, the command's errors)
 run either way.
 """
+
 from __future__ import annotations
 
 import json
@@ -138,13 +139,23 @@ def crafted(tmp: Path, subs: Path, out: Path, teacher: Path) -> dict:
         cell["id"] = "same-id"
     nb_renamed = learner()
     by_id(nb_renamed, "ex3_answer")["metadata"]["nbgrader"]["grade_id"] = "my_ex3"
-    nb_edited = learner({"ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return num_layers * kernel_size\n"})
+    nb_edited = learner(
+        {"ex3_answer": "def receptive_field(num_layers, kernel_size):\n    return num_layers * kernel_size\n"}
+    )
     for cell in nb_edited["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("grade"):
             cell["source"] = "print('all tests pass')"
     nb_edited["cells"].remove(by_id(nb_edited, "ex6_test"))
-    nb_edited["cells"].append({"cell_type": "code", "id": "extra", "metadata": {}, "outputs": [], "execution_count": None,
-                               "source": "import course_lib.checks as c\nc.check_patch_count = lambda *a, **k: None"})
+    nb_edited["cells"].append(
+        {
+            "cell_type": "code",
+            "id": "extra",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "import course_lib.checks as c\nc.check_patch_count = lambda *a, **k: None",
+        }
+    )
     other_lesson = exercise()
     for cell in other_lesson["cells"]:
         if "nbgrader" in cell["metadata"]:
@@ -159,34 +170,46 @@ def crafted(tmp: Path, subs: Path, out: Path, teacher: Path) -> dict:
         ".dotted": learner(),  # a hidden folder: passed over, with a warning recorded (a roster would list it)
         "=1+1": learner(),  # ids a spreadsheet would run as formulas are quoted in grades.csv
         "@SUM(A1)": learner(),
-        "mistakes": learner({
-            "ex3_answer": WRONG_RF,
-            "ex5_answer": "n_patches = 14\nseq_len = 197\n",
-            "ex7_answer": "class _Eq(int):\n    def __eq__(self, other):\n        return True\n"
-                          "    __hash__ = int.__hash__\nattention_steps_1_20 = attention_steps_1_100 = _Eq(5)\n",
-        }),
-        "loops": learner({
-            "ex3_answer": "while True:\n    pass\n",
-            "ex4_answer": "def layers_needed(distance, kernel_size):\n    while True:\n        pass\n",
-            "ex5_answer": "n_patches, seq_len = 196, 197\nwhile True:\n    pass\n",  # right, then stuck
-            "ex7_answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
-        }),
+        "mistakes": learner(
+            {
+                "ex3_answer": WRONG_RF,
+                "ex5_answer": "n_patches = 14\nseq_len = 197\n",
+                "ex7_answer": "class _Eq(int):\n    def __eq__(self, other):\n        return True\n"
+                "    __hash__ = int.__hash__\nattention_steps_1_20 = attention_steps_1_100 = _Eq(5)\n",
+            }
+        ),
+        "loops": learner(
+            {
+                "ex3_answer": "while True:\n    pass\n",
+                "ex4_answer": "def layers_needed(distance, kernel_size):\n    while True:\n        pass\n",
+                "ex5_answer": "n_patches, seq_len = 196, 197\nwhile True:\n    pass\n",  # right, then stuck
+                "ex7_answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
+            }
+        ),
         "exits": learner({"ex1_answer": "import sys\nsys.exit(1)\n", "ex6_answer": "import os\nos._exit(0)\n"}),
-        "crash": learner({
-            "ex2_answer": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
-            "ex7_answer": "import faulthandler\nfaulthandler._sigsegv()\n",
-        }),
-        "memory": learner({
-            "ex3_answer": "big = bytearray(64 * 2**30)\n" + WRONG_RF,
-            "ex4_answer": "def _hog():\n    hog = []\n    while True:\n        hog.append(bytearray(50 * 2**20))\n_hog()\n",
-            "ex5_answer": "import torch\nt = torch.ones(2**34)\nn_patches, seq_len = 196, 197\n",
-        }),
-        "output": learner({
-            "ex1_answer": "print('x' * 10**7)\n",
-            "ex5_answer": "for i in range(10**7):\n    print(i)\n",
-            # low: update_display_data escaped the output limit (805 MB through a 1 MB cap)
-            "ex7_answer": "h = display('x', display_id=True)\nfor _ in range(10**5):\n    h.update('y' * 10**4)\n",
-        }),
+        "crash": learner(
+            {
+                "ex2_answer": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+                "ex7_answer": "import faulthandler\nfaulthandler._sigsegv()\n",
+            }
+        ),
+        "memory": learner(
+            {
+                "ex3_answer": "big = bytearray(64 * 2**30)\n" + WRONG_RF,
+                "ex4_answer": (
+                    "def _hog():\n    hog = []\n    while True:\n        hog.append(bytearray(50 * 2**20))\n_hog()\n"
+                ),
+                "ex5_answer": "import torch\nt = torch.ones(2**34)\nn_patches, seq_len = 196, 197\n",
+            }
+        ),
+        "output": learner(
+            {
+                "ex1_answer": "print('x' * 10**7)\n",
+                "ex5_answer": "for i in range(10**7):\n    print(i)\n",
+                # low: update_display_data escaped the output limit (805 MB through a 1 MB cap)
+                "ex7_answer": "h = display('x', display_id=True)\nfor _ in range(10**5):\n    h.update('y' * 10**4)\n",
+            }
+        ),
         "syntax": learner({"ex4_answer": "def layers_needed(distance, kernel_size):\n    return (distance\n"}),
         "edited_tests": nb_edited,
         "not_json": b"{ this is not a notebook",
@@ -199,7 +222,9 @@ def crafted(tmp: Path, subs: Path, out: Path, teacher: Path) -> dict:
         "missing": None,
         # --- critical: the teacher's machine, other students, the results ---------------------------
         # Children that outlive grading and rewrite the results once the grader has written them.
-        "escape": learner({"ex1_answer": f"""
+        "escape": learner(
+            {
+                "ex1_answer": f"""
 import multiprocessing, os, subprocess, sys, time
 RESULTS = {grades_csv!r}
 def _rewrite():
@@ -207,30 +232,36 @@ def _rewrite():
         time.sleep(0.1)
     open(RESULTS, "w").write("escape,00_welcome,16,16,graded\\n")
 multiprocessing.get_context("fork").Process(target=_rewrite).start()
-subprocess.Popen([sys.executable, "-c", "import os, time\\nwhile not os.path.exists(%r): time.sleep(0.1)\\nopen(%r, 'w').write('pwned')"
-                  % (RESULTS, RESULTS)], start_new_session=True)
+subprocess.Popen([sys.executable, "-c",
+                  "import os, time\\nwhile not os.path.exists(%r): time.sleep(0.1)\\n"
+                  "open(%r, 'w').write('pwned')" % (RESULTS, RESULTS)], start_new_session=True)
 if os.fork() == 0:  # a daemon: new session, parent gone
     os.setsid()
     if os.fork() == 0:
         _rewrite()
     os._exit(0)
-""" + RIGHT["ex1"]}),
+"""
+                + RIGHT["ex1"]
+            }
+        ),
         # Paths relative to a directory descriptor; the grader's command line through /proc.
-        "dir_fd": learner({
-            "ex2_answer": f"""
+        "dir_fd": learner(
+            {
+                "ex2_answer": f"""
 import os
 root = os.open("/", os.O_RDONLY)
 fd = os.open({str(teacher.relative_to("/"))!r}, os.O_RDONLY, dir_fd=root)
 solution = os.read(fd, 10**7).decode()
-""" + RIGHT["ex2"],
-            "ex3_answer": f"""
+"""
+                + RIGHT["ex2"],
+                "ex3_answer": f"""
 import os
 root = os.open("/", os.O_RDONLY)
 os.remove({str(classmate.relative_to("/"))!r}, dir_fd=root)
 def receptive_field(num_layers, kernel_size):
     return 1 + num_layers * (kernel_size - 1)
 """,
-            "ex4_answer": f"""
+                "ex4_answer": f"""
 import os
 root = os.open("/", os.O_RDONLY)
 fd = os.open({str(teacher.relative_to("/"))!r}, os.O_WRONLY | os.O_TRUNC, dir_fd=root)
@@ -238,7 +269,7 @@ os.write(fd, b"{{}}")
 def layers_needed(distance, kernel_size):
     return -(-distance // (kernel_size - 1))
 """,
-            "ex5_answer": """
+                "ex5_answer": """
 import glob, os
 found = []
 for path in glob.glob("/proc/*/cmdline") + glob.glob("/proc/*/environ"):
@@ -253,23 +284,34 @@ for candidate in found:
 if not found:
     raise RuntimeError("found no notebook path in any command line")
 """,
-        }),
+            }
+        ),
         # One line replacing the grader's own modules, and the checks, in the learner's process.
-        "module_swap": learner({"ex3_answer": """
+        "module_swap": learner(
+            {
+                "ex3_answer": """
 import sys, types
 sys.modules["course_lib.runner.kernel"] = types.ModuleType("nothing to see")
 sys.modules["course_lib.checks.lesson00"].check_receptive_field = lambda *a, **k: None
 sys.modules["course_lib.checks"] = types.ModuleType("checks")
-""" + WRONG_RF}),
+"""
+                + WRONG_RF
+            }
+        ),
         # C++ file I/O without any audit event.
-        "torch_files": learner({
-            "ex1_answer": f"import torch\nstolen = torch.from_file({str(teacher)!r}, size=100, dtype=torch.uint8)\n" + RIGHT["ex1"],
-            "ex5_answer": f"import torch\ntorch.save({{'pwned': 1}}, {str(classmate)!r})\n" + RIGHT["ex5"],
-            "ex6_answer": f"import torch\ntorch.save({{'pwned': 1}}, {str(victim)!r})\n"
-                          "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
-        }),
+        "torch_files": learner(
+            {
+                "ex1_answer": f"import torch\nstolen = torch.from_file({str(teacher)!r}, size=100, dtype=torch.uint8)\n"
+                + RIGHT["ex1"],
+                "ex5_answer": f"import torch\ntorch.save({{'pwned': 1}}, {str(classmate)!r})\n" + RIGHT["ex5"],
+                "ex6_answer": f"import torch\ntorch.save({{'pwned': 1}}, {str(victim)!r})\n"
+                "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
+            }
+        ),
         # Signals to the parent: a killed worker cost everyone in it their grades.
-        "signals": learner({"ex2_answer": """
+        "signals": learner(
+            {
+                "ex2_answer": """
 import os, signal
 fd = os.pidfd_open(os.getppid())
 signal.pidfd_send_signal(fd, signal.SIGKILL)
@@ -281,13 +323,17 @@ if len(visible) <= 4:  # inside the sandbox: everything it can see is the sandbo
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-""" + RIGHT["ex2"]}),
+"""
+                + RIGHT["ex2"]
+            }
+        ),
         "linked_file": ("notebook link", teacher),  # a symlink to the solutions notebook
         "linked_dir": ("folder link", subs / "full"),  # a symlink to another student's folder
         # --- high: marks not earned, inside the kernel ---------------------------------------------
-        "kernel_tricks": learner({
-            # patched numpy, torch and builtins, a descriptor on Tensor.numpy, a filtered stdout
-            "ex1_answer": """
+        "kernel_tricks": learner(
+            {
+                # patched numpy, torch and builtins, a descriptor on Tensor.numpy, a filtered stdout
+                "ex1_answer": """
 import builtins, sys
 import numpy._core.numeric as numeric
 import torch
@@ -300,8 +346,8 @@ sys.stdout.write = lambda text: len(text)
 def reproducible_sample(seed):
     return torch.zeros(5)
 """,
-            # expected values read from the checking code's frames, through __int__/__ne__/__array__
-            "ex2_answer": """
+                # expected values read from the checking code's frames, through __int__/__ne__/__array__
+                "ex2_answer": """
 import sys
 class _Spy:
     def _expected(self):
@@ -325,14 +371,15 @@ class _Spy:
     __hash__ = object.__hash__
 rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = _Spy()
 """,
-            # forged success: IPython's ExecutionResult and run_cell
-            "ex3_answer": """
+                # forged success: IPython's ExecutionResult and run_cell
+                "ex3_answer": """
 from IPython.core.interactiveshell import ExecutionResult
 ExecutionResult.success = property(lambda self: True)
 ExecutionResult.error_in_exec = property(lambda self: None)
-""" + WRONG_RF,
-            # sys.settrace writing actual = expected into a check's locals
-            "ex4_answer": """
+"""
+                + WRONG_RF,
+                # sys.settrace writing actual = expected into a check's locals
+                "ex4_answer": """
 import sys
 def _tracer(frame, event, arg):
     if "expected" in frame.f_locals and "value" in frame.f_locals:
@@ -342,16 +389,16 @@ sys.settrace(_tracer)
 def layers_needed(distance, kernel_size):
     return 0
 """,
-            # a value whose __array_interface__ points at memory (a check's bytecode, say)
-            "ex5_answer": """
+                # a value whose __array_interface__ points at memory (a check's bytecode, say)
+                "ex5_answer": """
 class _Pointer:
     @property
     def __array_interface__(self):
         return {"shape": (1,), "typestr": "<i8", "data": (id(self), False), "version": 3}
 n_patches = seq_len = _Pointer()
 """,
-            # the checks module's __class__ swapped
-            "ex6_answer": """
+                # the checks module's __class__ swapped
+                "ex6_answer": """
 import types
 import course_lib.checks as c
 class _Lenient(types.ModuleType):
@@ -361,63 +408,75 @@ c.__class__ = _Lenient
 def patch_count(height, width, patch):
     return 0
 """,
-            # objects made by the setup cell mutated
-            "ex7_answer": """
+                # objects made by the setup cell mutated
+                "ex7_answer": """
 lesson00.__dict__.clear()
 checks.__dict__.clear()
 torch.randn = lambda *a, **k: None
 attention_steps_1_20 = attention_steps_1_100 = 99
 """,
-        }),
-        "writes_outside": learner({
-            "ex1_answer": f"open({str(outside / 'pwned.txt')!r}, 'w').write('pwned')\n",
-            "ex2_answer": f"import os\nos.remove({str(victim)!r})\n",
-            "ex6_answer": "open('notes.txt', 'w').write('scratch is fine')\n"
-                          "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
-            "ex7_answer": f"import subprocess\nsubprocess.run(['touch', {str(outside / 'pwned2.txt')!r}], check=True)\n",
-        }),
+            }
+        ),
+        "writes_outside": learner(
+            {
+                "ex1_answer": f"open({str(outside / 'pwned.txt')!r}, 'w').write('pwned')\n",
+                "ex2_answer": f"import os\nos.remove({str(victim)!r})\n",
+                "ex6_answer": "open('notes.txt', 'w').write('scratch is fine')\n"
+                "def patch_count(height, width, patch):\n    return (height // patch) * (width // patch)\n",
+                "ex7_answer": (
+                    f"import subprocess\nsubprocess.run(['touch', {str(outside / 'pwned2.txt')!r}], check=True)\n"
+                ),
+            }
+        ),
         # --- issue 22: one submission must never stop, starve or zero the others ---------------------
         # N1: keys that all hash alike (k * (2**61 - 1)), sent by a patched encoder: building the set in the
         # grader took O(n^2) in C (300,000 keys: stuck for good, no time limit could stop it). N3: range(4e7)
         # crossed as four numbers and became a 2.2 GB array in the grader.
-        "decode_bombs": learner({
-            "ex2_answer": COLLIDING + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "SET"\n',
-            "ex5_answer": COLLIDING + 'n_patches, seq_len = "DICT", 197\n',
-            "ex6_answer": "def patch_count(height, width, patch):\n    return range(40_000_000)\n",
-            "ex7_answer": COLLIDING + 'attention_steps_1_20 = attention_steps_1_100 = "COUNTER"\n',
-        }),
+        "decode_bombs": learner(
+            {
+                "ex2_answer": COLLIDING + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "SET"\n',
+                "ex5_answer": COLLIDING + 'n_patches, seq_len = "DICT", 197\n',
+                "ex6_answer": "def patch_count(height, width, patch):\n    return range(40_000_000)\n",
+                "ex7_answer": COLLIDING + 'attention_steps_1_20 = attention_steps_1_100 = "COUNTER"\n',
+            }
+        ),
         # N4: memory that no RSS or address-space limit sees: memfd files (48 x 63 MB), SysV shared memory.
         # N8: 40 busy loops in one sandbox, forked (its neighbours must still finish, and the forks share the
         # kernel's pages); forked workers sharing 300 MB copy-on-write (summed RSS counted it 17 times: a false
         # memory-limit kill)
-        "memory_and_cpu": learner({
-            "ex1_answer": "import os, time\n_start = time.monotonic() + 1\n_kids = []\n"
-                          "for _ in range(40):\n    _pid = os.fork()\n    if _pid == 0:\n"
-                          "        time.sleep(max(0, _start - time.monotonic()))\n"
-                          "        while time.monotonic() < _start + 2:\n            pass\n"
-                          "        os._exit(0)\n    _kids.append(_pid)\n"
-                          "for _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex1"],
-            "ex3_answer": "import os\n_held = []\nfor _ in range(48):\n    _fd = os.memfd_create('hold')\n"
-                          "    os.posix_fallocate(_fd, 0, 63 * 2**20)\n    _held.append(_fd)\n" + RIGHT["ex3"],
-            "ex4_answer": "import ctypes\n_libc = ctypes.CDLL(None, use_errno=True)\n"
-                          "_id = _libc.shmget(0, 512 * 2**20, 0o1000 | 0o600)\n"
-                          "if _id < 0:\n    raise OSError(ctypes.get_errno(), 'shmget refused')\n"
-                          "import ctypes.util\n_libc.shmat.restype = ctypes.c_void_p\n"
-                          "ctypes.memset(_libc.shmat(_id, None, 0), 1, 512 * 2**20)\n" + RIGHT["ex4"],
-            "ex6_answer": "import os, time\n_block = bytearray(300 * 2**20)\n"
-                          "for _i in range(0, len(_block), 4096):\n    _block[_i] = 1\n_kids = []\n"
-                          "for _ in range(16):\n    _pid = os.fork()\n    if _pid == 0:\n"
-                          "        time.sleep(2)\n        os._exit(0)\n    _kids.append(_pid)\n"
-                          "time.sleep(1)\nfor _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex6"],
-        }),
+        "memory_and_cpu": learner(
+            {
+                "ex1_answer": "import os, time\n_start = time.monotonic() + 1\n_kids = []\n"
+                "for _ in range(40):\n    _pid = os.fork()\n    if _pid == 0:\n"
+                "        time.sleep(max(0, _start - time.monotonic()))\n"
+                "        while time.monotonic() < _start + 2:\n            pass\n"
+                "        os._exit(0)\n    _kids.append(_pid)\n"
+                "for _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex1"],
+                "ex3_answer": "import os\n_held = []\nfor _ in range(48):\n    _fd = os.memfd_create('hold')\n"
+                "    os.posix_fallocate(_fd, 0, 63 * 2**20)\n    _held.append(_fd)\n" + RIGHT["ex3"],
+                "ex4_answer": "import ctypes\n_libc = ctypes.CDLL(None, use_errno=True)\n"
+                "_id = _libc.shmget(0, 512 * 2**20, 0o1000 | 0o600)\n"
+                "if _id < 0:\n    raise OSError(ctypes.get_errno(), 'shmget refused')\n"
+                "import ctypes.util\n_libc.shmat.restype = ctypes.c_void_p\n"
+                "ctypes.memset(_libc.shmat(_id, None, 0), 1, 512 * 2**20)\n" + RIGHT["ex4"],
+                "ex6_answer": "import os, time\n_block = bytearray(300 * 2**20)\n"
+                "for _i in range(0, len(_block), 4096):\n    _block[_i] = 1\n_kids = []\n"
+                "for _ in range(16):\n    _pid = os.fork()\n    if _pid == 0:\n"
+                "        time.sleep(2)\n        os._exit(0)\n    _kids.append(_pid)\n"
+                "time.sleep(1)\nfor _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex6"],
+            }
+        ),
         # N7: a 60 MB reply header of empty lists (31x its size once parsed)
-        "listbomb": learner({"ex7_answer": FORGED_REPLY + 'attention_steps_1_20 = "LISTBOMB"\n'
-                                                          'attention_steps_1_100 = 1\n'}),
+        "listbomb": learner(
+            {"ex7_answer": FORGED_REPLY + 'attention_steps_1_20 = "LISTBOMB"\nattention_steps_1_100 = 1\n'}
+        ),
         # N9: a 200,000-deep reply and a 5,000-digit integer: one cell each, not the whole row
-        "deep_reply": learner({
-            "ex2_answer": FORGED_REPLY + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "DEEP"\n',
-            "ex5_answer": FORGED_REPLY + 'n_patches, seq_len = "HUGEINT", 197\n',
-        }),
+        "deep_reply": learner(
+            {
+                "ex2_answer": FORGED_REPLY + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "DEEP"\n',
+                "ex5_answer": FORGED_REPLY + 'n_patches, seq_len = "HUGEINT", 197\n',
+            }
+        ),
         # N5: Markdown and HTML in an exception message, in a note and in an added cell's first line
         "injector": injector(),
         # N6: a student whose folder is named like the feedback index
@@ -430,8 +489,12 @@ attention_steps_1_20 = attention_steps_1_100 = 99
         "Jos\u00e9": learner(),
         "Jose\u0301": learner(),
         # N2: the process checking this one is killed from outside mid-batch (WRAPPER's kill_marker)
-        "zz_killed": learner({"ex2_answer": "import subprocess, time\nsubprocess.Popen(['sleep', '977'])\n"
-                                            "time.sleep(5)\n" + RIGHT["ex2"]}),
+        "zz_killed": learner(
+            {
+                "ex2_answer": "import subprocess, time\nsubprocess.Popen(['sleep', '977'])\n"
+                "time.sleep(5)\n" + RIGHT["ex2"]
+            }
+        ),
         "zzz_honest": learner(),
     }
 
@@ -466,19 +529,31 @@ def _forged(header, buffers=()):
 _forged.plain = _plain_pack
 _wire.pack = _forged
 """
-INJECTED = ("```\n# Feedback on 00_welcome for injector\n\n**Score: 16 / 16**\n\n<script>alert(1)</script>\n"
-            "<img src=x onerror=alert(1)>\n[click](http://example.com) <!--")
+INJECTED = (
+    "```\n# Feedback on 00_welcome for injector\n\n**Score: 16 / 16**\n\n<script>alert(1)</script>\n"
+    "<img src=x onerror=alert(1)>\n[click](http://example.com) <!--"
+)
 
 
 def injector() -> dict:
-    nb = learner({
-        "ex3_answer": f"raise ValueError({INJECTED!r})\n",
-        # right values, then an error whose message lands in a note ("... the test passed with what ...")
-        "ex5_answer": "n_patches, seq_len = 196, 197\n"
-                      "raise RuntimeError('<script>alert(3)</script>\\n# Score: 16 / 16 ``` <!--')\n",
-    })
-    nb["cells"].append({"cell_type": "code", "id": "added", "metadata": {}, "outputs": [], "execution_count": None,
-                        "source": "# <img src=x onerror=alert(2)> ``` **Score: 16 / 16** <!--\nx = 1\n"})
+    nb = learner(
+        {
+            "ex3_answer": f"raise ValueError({INJECTED!r})\n",
+            # right values, then an error whose message lands in a note ("... the test passed with what ...")
+            "ex5_answer": "n_patches, seq_len = 196, 197\n"
+            "raise RuntimeError('<script>alert(3)</script>\\n# Score: 16 / 16 ``` <!--')\n",
+        }
+    )
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "id": "added",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "# <img src=x onerror=alert(2)> ``` **Score: 16 / 16** <!--\nx = 1\n",
+        }
+    )
     return nb
 
 
@@ -500,8 +575,14 @@ def _stale_leftovers(private_tmp: Path) -> list[str]:
 
 
 def _grade(cmd: list[str], cwd: Path, env: dict, **options) -> dict:
-    wrapper = subprocess.run([sys.executable, "-c", WRAPPER, json.dumps(options), *cmd], cwd=cwd, capture_output=True,
-                             text=True, timeout=1200, env=env)
+    wrapper = subprocess.run(
+        [sys.executable, "-c", WRAPPER, json.dumps(options), *cmd],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+    )
     assert wrapper.returncode == 0, wrapper.stdout + wrapper.stderr
     return json.loads(wrapper.stdout)
 
@@ -527,9 +608,29 @@ def graded(tmp_path_factory):
     private_tmp = Path(tempfile.mkdtemp(prefix="course-grade-test-"))
     os.chmod(private_tmp, 0o711)
     stale_groups = _stale_leftovers(private_tmp)
-    cmd = [sys.executable, "-m", "course_lib.cli", "grade", str(subs), "--solutions", str(solutions), "--out", str(out),
-           "--assignment", "00_welcome", "--jobs", "2", "--timeout", "6", "--total-timeout", "150", "--memory", "1024",
-           "--max-output", "200000"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "course_lib.cli",
+        "grade",
+        str(subs),
+        "--solutions",
+        str(solutions),
+        "--out",
+        str(out),
+        "--assignment",
+        "00_welcome",
+        "--jobs",
+        "2",
+        "--timeout",
+        "6",
+        "--total-timeout",
+        "150",
+        "--memory",
+        "1024",
+        "--max-output",
+        "200000",
+    ]
     env = dict(os.environ, TMPDIR=str(private_tmp))
     started = time.monotonic()
     first = _grade(cmd, tmp, env, interrupt_after=3)  # Ctrl-C once three submissions are graded
@@ -545,11 +646,27 @@ def graded(tmp_path_factory):
     assert second["returncode"] == 0, second["stdout"] + second["stderr"]
     data = load_json(out / "grades.json")
     results = {r["student_id"]: r for r in data["results"]}
-    return {"tmp": tmp, "subs": subs, "out": out, "solutions": solutions, "before": before,
-            "solutions_before": solutions_before, "results": results, "stdout": second["stdout"],
-            "left": first["left"] + second["left"], "left_in_tmp": left_in_tmp, "first_left_in_tmp": first_left_in_tmp,
-            "seconds": seconds, "first_seconds": first_seconds, "csv": (out / "grades.csv").read_text(), "first": first,
-            "second": second, "first_book": first_book, "stale_groups_left": stale_left, "warnings": data["warnings"]}
+    return {
+        "tmp": tmp,
+        "subs": subs,
+        "out": out,
+        "solutions": solutions,
+        "before": before,
+        "solutions_before": solutions_before,
+        "results": results,
+        "stdout": second["stdout"],
+        "left": first["left"] + second["left"],
+        "left_in_tmp": left_in_tmp,
+        "first_left_in_tmp": first_left_in_tmp,
+        "seconds": seconds,
+        "first_seconds": first_seconds,
+        "csv": (out / "grades.csv").read_text(),
+        "first": first,
+        "second": second,
+        "first_book": first_book,
+        "stale_groups_left": stale_left,
+        "warnings": data["warnings"],
+    }
 
 
 def results_of(graded, student) -> dict[str, dict]:
@@ -561,8 +678,18 @@ def feedback(graded, student) -> str:
 
 
 SAME_STUDENT = {"ada": "Ada", "Jose\u0301": "Jos\u00e9"}  # folders that are another folder's id (case, Unicode form)
-FULL_MARKS = ["full", "=1+1", "@SUM(A1)", "duplicates", "escape", "signals", "index.csv", "Ada", "Jos\u00e9",
-              "zzz_honest"]  # correct work, whatever sits next to it in the batch
+FULL_MARKS = [
+    "full",
+    "=1+1",
+    "@SUM(A1)",
+    "duplicates",
+    "escape",
+    "signals",
+    "index.csv",
+    "Ada",
+    "Jos\u00e9",
+    "zzz_honest",
+]  # correct work, whatever sits next to it in the batch
 
 
 @pytest.mark.slow
@@ -578,8 +705,11 @@ def test_every_student_has_exactly_one_row_and_a_feedback_file(graded):
 def test_every_correct_submission_gets_full_marks_whatever_runs_beside_it(graded):
     """Issue 22, done when: a batch holding every attack next to correct submissions gives each of them
     full marks, within its time budget."""
-    wrong = {s: (graded["results"][s]["score"], graded["results"][s]["status"]) for s in FULL_MARKS
-             if graded["results"][s]["score"] != 16}
+    wrong = {
+        s: (graded["results"][s]["score"], graded["results"][s]["status"])
+        for s in FULL_MARKS
+        if graded["results"][s]["score"] != 16
+    }
     assert not wrong, wrong
 
 
@@ -587,8 +717,8 @@ def test_every_correct_submission_gets_full_marks_whatever_runs_beside_it(graded
 def test_ids_that_look_like_formulas_are_quoted_in_the_csv(graded):
     rows = graded["csv"].lstrip("\ufeff").splitlines()
     assert rows[0].startswith("student_id,name,assignment,status,score,")
-    assert any(r.startswith("\"'=1+1\",,00_welcome,graded,16,") for r in rows), rows
-    assert any(r.startswith("\"'@SUM(A1)\",,00_welcome,graded,16,") for r in rows), rows
+    assert any(r.startswith('"\'=1+1",,00_welcome,graded,16,') for r in rows), rows
+    assert any(r.startswith('"\'@SUM(A1)",,00_welcome,graded,16,') for r in rows), rows
     assert not any(cell.startswith(("=", "@", "+", "-")) for row in rows for cell in row.split(",")), rows
     assert graded["results"]["=1+1"]["score"] == 16, "the id itself is kept as it is in grades.json"
 
@@ -628,8 +758,12 @@ def test_hidden_tests_run_and_mistakes_are_named_in_feedback(graded):
     assert graded["results"]["mistakes"]["score"] == 11
     assert t["ex3_test"]["status"] == "failed" and "+1 for the centre" in t["ex3_test"]["message"]
     # two parts (n_patches wrong, seq_len right): half the points, and the wrong part named
-    assert t["ex5_test"]["status"] == "partial" and t["ex5_test"]["points"] == 1 == t["ex5_test"]["max_points"] / 2, t["ex5_test"]
-    assert "n_patches" in t["ex5_test"]["message"] and "seq_len" not in t["ex5_test"]["message"], t["ex5_test"]["message"]
+    assert t["ex5_test"]["status"] == "partial" and t["ex5_test"]["points"] == 1 == t["ex5_test"]["max_points"] / 2, t[
+        "ex5_test"
+    ]
+    assert "n_patches" in t["ex5_test"]["message"] and "seq_len" not in t["ex5_test"]["message"], t["ex5_test"][
+        "message"
+    ]
     assert t["ex7_test"]["status"] == "failed", "an int subclass that claims equality must not pass"
     assert "forgot the +1 for the centre position" in feedback(graded, "mistakes")
 
@@ -643,7 +777,8 @@ def test_infinite_loops_hit_the_cell_time_limit_and_the_rest_is_graded(graded):
     assert any("stopped" in n for n in r["notes"]), "the SIGINT-ignoring loop needed a kill and a restart"
     assert t["ex5_test"]["status"] == "passed", t["ex5_test"]
     assert any(n.startswith("Exercise 5") and "time limit" in n and "defined before that" in n for n in r["notes"]), (
-        f"a passing test after a stuck answer cell should still be explained: {r['notes']}")
+        f"a passing test after a stuck answer cell should still be explained: {r['notes']}"
+    )
 
 
 @pytest.mark.slow
@@ -671,7 +806,8 @@ def test_memory_hogs_get_a_memory_error_not_the_machine(graded):
     # machine; on a loaded one (CI's two cores shared with the browser tests) the time limit can stop it
     # first. Either way it is stopped, scores 0 and the batch goes on, which is what this test guards.
     assert t["ex4_test"]["points"] == 0 and any(
-        why in t["ex4_test"]["message"] for why in ("MemoryError", "longer than the time limit")), t["ex4_test"]
+        why in t["ex4_test"]["message"] for why in ("MemoryError", "longer than the time limit")
+    ), t["ex4_test"]
     assert "allocate" in t["ex5_test"]["message"], t["ex5_test"]
 
 
@@ -725,7 +861,11 @@ def test_torch_file_io_reaches_nothing(graded):
     assert r["score"] == 9, r
     assert t["ex1_test"]["status"] == "error" and "RuntimeError" in t["ex1_test"]["message"], t["ex1_test"]
     for gid in ("ex5_test", "ex6_test"):
-        assert t[gid]["status"] == "error" and "RuntimeError" in t[gid]["message"] and "Parent directory" in t[gid]["message"], t[gid]
+        assert (
+            t[gid]["status"] == "error"
+            and "RuntimeError" in t[gid]["message"]
+            and "Parent directory" in t[gid]["message"]
+        ), t[gid]
     assert (graded["tmp"] / "outside" / "victim.txt").read_text() == "keep me"
 
 
@@ -776,14 +916,17 @@ def test_writing_outside_the_sandbox_reaches_nothing(graded):
     assert t["ex6_test"]["status"] == "passed", "writing inside the sandbox's scratch folder is allowed"
 
 
-@pytest.mark.parametrize("student, status, words", [
-    ("not_json", "unreadable", "not JSON"),
-    ("empty", "unreadable", "empty"),
-    ("no_cells", "wrong notebook", "none of its answer cells"),
-    ("wrong_lesson", "wrong notebook", "none of its answer cells"),
-    ("built_elsewhere", "wrong notebook", "01_one_hot_and_dot_products"),
-    ("missing", "not submitted", "No 00_welcome.ipynb was submitted"),
-])
+@pytest.mark.parametrize(
+    "student, status, words",
+    [
+        ("not_json", "unreadable", "not JSON"),
+        ("empty", "unreadable", "empty"),
+        ("no_cells", "wrong notebook", "none of its answer cells"),
+        ("wrong_lesson", "wrong notebook", "none of its answer cells"),
+        ("built_elsewhere", "wrong notebook", "01_one_hot_and_dot_products"),
+        ("missing", "not submitted", "No 00_welcome.ipynb was submitted"),
+    ],
+)
 @pytest.mark.slow
 def test_unusable_submissions_score_zero_with_a_clear_message(graded, student, status, words):
     r = graded["results"][student]
@@ -946,8 +1089,9 @@ def test_ids_that_differ_in_case_or_unicode_form_are_one_student(graded):
     """low (19): Ada/ada and NFC/NFD "José" were two students each."""
     for other, kept in SAME_STUDENT.items():
         assert other not in graded["results"] and graded["results"][kept]["score"] == 16
-        assert any(w.startswith(f"{other}: the same student as the folder {kept}") for w in graded["warnings"]), (
-            graded["warnings"])
+        assert any(w.startswith(f"{other}: the same student as the folder {kept}") for w in graded["warnings"]), graded[
+            "warnings"
+        ]
         assert any(f"`{other}` is the same student id" in n for n in graded["results"][kept]["notes"])
 
 
@@ -984,7 +1128,9 @@ def graded_course(tmp_path_factory):
     in_sandbox = sandbox_available()[0]
     if not in_sandbox and IN_CI:
         require_sandbox()  # fails: CI grades in the sandbox
-    results = grade_all(subs, SOLUTIONS, tmp / "out", jobs=2, limits=Limits(), sandbox=in_sandbox, progress=lambda line: None)
+    results = grade_all(
+        subs, SOLUTIONS, tmp / "out", jobs=2, limits=Limits(), sandbox=in_sandbox, progress=lambda line: None
+    )
     return {(r.student_id, r.assignment): r for r in results}
 
 
@@ -998,7 +1144,9 @@ def test_solution_scores_full_marks_and_blank_exercise_scores_zero(graded_course
     assert not solved.notes, f"{path.name}: {solved.notes}"
     blank = graded_course[("blank", path.stem)]
     attempted = [(t.grade_id, t.status, t.message) for t in blank.tests if t.status != "not attempted"]
-    assert blank.score == 0 and not attempted, f"{path.name}: the blank exercise is not 'not attempted' everywhere: {attempted}"
+    assert blank.score == 0 and not attempted, (
+        f"{path.name}: the blank exercise is not 'not attempted' everywhere: {attempted}"
+    )
 
 
 def test_grade_explains_a_submissions_folder_without_student_folders(tmp_path, capsys):
@@ -1018,8 +1166,19 @@ def test_a_broken_solution_notebook_stops_before_anyone_is_graded(tmp_path, caps
     del answer["metadata"]["nbgrader"]["grade_id"]
     write(tmp_path / "solutions" / "00_welcome.ipynb", broken)
     write(tmp_path / "subs" / "ada" / "00_welcome.ipynb", exercise())
-    assert cli.main(["grade", str(tmp_path / "subs"), "--solutions", str(tmp_path / "solutions"),
-                     "--out", str(tmp_path / "out")]) == 2
+    assert (
+        cli.main(
+            [
+                "grade",
+                str(tmp_path / "subs"),
+                "--solutions",
+                str(tmp_path / "solutions"),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     out = capsys.readouterr().out
     assert "00_welcome.ipynb cannot be used for grading" in out and "without a grade_id" in out, out
     assert not (tmp_path / "out").exists()
@@ -1028,4 +1187,6 @@ def test_a_broken_solution_notebook_stops_before_anyone_is_graded(tmp_path, caps
 def test_student_ids_that_differ_only_in_odd_characters_get_separate_feedback(tmp_path):
     assert safe_name("ada") == "ada"
     names = {safe_name(s) for s in ("a b", "a_b", "a/b", "a\\b", ".a")}
-    assert len(names) == 5 and all("/" not in n and "\\" not in n and " " not in n and not n.startswith(".") for n in names), names
+    assert len(names) == 5 and all(
+        "/" not in n and "\\" not in n and " " not in n and not n.startswith(".") for n in names
+    ), names

@@ -3,6 +3,7 @@ late penalties, manual points, the roster, exports (CSV with BOM, feedback, Canv
 class report, and the rules that find a student's notebook. These tests need no kernel; the whole
 route, graded in the sandbox, is tests/test_class.py.
 """
+
 from __future__ import annotations
 
 import csv
@@ -38,20 +39,45 @@ UTC = timezone.utc
 
 
 def result(student, score=2.0, status="graded", assignment="06_attention", tests=None, notes=()):
-    tests = tests if tests is not None else [
-        Outcome("ex1_test", "Exercise 1: Shapes", min(score, 2.0), 2.0, "passed" if score >= 2 else "failed",
-                   "" if score >= 2 else "✘ scores.shape: (4, 7) is not right.\n  Hint: it looks like you transposed K."),
-        Outcome("ex2_test", "Exercise 2: By hand", max(0.0, score - 2.0), 2.0, "passed" if score >= 4 else "not attempted",
-                   "" if score >= 4 else "✘ weights: not attempted yet.\n  Hint: nothing called `weights` is defined yet; "
-                   "`wieghts` is: if you meant this name, check the spelling."),
-    ]
+    tests = (
+        tests
+        if tests is not None
+        else [
+            Outcome(
+                "ex1_test",
+                "Exercise 1: Shapes",
+                min(score, 2.0),
+                2.0,
+                "passed" if score >= 2 else "failed",
+                "" if score >= 2 else "✘ scores.shape: (4, 7) is not right.\n  Hint: it looks like you transposed K.",
+            ),
+            Outcome(
+                "ex2_test",
+                "Exercise 2: By hand",
+                max(0.0, score - 2.0),
+                2.0,
+                "passed" if score >= 4 else "not attempted",
+                ""
+                if score >= 4
+                else "✘ weights: not attempted yet.\n  Hint: nothing called `weights` is defined yet; "
+                "`wieghts` is: if you meant this name, check the spelling.",
+            ),
+        ]
+    )
     return SubmissionResult(student, assignment, score, 4.0, status, tests, list(notes))
 
 
 def record(book, res, sha="a", when="2026-12-01T10:00:00+00:00", sol_sha="s1", run=None):
-    return book.record(res, file=f"{res.assignment}.ipynb" if sha else None, submission_sha256=sha, submitted_at=when if sha else None,
-                       submitted_from="timestamp.txt" if sha else None, solutions_path="/private/solutions/06_attention.ipynb",
-                       solutions_sha256=sol_sha, run=run)
+    return book.record(
+        res,
+        file=f"{res.assignment}.ipynb" if sha else None,
+        submission_sha256=sha,
+        submitted_at=when if sha else None,
+        submitted_from="timestamp.txt" if sha else None,
+        solutions_path="/private/solutions/06_attention.ipynb",
+        solutions_sha256=sol_sha,
+        run=run,
+    )
 
 
 @pytest.fixture
@@ -78,9 +104,13 @@ def test_a_regrade_of_one_student_keeps_every_other_row_and_feedback_file(book, 
     assert next(r for r in rows if r["student_id"] == "s03")["score"] == "2"
     assert next(r for r in rows if r["student_id"] == "s03")["attempt"] == "1", "same file: the same attempt, replaced"
     after = {d.name: (d / "06_attention.md").read_text() for d in (out / "feedback").iterdir() if d.is_dir()}
-    assert after.keys() == before.keys() and all(after[k] == before[k] for k in before if k != "s03"), "others' feedback kept"
+    assert after.keys() == before.keys() and all(after[k] == before[k] for k in before if k != "s03"), (
+        "others' feedback kept"
+    )
     assert after["s03"] != before["s03"]
-    assert sorted(p.name for p in out.iterdir()) == ["feedback", "gradebook.db", "grades.csv", "grades.json"], "no temporary files"
+    assert sorted(p.name for p in out.iterdir()) == ["feedback", "gradebook.db", "grades.csv", "grades.json"], (
+        "no temporary files"
+    )
 
 
 def test_a_new_file_is_a_new_attempt_and_the_latest_counts(book):
@@ -103,13 +133,16 @@ def test_not_submitted_is_replaced_by_a_first_file_and_never_replaces_a_graded_o
 # --- late penalties and manual points ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("late, percent, days", [
-    (timedelta(minutes=-5), 0, 0),
-    (timedelta(minutes=10), 0, 0),  # within the 15 minutes of grace
-    (timedelta(hours=1), 10, 1),  # a started day counts as a day
-    (timedelta(days=2, hours=1), 30, 3),
-    (timedelta(days=9), 50, 9),  # capped at 50 %
-])
+@pytest.mark.parametrize(
+    "late, percent, days",
+    [
+        (timedelta(minutes=-5), 0, 0),
+        (timedelta(minutes=10), 0, 0),  # within the 15 minutes of grace
+        (timedelta(hours=1), 10, 1),  # a started day counts as a day
+        (timedelta(days=2, hours=1), 30, 3),
+        (timedelta(days=9), 50, 9),  # capped at 50 %
+    ],
+)
 def test_late_penalty_per_started_day_with_grace_and_cap(late, percent, days):
     due = datetime(2026, 12, 1, 23, 59, tzinfo=UTC)
     d = Deadline("06_attention", due, percent_per_day=10, max_percent=50, grace_minutes=15)
@@ -126,14 +159,23 @@ def test_penalties_and_adjustments_are_applied_in_every_export(book, tmp_path):
     book.add_adjustment("bob", "06_attention", 1.5, "exercise 2 answered in a markdown cell; graded by hand")
     book.add_adjustment("ada", "06_attention", -10, "copied work")
     write_exports(book, out)
-    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text(encoding="utf-8-sig")))}
-    assert (rows["ada"]["score"], rows["ada"]["late_penalty"], rows["ada"]["adjustment"], rows["ada"]["final"]) == ("4", "0.8", "-10", "0")
+    rows = {
+        r["student_id"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text(encoding="utf-8-sig")))
+    }
+    assert (rows["ada"]["score"], rows["ada"]["late_penalty"], rows["ada"]["adjustment"], rows["ada"]["final"]) == (
+        "4",
+        "0.8",
+        "-10",
+        "0",
+    )
     assert (rows["bob"]["late_penalty"], rows["bob"]["adjustment"], rows["bob"]["final"]) == ("0", "1.5", "3.5")
     fb = (out / "feedback" / "bob" / "06_attention.md").read_text()
     assert "**Score: 3.5 / 4**" in fb and "+1.5: exercise 2 answered in a markdown cell; graded by hand" in fb
     fb = (out / "feedback" / "ada" / "06_attention.md").read_text()
-    assert ("Late penalty: -0.8 (submitted 1 day 8 hours after the deadline (2026-12-02 00:00 UTC), at 2026-12-03 08:00 "
-            "UTC: 2 started days, -10% each)") in fb, fb
+    assert (
+        "Late penalty: -0.8 (submitted 1 day 8 hours after the deadline (2026-12-02 00:00 UTC), at 2026-12-03 08:00 "
+        "UTC: 2 started days, -10% each)"
+    ) in fb, fb
     data = json.loads((out / "grades.json").read_text())
     assert data["deadlines"]["06_attention"]["percent_per_day"] == 10
     canvas = lms_table(book, "canvas")
@@ -156,7 +198,9 @@ def test_feedback_names_exercises_not_internal_ids_and_shows_every_hint(book):
     text = feedback_markdown(book.rows()[0])
     assert "ex1_test" not in text and "ex2_test" not in text, text
     assert "| Exercise 2: By hand | 0 / 2 | not attempted |" in text
-    assert "`wieghts` is: if you meant this name, check the spelling" in text, "the misspelled-name hint reaches the feedback"
+    assert "`wieghts` is: if you meant this name, check the spelling" in text, (
+        "the misspelled-name hint reaches the feedback"
+    )
 
 
 def test_non_ascii_ids_get_safe_folders_and_an_index_that_maps_them_back(book, tmp_path):
@@ -181,11 +225,15 @@ def test_learner_text_in_feedback_cannot_close_a_block_start_a_heading_or_add_ht
     score, <script>, <img onerror> and <!-- rendered."""
     markdown_it = pytest.importorskip("markdown_it")
     forged = "```\n# Score: 4 / 4\n<script>alert(1)</script>\n````` <img src=x onerror=alert(2)> <!--"
-    tests = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", f"your answer cell stopped with {forged}"),
-             Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", "")]
-    notes = [f"Exercise 2: your answer cell stopped with ValueError: {forged}; the test passed.",
-             "1 code cell(s) you added were not run (`# <b>x</b> ``` **Score: 4 / 4**`).",
-             "# Score: 4 / 4 [x](http://e)"]
+    tests = [
+        Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", f"your answer cell stopped with {forged}"),
+        Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", ""),
+    ]
+    notes = [
+        f"Exercise 2: your answer cell stopped with ValueError: {forged}; the test passed.",
+        "1 code cell(s) you added were not run (`# <b>x</b> ``` **Score: 4 / 4**`).",
+        "# Score: 4 / 4 [x](http://e)",
+    ]
     record(book, result("# <i>mallory</i>", score=2.0, tests=tests, notes=notes))
     text = feedback_markdown(book.rows()[0])
     html = markdown_it.MarkdownIt("commonmark").render(text)
@@ -244,8 +292,14 @@ def test_csv_exports_have_a_bom_so_excel_reads_utf8(book, tmp_path):
 
 
 def test_lms_layouts_have_one_column_per_assignment_in_roster_order(book):
-    book.set_roster(parse_roster("student_id,name,email,ID,SIS User ID,Section,ID number\n"
-                                 "zm,Zoë Müller,zm@uni.edu,101,S-1,A,M-1\nll,李雷,ll@uni.edu,102,S-2,B,M-2\nab,Absent Student,ab@uni.edu,103,S-3,A,M-3\n"))
+    book.set_roster(
+        parse_roster(
+            "student_id,name,email,ID,SIS User ID,Section,ID number\n"(
+                "zm,Zoë Müller,zm@uni.edu,101,S-1,A,M-1\nll,李雷,ll@uni.edu,102,S-2,B,M-2\nab,Absent "
+                "Student,ab@uni.edu,103,S-3,A,M-3\n"
+            )
+        )
+    )
     record(book, result("ll", 4.0, assignment="06_attention"))
     record(book, result("zm", 2.0, assignment="06_attention"))
     record(book, result("zm", 3.0, assignment="07_position"))
@@ -276,13 +330,16 @@ def test_roster_reads_what_spreadsheets_write(tmp_path):
     assert read_roster(path)[0].students[0].id == "ab", "Excel's byte-order mark is not part of the first column's name"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("name,email\nAda,a@x\n", "expected one of them to be the student id"),
-    ("student_id,name\nab,Ada\nab,Bea\n", "the id 'ab' is on lines 2 and 3"),
-    ("student_id,name\n,Ada\n", "the student Ada \\(line 2\\) has no 'student_id'"),
-    ("student_id,name\n", "names no students"),
-    ("", "is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name,email\nAda,a@x\n", "expected one of them to be the student id"),
+        ("student_id,name\nab,Ada\nab,Bea\n", "the id 'ab' is on lines 2 and 3"),
+        ("student_id,name\n,Ada\n", "the student Ada \\(line 2\\) has no 'student_id'"),
+        ("student_id,name\n", "names no students"),
+        ("", "is empty"),
+    ],
+)
 def test_a_roster_that_cannot_be_used_says_why(text, message):
     with pytest.raises(RosterError, match=message):
         parse_roster(text)
@@ -312,8 +369,17 @@ def _solutions(tmp_path, *names) -> Path:
     return tmp_path / "solutions"
 
 
-@pytest.mark.parametrize("name", ["06_attention (1).ipynb", "06_Attention.ipynb", "Copy of 06_attention.ipynb",
-                                  "06_attention-Copy1.ipynb", "06-attention.ipynb", "work/06_attention.ipynb"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "06_attention (1).ipynb",
+        "06_Attention.ipynb",
+        "Copy of 06_attention.ipynb",
+        "06_attention-Copy1.ipynb",
+        "06-attention.ipynb",
+        "work/06_attention.ipynb",
+    ],
+)
 def test_renamed_and_nested_notebooks_are_graded_with_a_recorded_note(tmp_path, name):
     subs = _class(tmp_path, {f"ada/{name}": exercise()})
     [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
@@ -323,8 +389,18 @@ def test_renamed_and_nested_notebooks_are_graded_with_a_recorded_note(tmp_path, 
 
 
 def test_loose_names_ignore_only_what_copies_add():
-    assert loose_stem("06_Attention (1)") == loose_stem("copy of 06_attention") == loose_stem("06_attention") == "06attention"
-    assert loose_stem("06_attention_v2") == loose_stem("06_attention_final") == loose_stem("06_attention-1") == "06attention"
+    assert (
+        loose_stem("06_Attention (1)")
+        == loose_stem("copy of 06_attention")
+        == loose_stem("06_attention")
+        == "06attention"
+    )
+    assert (
+        loose_stem("06_attention_v2")
+        == loose_stem("06_attention_final")
+        == loose_stem("06_attention-1")
+        == "06attention"
+    )
     assert loose_stem("06_attention_notes") != loose_stem("06_attention")
     assert loose_stem("07_position") != loose_stem("06_attention")
 
@@ -340,23 +416,39 @@ def test_of_several_candidates_the_newest_is_graded_and_the_others_named(tmp_pat
 def test_a_notebook_renamed_beyond_recognition_is_found_by_what_it_was_built_from(tmp_path):
     nb = exercise()
     nb["metadata"]["course_lib"]["built_from"] = "solutions/06_attention.ipynb"
-    subs = _class(tmp_path, {"ada/homework final.ipynb": nb, "ada/scratch.ipynb": {"cells": [], "metadata": {}, "nbformat": 4,
-                                                                                   "nbformat_minor": 5}})
+    subs = _class(
+        tmp_path,
+        {
+            "ada/homework final.ipynb": nb,
+            "ada/scratch.ipynb": {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+        },
+    )
     [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
     assert job.submission.name == "homework final.ipynb"
     assert any("made from this assignment's notebook" in n for n in job.notes)
-    assert any("`scratch.ipynb` matches no assignment" in n for n in job.notes), "the other notebook is named, not silently dropped"
+    assert any("`scratch.ipynb` matches no assignment" in n for n in job.notes), (
+        "the other notebook is named, not silently dropped"
+    )
 
 
 def test_macos_metadata_hidden_folders_and_loose_files_are_not_students(tmp_path):
-    subs = _class(tmp_path, {"ada/06_attention.ipynb": exercise(), "__MACOSX/ada/._06_attention.ipynb": b"\0\5\26\7",
-                             ".ipynb_checkpoints/x.ipynb": exercise(), "notes.txt": "hi",
-                             "bob/.ipynb_checkpoints/06_attention-checkpoint.ipynb": exercise()})
+    subs = _class(
+        tmp_path,
+        {
+            "ada/06_attention.ipynb": exercise(),
+            "__MACOSX/ada/._06_attention.ipynb": b"\0\5\26\7",
+            ".ipynb_checkpoints/x.ipynb": exercise(),
+            "notes.txt": "hi",
+            "bob/.ipynb_checkpoints/06_attention-checkpoint.ipynb": exercise(),
+        },
+    )
     jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
     assert [j.student for j in jobs] == ["ada", "bob"]
     bob = jobs[1]
     assert bob.submission is None and bob.why == "No 06_attention.ipynb was submitted."
-    assert any("hidden or macOS metadata: ignored" in n for n in bob.notes), "a checkpoint is not graded, and bob is told"
+    assert any("hidden or macOS metadata: ignored" in n for n in bob.notes), (
+        "a checkpoint is not graded, and bob is told"
+    )
     assert any(w.startswith("__MACOSX: a hidden folder or macOS metadata") for w in warnings)
     assert any(w.startswith("notes.txt: a file, not a student folder") for w in warnings)
 
@@ -365,14 +457,23 @@ def test_ids_are_one_student_whatever_their_case_or_unicode_form(tmp_path):
     """low (19): Ada/ada and NFC/NFD "José" were two students each. A folder takes the id the gradebook
     already has; two folders that are one id are graded once, with a warning and a note."""
     nfc, nfd = "Jos\u00e9", "Jose\u0301"
-    subs = _class(tmp_path, {"Ada/06_attention.ipynb": exercise(), "ada/06_attention.ipynb": exercise(),
-                             f"{nfd}/06_attention.ipynb": exercise(), f"{nfc}/06_attention.ipynb": exercise()})
+    subs = _class(
+        tmp_path,
+        {
+            "Ada/06_attention.ipynb": exercise(),
+            "ada/06_attention.ipynb": exercise(),
+            f"{nfd}/06_attention.ipynb": exercise(),
+            f"{nfc}/06_attention.ipynb": exercise(),
+        },
+    )
     sols = _solutions(tmp_path, "06_attention")
     jobs, warnings = discover(subs, sols, ["06_attention"], known_ids=["ada"])
     assert [j.student for j in jobs] == [nfc, "ada"], "NFC, and the gradebook's spelling"
     assert jobs[0].submission.parent.name == nfc and jobs[1].submission.parent.name == "ada"
-    assert "Ada: the same student as the folder ada (ids are matched ignoring case and Unicode form: both are " \
-           "ada); only ada was graded" in warnings, warnings
+    assert (
+        "Ada: the same student as the folder ada (ids are matched ignoring case and Unicode form: both are "
+        "ada); only ada was graded" in warnings
+    ), warnings
     assert any(f"`{nfd}` is the same student id as `{nfc}`" in n for n in jobs[0].notes), jobs[0].notes
     jobs, _ = discover(subs, sols, None, students=["ADA"], known_ids=["ada"])
     assert [j.student for j in jobs] == ["ada"], "--student matches the same way"
@@ -382,10 +483,13 @@ def test_a_hidden_folder_is_a_row_that_says_why_it_was_not_graded(tmp_path):
     """low (19): a .hidden folder got no row at all."""
     subs = _class(tmp_path, {".ada/06_attention.ipynb": exercise(), "bob/06_attention.ipynb": exercise()})
     jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), None)
-    assert [(j.student, j.status, j.submission) for j in jobs] == [(".ada", "unreadable", None),
-                                                                   ("bob", "not submitted", jobs[1].submission)]
-    assert "hidden (its name starts with a dot)" in jobs[0].why and any(w.startswith(".ada: a hidden folder")
-                                                                          for w in warnings)
+    assert [(j.student, j.status, j.submission) for j in jobs] == [
+        (".ada", "unreadable", None),
+        ("bob", "not submitted", jobs[1].submission),
+    ]
+    assert "hidden (its name starts with a dot)" in jobs[0].why and any(
+        w.startswith(".ada: a hidden folder") for w in warnings
+    )
 
 
 def test_not_submitted_rows_only_for_assignments_the_teacher_names(tmp_path):
@@ -396,14 +500,23 @@ def test_not_submitted_rows_only_for_assignments_the_teacher_names(tmp_path):
     sols = _solutions(tmp_path, "06_attention", "07_position")
     jobs, _ = discover(subs, sols, None)
     assert sorted((j.student, j.solution.stem) for j in jobs) == sorted(
-        [(f"s{i}", "06_attention") for i in range(5)] + [("s0", "07_position")])
+        [(f"s{i}", "06_attention") for i in range(5)] + [("s0", "07_position")]
+    )
     jobs, _ = discover(subs, sols, ["07_position"])
-    assert [(j.student, j.submission is not None) for j in jobs] == [("s0", True)] + [(f"s{i}", False) for i in range(1, 5)]
+    assert [(j.student, j.submission is not None) for j in jobs] == [("s0", True)] + [
+        (f"s{i}", False) for i in range(1, 5)
+    ]
 
 
 def test_with_a_roster_absent_students_get_rows_and_strangers_do_not(tmp_path):
-    subs = _class(tmp_path, {"ab1/06_attention.ipynb": exercise(), "Zoe Muller/06_attention.ipynb": exercise(),
-                             "visitor/06_attention.ipynb": exercise()})
+    subs = _class(
+        tmp_path,
+        {
+            "ab1/06_attention.ipynb": exercise(),
+            "Zoe Muller/06_attention.ipynb": exercise(),
+            "visitor/06_attention.ipynb": exercise(),
+        },
+    )
     roster = parse_roster("student_id,name\nab1,Ada Byron\nzm42,Zoë Müller\nabs,Absent Student\n")
     jobs, warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"], roster)
     assert [(j.student, j.submission is not None) for j in jobs] == [("ab1", True), ("abs", False), ("zm42", True)]
@@ -429,8 +542,11 @@ def test_grading_with_other_solutions_than_before_is_refused_unless_asked(book, 
     """Forgetting --solutions silently graded with the public tests."""
     record(book, result("ada", 4.0), sol_sha="private-sha")
     public = {"06_attention": (REPO / "solutions" / "06_attention.ipynb", "public-sha")}
-    with pytest.raises(ValueError, match=r"(?s)06_attention was graded before with /private/solutions/06_attention.ipynb.*"
-                                         r"If you forgot --solutions, pass the folder used before"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)06_attention was graded before with /private/solutions/06_attention.ipynb.*"
+        r"If you forgot --solutions, pass the folder used before",
+    ):
         _check_provenance(book, public, allow_new=False)
     said = _check_provenance(book, public, allow_new=True)
     assert said and "grading with new solutions" in said[0]
@@ -453,15 +569,27 @@ def test_added_cells_are_named_and_a_name_error_they_explain_says_so():
     """A helper from an added cell passed in `course check` and cost 5 points in grading with only
     `NameError: my_scale` to go on."""
     nb = learner()
-    nb["cells"].insert(5, {"cell_type": "code", "id": "mine", "metadata": {}, "outputs": [], "execution_count": None,
-                           "source": "def my_scale(x):\n    return x / 2\n"})
+    nb["cells"].insert(
+        5,
+        {
+            "cell_type": "code",
+            "id": "mine",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "def my_scale(x):\n    return x / 2\n",
+        },
+    )
     sol = solution()
     added = added_cells(sol, nb)
     assert added == [("def my_scale(x):", {"my_scale"})]
     _, _, notes, _ = merge(sol, nb, {})
     assert any("1 code cell(s) you added were not run" in n and "`def my_scale(x):`" in n for n in notes), notes
     hint = added_cell_hint("NameError: name 'my_scale' is not defined", added)
-    assert "`my_scale` is defined in a cell you added (`def my_scale(x):`)" in hint and "Move it into the answer cell" in hint
+    assert (
+        "`my_scale` is defined in a cell you added (`def my_scale(x):`)" in hint
+        and "Move it into the answer cell" in hint
+    )
     assert added_cell_hint("NameError: name 'other' is not defined", added) == ""
 
 
@@ -475,7 +603,9 @@ def test_the_report_counts_outcomes_per_exercise_and_the_common_hints(book, tmp_
     summaries, missing = summarize(book.rows())
     ex1, ex2 = summaries["06_attention"]
     assert (ex1.counts["passed"], ex1.submitted) == (6, 6) and ex1.pass_rate == 1.0
-    assert (ex2.counts["passed"], ex2.counts["not attempted"], ex2.submitted) == (2, 4, 6), "not submitted is not a failure"
+    assert (ex2.counts["passed"], ex2.counts["not attempted"], ex2.submitted) == (2, 4, 6), (
+        "not submitted is not a failure"
+    )
     assert missing["06_attention"] == 1
     text, figures = write_report(book, tmp_path / "out")
     assert "| Exercise 2: By hand | 2 (33%) | 0 | 0 | 4 | 0 | 0.67 / 2 |" in text, text
@@ -497,8 +627,15 @@ def test_the_report_groups_the_same_mistake_told_with_different_numbers(book):
 # --- keeping a class's work private ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["submissions/ada/06_attention.ipynb", "grades/grades.csv",
-                                  "grading-output/gradebook.db", "grading-output/feedback/ada/06_attention.md"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "submissions/ada/06_attention.ipynb",
+        "grades/grades.csv",
+        "grading-output/gradebook.db",
+        "grading-output/feedback/ada/06_attention.md",
+    ],
+)
 def test_a_classes_work_and_grades_are_ignored_by_git(path):
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
@@ -510,8 +647,13 @@ def test_nbgraders_submitted_folder_is_graded_as_it_is(tmp_path):
     """nbgrader's exchange collects into submitted/<student>/<assignment>/<notebook> with a timestamp.txt beside it."""
     from course_grader.grade import _submitted_at
 
-    subs = _class(tmp_path, {"ada/06_attention/06_attention.ipynb": exercise(),
-                             "ada/06_attention/timestamp.txt": "2026-12-01 22:59:00.123456 UTC\n"})
+    subs = _class(
+        tmp_path,
+        {
+            "ada/06_attention/06_attention.ipynb": exercise(),
+            "ada/06_attention/timestamp.txt": "2026-12-01 22:59:00.123456 UTC\n",
+        },
+    )
     [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
     assert job.submission == subs / "ada" / "06_attention" / "06_attention.ipynb" and job.notes == [], job.notes
     when, source, digest = _submitted_at(job, subs)
@@ -532,8 +674,9 @@ def test_an_overwritten_score_goes_into_the_history_and_the_feedback_says_why(bo
     [row] = book.rows()
     assert row.regrades[0]["old"] == 4 and row.regrades[0]["new"] == 2
     text = feedback_markdown(row)
-    assert "(the hidden test of exercise 2 was too strict): your score for the exercises went from 4 to 2." in text, \
+    assert "(the hidden test of exercise 2 was too strict): your score for the exercises went from 4 to 2." in text, (
         text
+    )
     write_exports(book, tmp_path / "out")
     data = json.loads((tmp_path / "out" / "grades.json").read_text())
     assert data["results"][0]["regrades"][0]["reason"].startswith("the hidden test")
@@ -563,10 +706,17 @@ def test_score_changes_say_old_and_new_per_exercise(book):
         record(book, result(sid, 4.0), sha=sid)
     before = {(r.student, r.assignment): r for r in book.rows()}
     new = [result("ada", 2.0), result("bob", 2.0), result("cy", 4.0)]
-    changes = score_changes(before, new, {("ada", "06_attention"): "ada", ("bob", "06_attention"): "other",
-                                          ("cy", "06_attention"): "cy"}, {"ada": "Ada Byron (ada)"}, book.file_hashes())
-    assert [(c.student, c.old, c.new, c.kind) for c in changes] == [("ada", 4, 2, "regrade"),
-                                                                      ("bob", 4, 2, "new attempt")]
+    changes = score_changes(
+        before,
+        new,
+        {("ada", "06_attention"): "ada", ("bob", "06_attention"): "other", ("cy", "06_attention"): "cy"},
+        {"ada": "Ada Byron (ada)"},
+        book.file_hashes(),
+    )
+    assert [(c.student, c.old, c.new, c.kind) for c in changes] == [
+        ("ada", 4, 2, "regrade"),
+        ("bob", 4, 2, "new attempt"),
+    ]
     assert changes[0].exercises == [("Exercise 2: By hand", 2.0, 0.0)]
     lines = summarize_changes(changes, dry_run=True)
     assert lines[0] == "1 score(s) would change (the same files graded again): 4 → 2 (1)"
@@ -577,15 +727,19 @@ def test_score_changes_say_old_and_new_per_exercise(book):
 
 # --- rosters as the LMSs export them -------------------------------------------------------------------
 
-CANVAS = ("\ufeffStudent,ID,SIS User ID,SIS Login ID,Integration ID,Section,04 Word Vectors (12345),Current Score\r\n"
-          "    Points Possible,,,,,,18.00,(read only)\r\n"
-          ",,,,,,Manual Posting,\r\n"
-          "\"Müller, Zoë\",48100,S1,zoe@uni.example,,A,,0.00\r\n"
-          "\"Student, Test\",49999,,c4ca4238a0b923820dcc509a6f75849b,,A,,\r\n"
-          "\"Nguyễn, Văn An\",48101,S2,an@uni.example,,B,,\r\n")
-MOODLE = ("First name,Last name,ID number,Institution,Department,Email address,Assignment: Word vectors (Real),"
-          "Last downloaded from this course\r\nZoë,Müller,M1,Uni,Phys,zoe@uni.example,-,1764000000\r\n"
-          "An,Nguyễn,M2,Uni,Phys,an@uni.example,-,1764000000\r\n")
+CANVAS = (
+    "\ufeffStudent,ID,SIS User ID,SIS Login ID,Integration ID,Section,04 Word Vectors (12345),Current Score\r\n"
+    "    Points Possible,,,,,,18.00,(read only)\r\n"
+    ",,,,,,Manual Posting,\r\n"
+    '"Müller, Zoë",48100,S1,zoe@uni.example,,A,,0.00\r\n'
+    '"Student, Test",49999,,c4ca4238a0b923820dcc509a6f75849b,,A,,\r\n'
+    '"Nguyễn, Văn An",48101,S2,an@uni.example,,B,,\r\n'
+)
+MOODLE = (
+    "First name,Last name,ID number,Institution,Department,Email address,Assignment: Word vectors (Real),"
+    "Last downloaded from this course\r\nZoë,Müller,M1,Uni,Phys,zoe@uni.example,-,1764000000\r\n"
+    "An,Nguyễn,M2,Uni,Phys,an@uni.example,-,1764000000\r\n"
+)
 
 
 def test_a_canvas_gradebook_export_is_a_roster_as_it_is():
@@ -594,13 +748,21 @@ def test_a_canvas_gradebook_export_is_a_roster_as_it_is():
     assert [(s.id, s.name, s.email, s.status) for s in roster.students] == [
         ("S1", "Müller, Zoë", "zoe@uni.example", "active"),
         ("c4ca4238a0b923820dcc509a6f75849b", "Student, Test", "", "test"),
-        ("S2", "Nguyễn, Văn An", "an@uni.example", "active")]
-    assert roster.by_id["S1"].extra == {"ID": "48100", "SIS User ID": "S1", "SIS Login ID": "zoe@uni.example",
-                                        "Integration ID": "", "Section": "A"}, "identity columns only, no grades"
+        ("S2", "Nguyễn, Văn An", "an@uni.example", "active"),
+    ]
+    assert roster.by_id["S1"].extra == {
+        "ID": "48100",
+        "SIS User ID": "S1",
+        "SIS Login ID": "zoe@uni.example",
+        "Integration ID": "",
+        "Section": "A",
+    }, "identity columns only, no grades"
     assert roster.lms_columns == ["04 Word Vectors (12345)"]
     assert roster.find("48100")[0].id == "S1", "a download's Canvas user id finds the student"
-    assert "read as a Canvas gradebook export: 2 student(s) (1 test), ids from the column 'SIS User ID'" \
+    assert (
+        "read as a Canvas gradebook export: 2 student(s) (1 test), ids from the column 'SIS User ID'"
         in roster.describe()
+    )
     assert parse_roster(CANVAS, id_column="SIS Login ID").students[0].id == "zoe@uni.example"
     without_sis = CANVAS.replace("S1,", ",")  # one student without an SIS id: the next column holds for everyone
     assert parse_roster(without_sis).id_column == "SIS Login ID"
@@ -612,8 +774,10 @@ def test_a_moodle_grade_export_is_a_roster_as_it_is():
     roster = parse_roster(MOODLE, "moodle.csv")
     assert (roster.kind, roster.id_column) == ("moodle", "ID number")
     assert roster.lms_columns == ["Assignment: Word vectors (Real)"]
-    assert [(s.id, s.name, s.email) for s in roster.students] == [("M1", "Zoë Müller", "zoe@uni.example"),
-                                                                  ("M2", "An Nguyễn", "an@uni.example")]
+    assert [(s.id, s.name, s.email) for s in roster.students] == [
+        ("M1", "Zoë Müller", "zoe@uni.example"),
+        ("M2", "An Nguyễn", "an@uni.example"),
+    ]
     no_numbers = MOODLE.replace(",M1,", ",,").replace(",M2,", ",,")  # a site that does not use ID numbers
     assert parse_roster(no_numbers).id_column == "Email address"
 
@@ -646,18 +810,22 @@ def test_lms_files_leave_missing_work_empty_and_say_what_is_zero(book):
     record(book, result("c4ca4238a0b923820dcc509a6f75849b", 4.0), sha="t")
     record(book, result("S2", 4.0), sha="d")
     export = lms_export(book, "canvas")
-    assert export.table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "06_attention"], \
+    assert export.table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "06_attention"], (
         "no Canvas column fits 06_attention: a new one"
+    )
     assert export.table[1][0].strip() == "Points Possible" and export.table[1][5] == "4"
     assert export.table[2] == ["Müller, Zoë", "48100", "S1", "zoe@uni.example", "A", "0"]
     assert export.table[3] == ["Student, Test", "49999", "", "c4ca4238a0b923820dcc509a6f75849b", "A", ""], "ID filled"
     assert export.table[4][1] == "48101" and export.table[4][5] == "", "dropped: empty"
-    assert ("1 submission(s) that could not be graded were exported as 0: Müller, Zoë (S1) (06_attention): "
-            "unreadable: The submission could not be read: not JSON") in export.notes[0]
+    assert (
+        "1 submission(s) that could not be graded were exported as 0: Müller, Zoë (S1) (06_attention): "
+        "unreadable: The submission could not be read: not JSON"
+    ) in export.notes[0]
     assert any("left empty for dropped students" in n for n in export.notes)
     mapped = lms_export(book, "canvas", columns={"06_attention": "Attention (999)"})
-    assert mapped.table[0][5] == "Attention (999)" and lms_export(book, "canvas").table[0][5] == "Attention (999)", \
+    assert mapped.table[0][5] == "Attention (999)" and lms_export(book, "canvas").table[0][5] == "Attention (999)", (
         "a mapping given once is remembered"
+    )
     record(book, result("S1", 0.0, status="not submitted"), sha=None)
     with pytest.raises(ValueError, match="no grades for 99_x"):
         lms_export(book, "canvas", ["99_x"])
@@ -680,9 +848,19 @@ def test_an_assignment_finds_its_lms_column_by_name(book):
 
 def _with_written_answer(book, sid="ada", answer="Squares cannot cancel.", sha="f"):
     res = result(sid, 4.0)
-    res.manual = [{"grade_id": "ex3_answer", "exercise": "Exercise 3: In words", "points": 0.0, "max_points": 2.0,
-                   "status": "to be marked", "message": "", "answer": answer,
-                   "answer_sha256": hashlib.sha256(answer.encode()).hexdigest(), "after": "ex2_test"}]
+    res.manual = [
+        {
+            "grade_id": "ex3_answer",
+            "exercise": "Exercise 3: In words",
+            "points": 0.0,
+            "max_points": 2.0,
+            "status": "to be marked",
+            "message": "",
+            "answer": answer,
+            "answer_sha256": hashlib.sha256(answer.encode()).hexdigest(),
+            "after": "ex2_test",
+        }
+    ]
     record(book, res, sha=sha)
 
 
@@ -692,10 +870,19 @@ def test_a_mark_joins_the_score_until_the_answer_changes(book):
     assert (row.score, row.max_score, row.to_mark) == (4.0, 6.0, 1)
     assert [t["grade_id"] for t in row.tests] == ["ex1_test", "ex2_test", "ex3_answer"], "in notebook order"
     sha = row.tests[2]["answer_sha256"]
-    book.add_mark("ada", "06_attention", "ex3_answer", 1, rubric="half", comment="Why can they not?", grader="Ana",
-                  answer_sha256=sha)
-    book.add_mark("ada", "06_attention", "ex3_answer", 1.5, comment="Better on second reading.", grader="Ben",
-                  answer_sha256=sha)
+    book.add_mark(
+        "ada",
+        "06_attention",
+        "ex3_answer",
+        1,
+        rubric="half",
+        comment="Why can they not?",
+        grader="Ana",
+        answer_sha256=sha,
+    )
+    book.add_mark(
+        "ada", "06_attention", "ex3_answer", 1.5, comment="Better on second reading.", grader="Ben", answer_sha256=sha
+    )
     [row] = book.rows()
     assert (row.score, row.to_mark, row.tests[2]["status"], row.tests[2]["grader"]) == (5.5, 0, "marked", "Ben")
     text = feedback_markdown(row)
@@ -727,13 +914,23 @@ def test_the_report_names_who_needs_a_look_and_shows_the_distribution(book, tmp_
 
     book.set_roster(parse_roster("student_id,name\nada,Ada\nbob,Bob\ncy,Cy\ndi,Di\nel,El\n"))
     record(book, result("ada", 4.0))
-    timed = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error",
-                     "the cell ran longer than the time limit (60 s)"),
-             Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", "")]
+    timed = [
+        Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", "the cell ran longer than the time limit (60 s)"),
+        Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", ""),
+    ]
     record(book, result("bob", 2.0, tests=timed))
-    helper = [Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", "NameError: name 'f' is not defined\n`f` is "
-                      "defined in a cell you added (`def f`), which the grader does not run"),
-              Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", "")]
+    helper = [
+        Outcome(
+            "ex1_test",
+            "Exercise 1: Shapes",
+            0.0,
+            2.0,
+            "error",
+            "NameError: name 'f' is not defined\n`f` is "
+            "defined in a cell you added (`def f`), which the grader does not run",
+        ),
+        Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", ""),
+    ]
     record(book, result("cy", 2.0, tests=helper))
     record(book, result("di", 0.0, status="unreadable", notes=["The submission could not be read: not JSON."]), sha="d")
     record(book, result("el", 0.0, status="not submitted"), sha=None)

@@ -4,6 +4,7 @@ Every zip is built here with zipfile, named as Canvas, Moodle or a hand-made exp
 entries, with the awkward cases a real class brings (non-ASCII names, late and resubmitted work,
 namesakes, macOS litter, files that are not notebooks) and the hostile ones an untrusted zip can
 hold (zip-slip names, symbolic links, a zip bomb)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -27,8 +28,12 @@ UTC = dt.timezone.utc
 
 
 def notebook(tag: str) -> bytes:
-    nb = {"cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": tag}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": tag}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     return json.dumps(nb, ensure_ascii=False).encode()
 
 
@@ -65,7 +70,9 @@ ROSTER = parse_roster(
     "zm42,Zoë Müller,zoe@example.org,22222\n"
     "ll7,李雷,li@example.org,33333\n"
     "js1,John Smith,js1@example.org,44444\n"
-    "js2,John Smith,js2@example.org,55555\n", "roster.csv")
+    "js2,John Smith,js2@example.org,55555\n",
+    "roster.csv",
+)
 
 
 # --- Canvas -------------------------------------------------------------------------------------
@@ -73,19 +80,22 @@ ROSTER = parse_roster(
 
 @pytest.fixture
 def canvas_zip(tmp_path):
-    return make_zip(tmp_path / "canvas.zip", [
-        ("doejane_12345_90001_06_attention.ipynb", notebook("jane first"), T1),
-        ("doejane_12345_90007_06_attention-1.ipynb", notebook("jane resubmitted"), T1),
-        ("müllerzoë_late_22222_90002_06_attention.ipynb", notebook("zoe"), T1),
-        ("李雷_33333_90003_06_Attention.ipynb", notebook("li"), T1),
-        ("李雷_33333_90004_notes.pdf", b"%PDF-1.4", T1),
-        ("smithjohn_44444_90005_06_attention.ipynb", notebook("john 44444"), T1),
-        ("smithjohn_55555_90006_06_attention.ipynb", notebook("john 55555"), T1),
-        ("newstudent_LATE_77777_90008_06_attention.ipynb", notebook("new"), T1),
-        ("absentee_88888_text.html", b"<p>I could not do it</p>", T1),
-        ("__MACOSX/._doejane_12345_90001_06_attention.ipynb", b"\x00\x05", T1),
-        (".DS_Store", b"\x00", T1),
-    ])
+    return make_zip(
+        tmp_path / "canvas.zip",
+        [
+            ("doejane_12345_90001_06_attention.ipynb", notebook("jane first"), T1),
+            ("doejane_12345_90007_06_attention-1.ipynb", notebook("jane resubmitted"), T1),
+            ("müllerzoë_late_22222_90002_06_attention.ipynb", notebook("zoe"), T1),
+            ("李雷_33333_90003_06_Attention.ipynb", notebook("li"), T1),
+            ("李雷_33333_90004_notes.pdf", b"%PDF-1.4", T1),
+            ("smithjohn_44444_90005_06_attention.ipynb", notebook("john 44444"), T1),
+            ("smithjohn_55555_90006_06_attention.ipynb", notebook("john 55555"), T1),
+            ("newstudent_LATE_77777_90008_06_attention.ipynb", notebook("new"), T1),
+            ("absentee_88888_text.html", b"<p>I could not do it</p>", T1),
+            ("__MACOSX/._doejane_12345_90001_06_attention.ipynb", b"\x00\x05", T1),
+            (".DS_Store", b"\x00", T1),
+        ],
+    )
 
 
 def test_canvas_with_a_roster(canvas_zip, tmp_path):
@@ -93,42 +103,63 @@ def test_canvas_with_a_roster(canvas_zip, tmp_path):
     report = unpack(canvas_zip, dest, assignment=A, roster=ROSTER, tz="UTC")
     assert report.layout == "canvas" and report.detected
     # the Canvas user id is the roster's ID column: namesakes are told apart, accents and scripts match
-    assert written(dest) == {"jd1": "jane resubmitted", "zm42": "zoe", "ll7": "li", "js1": "john 44444",
-                             "js2": "john 55555", "newstudent_77777": "new"}
+    assert written(dest) == {
+        "jd1": "jane resubmitted",
+        "zm42": "zoe",
+        "ll7": "li",
+        "js1": "john 44444",
+        "js2": "john 55555",
+        "newstudent_77777": "new",
+    }
     assert report.students["jd1"] == "doejane_12345_90007_06_attention-1.ipynb"
     assert report.late == {"zm42", "newstudent_77777"}
-    warned(report, "jd1", "kept the newest", "doejane_12345_90007_06_attention-1.ipynb", "not written: doejane_12345_90001")
+    warned(
+        report, "jd1", "kept the newest", "doejane_12345_90007_06_attention-1.ipynb", "not written: doejane_12345_90001"
+    )
     warned(report, "ll7", "1 file(s) that are not notebooks", "李雷_33333_90004_notes.pdf")
     warned(report, "newstudent_LATE_77777_90008_06_attention.ipynb", "not in the roster", "'newstudent_77777'")
     warned(report, "absentee_88888", "no notebook", "absentee_88888_text.html")
     warned(report, "ignored 2 hidden or system file(s)", "__MACOSX/")
     warned(report, "Canvas writes the time it made the zip", "no timestamp.txt")
-    assert not list(dest.glob("*/timestamp.txt")), "the download time is not a submission time: late penalties must not use it"
+    assert not list(dest.glob("*/timestamp.txt")), (
+        "the download time is not a submission time: late penalties must not use it"
+    )
     assert not (dest / "absentee_88888").exists() and not (dest / "__MACOSX").exists()
     assert "canvas download (detected)" in report.summary()
     assert "Marked late by Canvas: newstudent_77777, Zoë Müller (zm42)" in report.summary(), "names, not bare ids"
-    assert report.decisions["jd1"] == ["You handed in 2 notebooks for 06_attention: the newest, `06_attention-1.ipynb`, "
-                                       "was graded; not graded: `06_attention.ipynb`.",
-                                       "Your file `06_attention-1.ipynb` was graded as 06_attention.ipynb."]
+    assert report.decisions["jd1"] == [
+        "You handed in 2 notebooks for 06_attention: the newest, `06_attention-1.ipynb`, "
+        "was graded; not graded: `06_attention.ipynb`.",
+        "Your file `06_attention-1.ipynb` was graded as 06_attention.ipynb.",
+    ]
     assert report.decisions["ll7"][0] == "Not graded, not being notebooks: `notes.pdf`.", "told to the student too"
 
 
 def test_canvas_without_a_roster_derives_ids_and_says_so(canvas_zip, tmp_path):
     dest = tmp_path / "submissions"
     report = unpack(canvas_zip, dest, assignment=A, tz="UTC")
-    assert set(written(dest)) == {"doejane_12345", "mullerzoe_22222", "student_33333", "smithjohn_44444",
-                                  "smithjohn_55555", "newstudent_77777"}
+    assert set(written(dest)) == {
+        "doejane_12345",
+        "mullerzoe_22222",
+        "student_33333",
+        "smithjohn_44444",
+        "smithjohn_55555",
+        "newstudent_77777",
+    }
     warned(report, "李雷_33333_90003_06_Attention.ipynb", "no roster", "'student_33333'")
     assert report.late == {"mullerzoe_22222", "newstudent_77777"}
 
 
 def test_namesakes_without_an_lms_id_column_are_not_guessed(tmp_path):
     roster = parse_roster("student_id,name\njs1,John Smith\njs2,John Smith\njd1,Jane Doe\n")
-    z = make_zip(tmp_path / "c.zip", [
-        ("smithjohn_44444_90005_06_attention.ipynb", notebook("a")),
-        ("smithjohn_55555_90006_06_attention.ipynb", notebook("b")),
-        ("doejane_12345_90001_06_attention.ipynb", notebook("jane")),
-    ])
+    z = make_zip(
+        tmp_path / "c.zip",
+        [
+            ("smithjohn_44444_90005_06_attention.ipynb", notebook("a")),
+            ("smithjohn_55555_90006_06_attention.ipynb", notebook("b")),
+            ("doejane_12345_90001_06_attention.ipynb", notebook("jane")),
+        ],
+    )
     report = unpack(z, tmp_path / "s", assignment=A, roster=roster, tz="UTC")
     # the squashed Canvas login "doejane" matches the roster's "Jane Doe"
     assert written(tmp_path / "s") == {"jd1": "jane", "smithjohn_44444": "a", "smithjohn_55555": "b"}
@@ -148,15 +179,22 @@ def test_an_lms_id_that_is_another_students_number_is_not_believed(tmp_path):
 
 def test_moodle_folder_per_participant(tmp_path):
     roster = parse_roster("student_id,name\nzm42,Müller Zoë\nll7,李雷\n")
-    z = make_zip(tmp_path / "moodle.zip", [
-        ("Zoë Müller_501_assignsubmission_file_/06_attention.ipynb", notebook("zoe old"), T1),
-        ("Zoë Müller_501_assignsubmission_file_/06_attention (1).ipynb", notebook("zoe new"), T2),
-        ("Zoë Müller_501_assignsubmission_onlinetext_/onlinetext.html", b"<p>hi</p>", T1),
-        ("李雷_502_assignsubmission_file_/work/06_attention.ipynb", notebook("li nested"), T2),
-        ("李雷_502_assignsubmission_file_/scratch.ipynb", notebook("li scratch"), T2),
-        ("Ada Byron_503_assignsubmission_file_/my homework.ipynb", notebook("ada"), T1),
-        ("Ada Byron_503_assignsubmission_file_/.ipynb_checkpoints/06_attention-checkpoint.ipynb", notebook("x"), T2),
-    ])
+    z = make_zip(
+        tmp_path / "moodle.zip",
+        [
+            ("Zoë Müller_501_assignsubmission_file_/06_attention.ipynb", notebook("zoe old"), T1),
+            ("Zoë Müller_501_assignsubmission_file_/06_attention (1).ipynb", notebook("zoe new"), T2),
+            ("Zoë Müller_501_assignsubmission_onlinetext_/onlinetext.html", b"<p>hi</p>", T1),
+            ("李雷_502_assignsubmission_file_/work/06_attention.ipynb", notebook("li nested"), T2),
+            ("李雷_502_assignsubmission_file_/scratch.ipynb", notebook("li scratch"), T2),
+            ("Ada Byron_503_assignsubmission_file_/my homework.ipynb", notebook("ada"), T1),
+            (
+                "Ada Byron_503_assignsubmission_file_/.ipynb_checkpoints/06_attention-checkpoint.ipynb",
+                notebook("x"),
+                T2,
+            ),
+        ],
+    )
     dest = tmp_path / "s"
     report = unpack(z, dest, assignment=A, roster=roster, tz="Europe/Berlin")
     assert report.layout == "moodle"
@@ -175,12 +213,15 @@ def test_moodle_folder_per_participant(tmp_path):
 
 
 def test_moodle_flat_files(tmp_path):
-    z = make_zip(tmp_path / "moodle.zip", [
-        ("Zoë Müller_501_assignsubmission_file_06_attention.ipynb", notebook("zoe")),
-        ("Zoë Müller_501_assignsubmission_onlinetext_onlinetext.html", b"<p>hi</p>"),
-        ("John Smith_601_assignsubmission_file_06_attention.ipynb", notebook("john a")),
-        ("John Smith_602_assignsubmission_file_06_attention.ipynb", notebook("john b")),
-    ])
+    z = make_zip(
+        tmp_path / "moodle.zip",
+        [
+            ("Zoë Müller_501_assignsubmission_file_06_attention.ipynb", notebook("zoe")),
+            ("Zoë Müller_501_assignsubmission_onlinetext_onlinetext.html", b"<p>hi</p>"),
+            ("John Smith_601_assignsubmission_file_06_attention.ipynb", notebook("john a")),
+            ("John Smith_602_assignsubmission_file_06_attention.ipynb", notebook("john b")),
+        ],
+    )
     dest = tmp_path / "s"
     report = unpack(z, dest, assignment=A, tz="UTC")
     assert report.layout == "moodle"
@@ -192,13 +233,16 @@ def test_moodle_flat_files(tmp_path):
 
 
 def test_plain_folders_inside_a_wrapper_folder(tmp_path):
-    z = make_zip(tmp_path / "hub.zip", [
-        ("submissions/ab123/06_attention.ipynb", notebook("ab")),
-        ("submissions/ab123/07_transformer.ipynb", notebook("ab 07")),
-        ("submissions/cd456/06_attention.ipynb", notebook("cd")),
-        ("submissions/cd456/data.csv", b"1,2"),
-        ("submissions/cd456/plot.png", b"\x89PNG"),
-    ])
+    z = make_zip(
+        tmp_path / "hub.zip",
+        [
+            ("submissions/ab123/06_attention.ipynb", notebook("ab")),
+            ("submissions/ab123/07_transformer.ipynb", notebook("ab 07")),
+            ("submissions/cd456/06_attention.ipynb", notebook("cd")),
+            ("submissions/cd456/data.csv", b"1,2"),
+            ("submissions/cd456/plot.png", b"\x89PNG"),
+        ],
+    )
     dest = tmp_path / "s"
     report = unpack(z, dest, assignment=A, tz="UTC")
     assert report.layout == "plain" and written(dest) == {"ab123": "ab", "cd456": "cd"}
@@ -208,8 +252,10 @@ def test_plain_folders_inside_a_wrapper_folder(tmp_path):
 
 
 def test_the_newest_notebook_wins_by_zip_time(tmp_path):
-    z = make_zip(tmp_path / "p.zip", [("ab/06_attention-2.ipynb", notebook("older")) + (T1,),
-                                      ("ab/06_attention.ipynb", notebook("newer")) + (T2,)])
+    z = make_zip(
+        tmp_path / "p.zip",
+        [("ab/06_attention-2.ipynb", notebook("older")) + (T1,), ("ab/06_attention.ipynb", notebook("newer")) + (T2,)],
+    )
     unpack(z, tmp_path / "s", assignment=A, layout="plain", tz="UTC")
     assert written(tmp_path / "s") == {"ab": "newer"}
 
@@ -231,7 +277,7 @@ def test_utf8_names_without_the_utf8_flag_are_read_as_utf8(tmp_path):
     raw = bytearray(path.read_bytes())
     for sig, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # clear bit 11 in both headers
         at = raw.index(sig) + flag_at
-        raw[at:at + 2] = struct.pack("<H", struct.unpack("<H", raw[at:at + 2])[0] & ~0x800)
+        raw[at : at + 2] = struct.pack("<H", struct.unpack("<H", raw[at : at + 2])[0] & ~0x800)
     path.write_bytes(bytes(raw))
     assert zipfile.ZipFile(path).namelist()[0] != "Zoë Müller_501_assignsubmission_file_06_attention.ipynb"
     report = unpack(path, tmp_path / "s", assignment=A, tz="UTC")
@@ -242,7 +288,9 @@ def test_utf8_names_without_the_utf8_flag_are_read_as_utf8(tmp_path):
 
 
 def test_an_existing_notebook_is_kept_unless_overwrite(tmp_path):
-    z = make_zip(tmp_path / "p.zip", [("ab/06_attention.ipynb", notebook("new")), ("cd/06_attention.ipynb", notebook("cd"))])
+    z = make_zip(
+        tmp_path / "p.zip", [("ab/06_attention.ipynb", notebook("new")), ("cd/06_attention.ipynb", notebook("cd"))]
+    )
     dest = tmp_path / "s"
     (dest / "ab").mkdir(parents=True)
     (dest / "ab" / f"{A}.ipynb").write_bytes(notebook("graded before"))
@@ -261,13 +309,16 @@ def test_an_existing_notebook_is_kept_unless_overwrite(tmp_path):
 
 def test_zip_slip_and_symlink_entries_are_never_followed(tmp_path):
     dest = tmp_path / "inner" / "s"
-    z = make_zip(tmp_path / "evil.zip", [
-        ("../evil.ipynb", notebook("evil")),
-        ("ab/../../evil2.ipynb", notebook("evil")),
-        ("/abs/06_attention.ipynb", notebook("evil")),
-        ("cd/06_attention.ipynb", b"/etc/passwd", T1, stat.S_IFLNK | 0o777),
-        ("ab/06_attention.ipynb", notebook("ab")),
-    ])
+    z = make_zip(
+        tmp_path / "evil.zip",
+        [
+            ("../evil.ipynb", notebook("evil")),
+            ("ab/../../evil2.ipynb", notebook("evil")),
+            ("/abs/06_attention.ipynb", notebook("evil")),
+            ("cd/06_attention.ipynb", b"/etc/passwd", T1, stat.S_IFLNK | 0o777),
+            ("ab/06_attention.ipynb", notebook("ab")),
+        ],
+    )
     report = unpack(z, dest, assignment=A, tz="UTC")
     assert written(dest) == {"ab": "ab"}
     warned(report, "../evil.ipynb", "'..'")
@@ -279,11 +330,12 @@ def test_zip_slip_and_symlink_entries_are_never_followed(tmp_path):
 
 
 def test_a_claimed_3_gb_notebook_is_one_students_row_not_the_end_of_the_class(tmp_path):
-    path = make_zip(tmp_path / "bomb.zip", [("aa/06_attention.ipynb", notebook("aa")),
-                                            ("ab/06_attention.ipynb", b"\x00" * 1000)])
+    path = make_zip(
+        tmp_path / "bomb.zip", [("aa/06_attention.ipynb", notebook("aa")), ("ab/06_attention.ipynb", b"\x00" * 1000)]
+    )
     raw = bytearray(path.read_bytes())
     central = raw.index(b"PK\x01\x02", raw.index(b"PK\x01\x02") + 4)  # the second entry's central header
-    raw[central + 24:central + 28] = struct.pack("<I", 3_000_000_000)
+    raw[central + 24 : central + 28] = struct.pack("<I", 3_000_000_000)
     path.write_bytes(bytes(raw))
     dest = tmp_path / "s"
     report = unpack(path, dest, assignment=A, tz="UTC")
@@ -319,7 +371,7 @@ def _crafted(path: Path, tmp_path: Path):
     """The zeros zip with the notebook's declared size turned down to 1 kB: it holds more than it says."""
     raw = bytearray(path.read_bytes())
     central = raw.index(b"PK\x01\x02", raw.index(b"PK\x01\x02") + 4)
-    raw[central + 24:central + 28] = struct.pack("<I", 1000)
+    raw[central + 24 : central + 28] = struct.pack("<I", 1000)
     crafted = tmp_path / "crafted.zip"
     crafted.write_bytes(bytes(raw))
     unpack(crafted, tmp_path / "crafted", assignment=A, tz="UTC", read_limit=2 << 20)
@@ -327,9 +379,16 @@ def _crafted(path: Path, tmp_path: Path):
 
 def test_a_notebook_heavy_with_figures_is_written_when_its_answers_fit(tmp_path):
     heavy = json.loads(notebook("figures"))
-    heavy["cells"].append({"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1, "source": "plot()",
-                           "outputs": [{"output_type": "display_data", "metadata": {},
-                                        "data": {"image/png": "A" * (3 << 20)}}]})
+    heavy["cells"].append(
+        {
+            "cell_type": "code",
+            "id": "b",
+            "metadata": {},
+            "execution_count": 1,
+            "source": "plot()",
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": "A" * (3 << 20)}}],
+        }
+    )
     z = make_zip(tmp_path / "p.zip", [("ab/06_attention.ipynb", json.dumps(heavy).encode())])
     report = unpack(z, tmp_path / "s", assignment=A, tz="UTC", max_bytes=1 << 20)
     assert written(tmp_path / "s") == {"ab": "figures"} and not report.skipped
@@ -337,11 +396,18 @@ def test_a_notebook_heavy_with_figures_is_written_when_its_answers_fit(tmp_path)
 
 
 def test_ids_that_would_share_a_folder_are_refused(tmp_path):
-    z = make_zip(tmp_path / "p.zip", [("Zoë/06_attention.ipynb", notebook("1")), ("Zoe/06_attention.ipynb", notebook("2"))])
-    with pytest.raises(UnpackError, match=r"Zo.?/06_attention.ipynb and Zo.?/06_attention.ipynb would both be written "
-                                          r"to the folder 'Zoe'"):
+    z = make_zip(
+        tmp_path / "p.zip", [("Zoë/06_attention.ipynb", notebook("1")), ("Zoe/06_attention.ipynb", notebook("2"))]
+    )
+    with pytest.raises(
+        UnpackError,
+        match=r"Zo.?/06_attention.ipynb and Zo.?/06_attention.ipynb would both be written "
+        r"to the folder 'Zoe'",
+    ):
         unpack(z, tmp_path / "s", assignment=A, tz="UTC")
-    z = make_zip(tmp_path / "q.zip", [("AB/06_attention.ipynb", notebook("1")), ("ab/06_attention.ipynb", notebook("2"))])
+    z = make_zip(
+        tmp_path / "q.zip", [("AB/06_attention.ipynb", notebook("1")), ("ab/06_attention.ipynb", notebook("2"))]
+    )
     with pytest.raises(UnpackError, match="would both be written to the folder 'ab'"):
         unpack(z, tmp_path / "s", assignment=A, tz="UTC")
     assert not (tmp_path / "s").exists()
@@ -349,9 +415,16 @@ def test_ids_that_would_share_a_folder_are_refused(tmp_path):
 
 def test_two_lms_entries_for_one_roster_student_are_refused(tmp_path):
     roster = parse_roster("student_id,name\nzm42,Zoë Müller\n")
-    z = make_zip(tmp_path / "m.zip", [("Zoë Müller_501_assignsubmission_file_06_attention.ipynb", notebook("1")),
-                                      ("Zoe Muller_777_assignsubmission_file_06_attention.ipynb", notebook("2"))])
-    with pytest.raises(UnpackError, match="would both be written to the folder 'zm42'; expected one folder per student"):
+    z = make_zip(
+        tmp_path / "m.zip",
+        [
+            ("Zoë Müller_501_assignsubmission_file_06_attention.ipynb", notebook("1")),
+            ("Zoe Muller_777_assignsubmission_file_06_attention.ipynb", notebook("2")),
+        ],
+    )
+    with pytest.raises(
+        UnpackError, match="would both be written to the folder 'zm42'; expected one folder per student"
+    ):
         unpack(z, tmp_path / "s", assignment=A, roster=roster, tz="UTC")
 
 
@@ -400,6 +473,7 @@ def test_bad_input_says_what_was_expected(tmp_path):
 def test_the_local_zone_is_the_default(tmp_path, monkeypatch):
     monkeypatch.setenv("TZ", "America/New_York")
     import time
+
     time.tzset()
     try:
         z = make_zip(tmp_path / "p.zip", [("ab/06_attention.ipynb", notebook("ab"), T1)])
@@ -425,8 +499,13 @@ def test_a_newer_final_copy_is_the_one_graded_by_unpack_and_grade_alike(tmp_path
     like the assignment), and the student is told which one counted."""
     from course_grader.grade import resolve_notebooks
 
-    z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("first")),
-                                      ("doejane_12345_90002_06_attention_final.ipynb", notebook("final"))])
+    z = make_zip(
+        tmp_path / "c.zip",
+        [
+            ("doejane_12345_90001_06_attention.ipynb", notebook("first")),
+            ("doejane_12345_90002_06_attention_final.ipynb", notebook("final")),
+        ],
+    )
     report = unpack(z, tmp_path / "s", assignment=A, roster=ROSTER, tz="UTC")
     assert written(tmp_path / "s") == {"jd1": "final"}
     told = report.decisions["jd1"][0]
@@ -442,8 +521,9 @@ def test_a_newer_final_copy_is_the_one_graded_by_unpack_and_grade_alike(tmp_path
 
 
 def test_nbgraders_layout_from_an_lms_download(tmp_path):
-    z = make_zip(tmp_path / "m.zip", [("Zoë Müller_501_assignsubmission_file_/06_attention.ipynb", notebook("zoe"),
-                                       T2)])
+    z = make_zip(
+        tmp_path / "m.zip", [("Zoë Müller_501_assignsubmission_file_/06_attention.ipynb", notebook("zoe"), T2)]
+    )
     report = unpack(z, tmp_path / "submitted", assignment=A, roster=ROSTER, tz="UTC", output_layout="nbgrader")
     home = tmp_path / "submitted" / "zm42" / A
     assert tag(home / f"{A}.ipynb") == "zoe"
@@ -455,8 +535,14 @@ def test_canvas_submission_times_from_its_api(tmp_path):
     from course_grader.lms import read_canvas_times
 
     api = tmp_path / "submissions.json"  # GET /api/v1/courses/:id/assignments/:id/submissions, saved
-    api.write_text(json.dumps([{"id": 1, "user_id": 12345, "submitted_at": "2026-11-23T21:15:00Z", "late": True},
-                               {"id": 2, "user_id": 88888, "submitted_at": None, "workflow_state": "unsubmitted"}]))
+    api.write_text(
+        json.dumps(
+            [
+                {"id": 1, "user_id": 12345, "submitted_at": "2026-11-23T21:15:00Z", "late": True},
+                {"id": 2, "user_id": 88888, "submitted_at": None, "workflow_state": "unsubmitted"},
+            ]
+        )
+    )
     times = read_canvas_times(api)
     assert times == {"12345": dt.datetime(2026, 11, 23, 21, 15, tzinfo=UTC)}
     z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("jane"))])
@@ -476,11 +562,18 @@ def test_course_unpack_keeps_the_roster_and_records_its_decisions(tmp_path, caps
 
     roster = tmp_path / "roster.csv"
     roster.write_text("student_id,name,email,ID\njd1,Jane Doe,jane@example.org,12345\nzm42,Zoë Müller,z@x.org,22222\n")
-    z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("jane")),
-                                      ("müllerzoë_late_22222_90002_Copy of 06_attention.ipynb", notebook("zoe"))])
+    z = make_zip(
+        tmp_path / "c.zip",
+        [
+            ("doejane_12345_90001_06_attention.ipynb", notebook("jane")),
+            ("müllerzoë_late_22222_90002_Copy of 06_attention.ipynb", notebook("zoe")),
+        ],
+    )
     out, dest = tmp_path / "grades", tmp_path / "s"
-    assert cli.main(["unpack", str(z), "--assignment", A, "--to", str(dest), "--roster", str(roster),
-                     "--out", str(out)]) == 0
+    assert (
+        cli.main(["unpack", str(z), "--assignment", A, "--to", str(dest), "--roster", str(roster), "--out", str(out)])
+        == 0
+    )
     capsys.readouterr()
     assert cli.main(["unpack", str(z), "--assignment", A, "--to", str(tmp_path / "again"), "--out", str(out)]) == 0
     text = capsys.readouterr().out
@@ -488,8 +581,15 @@ def test_course_unpack_keeps_the_roster_and_records_its_decisions(tmp_path, caps
     assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["jd1", "zm42"]
     with closing(open_gradebook(out)) as book:
         zoe = book.unpacked("zm42", A)
-    assert zoe["late"] and zoe["sha256"] and zoe["notes"] == ["Your file `Copy of 06_attention.ipynb` was graded as "
-                                                              "06_attention.ipynb."], zoe
-    assert cli.main(["unpack", str(z), "--assignment", A, "--to", str(tmp_path / "lost"),
-                     "--out", str(tmp_path / "elsewhere")]) == 0
+    assert (
+        zoe["late"]
+        and zoe["sha256"]
+        and zoe["notes"] == ["Your file `Copy of 06_attention.ipynb` was graded as 06_attention.ipynb."]
+    ), zoe
+    assert (
+        cli.main(
+            ["unpack", str(z), "--assignment", A, "--to", str(tmp_path / "lost"), "--out", str(tmp_path / "elsewhere")]
+        )
+        == 0
+    )
     assert "warning: no roster (none given with --roster, none kept in" in capsys.readouterr().out

@@ -1,6 +1,7 @@
 """Manually graded answers: `course mark`'s pages and what a mark does (the server in a thread, spoken to
 over HTTP; tests/browser/test_marking_page.py does the same in Chromium), and `course check` saying that a
 written answer is marked by a person."""
+
 from __future__ import annotations
 
 import threading
@@ -36,8 +37,9 @@ def server(tmp_path):
 def request(srv, path, data=None, cookie="", host=None):
     """(status, headers, body) of one request, without following redirects."""
     port = srv.server_address[1]
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=urllib.parse.urlencode(data).encode() if data
-                                 else None)
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=urllib.parse.urlencode(data).encode() if data else None
+    )
     if cookie:
         req.add_header("Cookie", cookie)
     if host:
@@ -84,8 +86,16 @@ def test_a_mark_is_stored_with_its_grader_and_joins_the_exports(server):
     out = server.out
     with closing(open_gradebook(out)) as book:
         sha = next(t for r in book.rows() if r.student == "ada" for t in r.tests if t.get("manual"))["answer_sha256"]
-    form = {"a": ASSIGNMENT, "q": QUESTION, "student": "ada", "answer": sha, "points": "", "rubric": "0",
-            "comment": "Exactly.", "grader": "Ana (TA)"}
+    form = {
+        "a": ASSIGNMENT,
+        "q": QUESTION,
+        "student": "ada",
+        "answer": sha,
+        "points": "",
+        "rubric": "0",
+        "comment": "Exactly.",
+        "grader": "Ana (TA)",
+    }
     assert request(server, "/mark", form, cookie=cookie)[0] == 403, "a form without the token is refused"
     status, headers, _ = request(server, "/mark", {**form, "token": server.token}, cookie=cookie)
     assert status == 303 and headers["Location"].endswith("#s-ada") and "course_grader=Ana" in headers["Set-Cookie"]
@@ -109,16 +119,46 @@ def test_a_mark_is_stored_with_its_grader_and_joins_the_exports(server):
 def test_course_check_says_a_written_answer_is_marked_by_a_person(tmp_path, capsys):
     from course_lib import cli
 
-    nb = {"cells": [
-        {"cell_type": "code", "id": "t", "metadata": {"nbgrader": {"grade": True, "solution": False, "points": 1,
-                                                                    "grade_id": "ex1_test", "locked": True,
-                                                                    "schema_version": 3}},
-         "source": "assert 1 + 1 == 2\n", "outputs": [], "execution_count": None},
-        {"cell_type": "markdown", "id": "q", "metadata": {}, "source": "## Exercise 2: Why? (★☆☆, 2 points)"},
-        {"cell_type": "markdown", "id": "a", "metadata": {"nbgrader": {"grade": True, "solution": True, "points": 2,
-                                                                        "grade_id": "ex2_answer", "locked": False,
-                                                                        "schema_version": 3}},
-         "source": "YOUR ANSWER HERE"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "t",
+                "metadata": {
+                    "nbgrader": {
+                        "grade": True,
+                        "solution": False,
+                        "points": 1,
+                        "grade_id": "ex1_test",
+                        "locked": True,
+                        "schema_version": 3,
+                    }
+                },
+                "source": "assert 1 + 1 == 2\n",
+                "outputs": [],
+                "execution_count": None,
+            },
+            {"cell_type": "markdown", "id": "q", "metadata": {}, "source": "## Exercise 2: Why? (★☆☆, 2 points)"},
+            {
+                "cell_type": "markdown",
+                "id": "a",
+                "metadata": {
+                    "nbgrader": {
+                        "grade": True,
+                        "solution": True,
+                        "points": 2,
+                        "grade_id": "ex2_answer",
+                        "locked": False,
+                        "schema_version": 3,
+                    }
+                },
+                "source": "YOUR ANSWER HERE",
+            },
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     path = write(tmp_path / "99_why.ipynb", nb)
     assert cli.main(["check", str(path)]) == 0, "a written answer does not fail the check"
     out = capsys.readouterr().out

@@ -2,6 +2,7 @@
 `course_grader` imports `course_lib`, `course_lib` never imports `course_grader`. A learner (on
 Colab, say) installs `course_lib` alone; `course check` works without the grader, and the grader's
 commands say how to get it."""
+
 from __future__ import annotations
 
 import ast
@@ -11,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,16 +35,24 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_module_of_course_lib_imports_the_grader():
-    offenders = [f"{path.relative_to(REPO)}:{line}: {module}"
-                 for path in sorted(LIBRARY.rglob("*.py")) for line, module in _imports(path)
-                 if module == GRADER or module.startswith(GRADER + ".")]
+    offenders = [
+        f"{path.relative_to(REPO)}:{line}: {module}"
+        for path in sorted(LIBRARY.rglob("*.py"))
+        for line, module in _imports(path)
+        if module == GRADER or module.startswith(GRADER + ".")
+    ]
     assert not offenders, "course_lib must not import the grader:\n" + "\n".join(offenders)
 
 
 def test_the_static_check_sees_every_form_of_import(tmp_path):
     """The test above would catch each of these."""
-    for text in ("import course_grader", "from course_grader.grade import grade_all", "import course_grader.cli as c",
-                 "importlib.import_module('course_grader.cli')", "__import__('course_grader')"):
+    for text in (
+        "import course_grader",
+        "from course_grader.grade import grade_all",
+        "import course_grader.cli as c",
+        "importlib.import_module('course_grader.cli')",
+        "__import__('course_grader')",
+    ):
         (tmp_path / "m.py").write_text(f"def f():\n    {text}\n")
         assert any(m.split(".")[0] == GRADER for _, m in _imports(tmp_path / "m.py")), text
 
@@ -66,7 +74,8 @@ def test_importing_every_course_lib_module_leaves_the_grader_out():
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.splitlines()[-1])
     assert {"course_lib.cli", "course_lib.feedback", "course_lib.runner.check", "course_lib.checks.core"} <= set(
-        found["imported"]), f"the walk missed modules: {found['imported']}"
+        found["imported"]
+    ), f"the walk missed modules: {found['imported']}"
     assert not found["grader"], f"importing course_lib loaded the grader's modules: {found['grader']}"
 
 
@@ -88,7 +97,8 @@ def test_course_check_loads_no_gradebook_export_or_roster():
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = set(json.loads(proc.stdout.splitlines()[-1]))
     assert loaded <= {"course_grader", "course_grader.cli"}, (
-        f"`course check` should load at most the grader's command-line module, loaded {sorted(loaded)}")
+        f"`course check` should load at most the grader's command-line module, loaded {sorted(loaded)}"
+    )
 
 
 def test_the_root_project_packages_course_lib_alone():
@@ -128,7 +138,8 @@ def test_the_grader_is_released_with_course_lib():
     project = tomllib.loads((REPO / GRADER / "pyproject.toml").read_text())["project"]
     assert project["version"] == course_lib.__version__ == course_grader.__version__, (
         f"course_lib {course_lib.__version__}, course_grader {course_grader.__version__}, "
-        f"course_grader/pyproject.toml {project['version']}: released together, they share one version")
+        f"course_grader/pyproject.toml {project['version']}: released together, they share one version"
+    )
     assert f"course-lib=={course_lib.__version__}" in project["dependencies"], project["dependencies"]
 
 

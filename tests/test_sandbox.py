@@ -9,6 +9,7 @@
 
 The protocol tests use one kernel for the module: in the sandbox where it works, else without it.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,31 +39,69 @@ from course_lib.runner.process import KernelStopped, Limits
 def roundtrip(value):
     enc = wire.Encoder()
     frame = wire.pack({"v": enc.encode(value)}, enc.buffers)
-    n_header, _ = wire.unpack_prefix(frame[:wire.PREFIX.size])
-    header, buffers = wire.unpack_body(frame[wire.PREFIX.size:], n_header)
+    n_header, _ = wire.unpack_prefix(frame[: wire.PREFIX.size])
+    header, buffers = wire.unpack_body(frame[wire.PREFIX.size :], n_header)
     return wire.Decoder(buffers).decode(header["v"])
 
 
-@pytest.mark.parametrize("value", [
-    None, True, 0, -7, 2**80, 1.5, float("inf"), "héllo", b"\x00\xff", 3 + 4j, Ellipsis,
-    [1, [2, (3, {"a": 4})]], (), {(1, 2): "tuple key", 3: None}, {1, 2}, frozenset({"x"}), range(2, 9, 3),
-    slice(1, None, 2), Counter("abca"), OrderedDict(b=1, a=2), np.float32(1.25), np.int64(-3), np.bool_(True),
-    torch.Size([2, 3]), torch.float64, torch.device("cpu"),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -7,
+        2**80,
+        1.5,
+        float("inf"),
+        "héllo",
+        b"\x00\xff",
+        3 + 4j,
+        Ellipsis,
+        [1, [2, (3, {"a": 4})]],
+        (),
+        {(1, 2): "tuple key", 3: None},
+        {1, 2},
+        frozenset({"x"}),
+        range(2, 9, 3),
+        slice(1, None, 2),
+        Counter("abca"),
+        OrderedDict(b=1, a=2),
+        np.float32(1.25),
+        np.int64(-3),
+        np.bool_(True),
+        torch.Size([2, 3]),
+        torch.float64,
+        torch.device("cpu"),
+    ],
+)
 def test_plain_values_cross_unchanged(value):
     back = roundtrip(value)
     assert back == value and type(back) is type(value), (value, back)
 
 
 def test_arrays_and_tensors_cross_with_dtype_shape_and_requires_grad():
-    arrays = [np.arange(6, dtype=np.int16).reshape(2, 3), np.array([[1.5, np.nan]]), np.array(["ab", "c"]),
-              np.zeros((0, 4)), np.array([True, False]), np.array([1, "x", None], dtype=object)]
+    arrays = [
+        np.arange(6, dtype=np.int16).reshape(2, 3),
+        np.array([[1.5, np.nan]]),
+        np.array(["ab", "c"]),
+        np.zeros((0, 4)),
+        np.array([True, False]),
+        np.array([1, "x", None], dtype=object),
+    ]
     for a in arrays:
         b = roundtrip(a)
         assert b.dtype == a.dtype and b.shape == a.shape, (a, b)
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f") if a.dtype != object else list(a) == list(b)
-    for t in [torch.arange(6).reshape(2, 3), torch.randn(3, 2, dtype=torch.float64).t(), torch.ones(2, dtype=torch.bfloat16),
-              torch.tensor([True]), torch.zeros(0, 3), torch.tensor(2.5), torch.randn(2, requires_grad=True)]:
+    for t in [
+        torch.arange(6).reshape(2, 3),
+        torch.randn(3, 2, dtype=torch.float64).t(),
+        torch.ones(2, dtype=torch.bfloat16),
+        torch.tensor([True]),
+        torch.zeros(0, 3),
+        torch.tensor(2.5),
+        torch.randn(2, requires_grad=True),
+    ]:
         b = roundtrip(t)
         assert b.dtype == t.dtype and b.shape == t.shape and b.requires_grad == t.requires_grad, (t, b)
         assert torch.equal(b.detach(), t.detach())
@@ -88,26 +127,32 @@ def test_objects_that_are_not_plain_data_are_refused_not_pickled():
         wire.Encoder().encode([lambda: 0])
 
 
-@pytest.mark.parametrize("frame, words", [
-    (b"XXXX" + b"\0" * 16, "not a grader message"),
-    (wire.PREFIX.pack(wire.MAGIC, 2**40, 0), "too large"),
-])
+@pytest.mark.parametrize(
+    "frame, words",
+    [
+        (b"XXXX" + b"\0" * 16, "not a grader message"),
+        (wire.PREFIX.pack(wire.MAGIC, 2**40, 0), "too large"),
+    ],
+)
 def test_garbled_frames_are_refused(frame, words):
     with pytest.raises(wire.WireError, match=words):
-        wire.unpack_prefix(frame[:wire.PREFIX.size])
+        wire.unpack_prefix(frame[: wire.PREFIX.size])
 
 
-@pytest.mark.parametrize("item, buffers", [
-    (["tensor", "float32", [2], 0, False], [b"\0" * 4]),  # 2 floats need 8 bytes
-    (["tensor", "object", [1], 0, False], [b"\0" * 8]),
-    (["nd", "|O8", [1], 0], [b"\0" * 8]),
-    (["nd", "<V8", [1], 0], [b"\0" * 8]),
-    (["nd", "<f8", [-1], 0], [b""]),
-    (["ref", 1], []),  # a reference where none may be
-    (["pickle", "cos\nsystem\n"], []),
-    (["npgen", '{"bit_generator": "os.system", "state": {}}'], []),
-    ({"a": 1}, []),
-])
+@pytest.mark.parametrize(
+    "item, buffers",
+    [
+        (["tensor", "float32", [2], 0, False], [b"\0" * 4]),  # 2 floats need 8 bytes
+        (["tensor", "object", [1], 0, False], [b"\0" * 8]),
+        (["nd", "|O8", [1], 0], [b"\0" * 8]),
+        (["nd", "<V8", [1], 0], [b"\0" * 8]),
+        (["nd", "<f8", [-1], 0], [b""]),
+        (["ref", 1], []),  # a reference where none may be
+        (["pickle", "cos\nsystem\n"], []),
+        (["npgen", '{"bit_generator": "os.system", "state": {}}'], []),
+        ({"a": 1}, []),
+    ],
+)
 def test_garbled_values_are_refused(item, buffers):
     with pytest.raises(wire.WireError):
         wire.Decoder(buffers).decode(item)
@@ -125,14 +170,17 @@ def test_garbled_bodies_are_refused():
 P61 = 2**61 - 1  # k * P61 hashes to 0 for every k
 
 
-@pytest.mark.parametrize("item", [
-    ["set", [k * P61 for k in range(1, 20_001)]],
-    ["frozenset", [k * P61 for k in range(1, 20_001)]],
-    ["dict", [[k * P61, 0] for k in range(1, 20_001)]],
-    ["Counter", [[k * P61, 1] for k in range(1, 20_001)]],
-    ["OrderedDict", [[["tuple", [k * P61]], 1] for k in range(1, 20_001)]],  # tuples of colliding ints collide too
-    ["defaultdict", "int", [[k * P61, 1] for k in range(1, 20_001)]],
-])
+@pytest.mark.parametrize(
+    "item",
+    [
+        ["set", [k * P61 for k in range(1, 20_001)]],
+        ["frozenset", [k * P61 for k in range(1, 20_001)]],
+        ["dict", [[k * P61, 0] for k in range(1, 20_001)]],
+        ["Counter", [[k * P61, 1] for k in range(1, 20_001)]],
+        ["OrderedDict", [[["tuple", [k * P61]], 1] for k in range(1, 20_001)]],  # tuples of colliding ints collide too
+        ["defaultdict", "int", [[k * P61, 1] for k in range(1, 20_001)]],
+    ],
+)
 def test_containers_of_colliding_keys_are_refused_in_linear_time(item):
     """critical (N1): building them took the grader quadratic time in C, past every time limit."""
     started = time.process_time()
@@ -203,7 +251,8 @@ def test_learner_type_names_do_not_pile_up_in_the_grader(monkeypatch):
     proxies = [session.make_proxy([i, "object", f"Type{i}", "<x>", None]) for i in range(5 * remote.MAX_CLASSES)]
     assert len(remote._classes) <= max(before, remote.MAX_CLASSES + 4), len(remote._classes)
     assert type(proxies[0]).__name__ in ("Type0", "Remote") and object.__getattribute__(proxies[-1], "_type_name") == (
-        f"Type{5 * remote.MAX_CLASSES - 1}")
+        f"Type{5 * remote.MAX_CLASSES - 1}"
+    )
     for i in range(5 * remote.MAX_CLASSES):
         remote.learner_error({"ename": f"Error{i}", "evalue": "x" * 50_000, "bases": ["ValueError"]})
     assert len(remote._errors) <= remote.MAX_CLASSES
@@ -212,7 +261,7 @@ def test_learner_type_names_do_not_pile_up_in_the_grader(monkeypatch):
 
 # --- the learner's objects, held by a check ------------------------------------------------------------------
 
-LEARNER = '''
+LEARNER = """
 import numpy as np
 import torch
 from torch import nn
@@ -253,7 +302,7 @@ class Affine(nn.Module):
 
 answer_value = 42
 ellipsis_answer = ...
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -299,10 +348,10 @@ def test_gradients_flow_through_a_learner_function(session):
     q = torch.randn(3, 4, requires_grad=True)
     k = torch.randn(5, 4, requires_grad=True)
     out, w = pair(q, k)
-    (out.sum() + (w ** 2).sum()).backward()
+    (out.sum() + (w**2).sum()).backward()
     q2, k2 = q.detach().clone().requires_grad_(), k.detach().clone().requires_grad_()
     w_ref = torch.softmax(q2 @ k2.T, dim=-1)
-    ((w_ref @ k2).sum() + (w_ref ** 2).sum()).backward()
+    ((w_ref @ k2).sum() + (w_ref**2).sum()).backward()
     torch.testing.assert_close(out, w_ref @ k2)
     torch.testing.assert_close(q.grad, q2.grad)
     torch.testing.assert_close(k.grad, k2.grad)
@@ -388,7 +437,9 @@ def test_a_test_cell_can_call_learner_names_directly(session):
 @pytest.mark.slow
 def test_a_learner_call_that_runs_too_long_is_interrupted(session):
     kernel = session.kernel
-    run, _ = kernel.run_cell("def forever():\n    while True:\n        pass\n", "answer", deadline=time.monotonic() + 30)
+    run, _ = kernel.run_cell(
+        "def forever():\n    while True:\n        pass\n", "answer", deadline=time.monotonic() + 30
+    )
     assert run.ok
     forever = learner_value(session, "forever")
     session.deadline = time.monotonic() + 1
@@ -403,13 +454,14 @@ def test_a_learner_call_that_runs_too_long_is_interrupted(session):
 
 # --- the sandbox -----------------------------------------------------------------------------------------
 
-FACTS = f'''
+FACTS = f"""
 import json, os, resource, socket
 facts = {{}}
 facts["uid"] = os.getuid()
 facts["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 facts["root"] = sorted(os.listdir("/"))
-facts["hidden"] = [p for p in ({str(SOLUTIONS)!r}, {str(REPO / ".git")!r}, {str(REPO / "tests")!r}, "/home", "/var", "/run")
+facts["hidden"] = [p for p in ({str(SOLUTIONS)!r}, {str(REPO / ".git")!r}, {str(REPO / "tests")!r},
+                             "/home", "/var", "/run")
                    if os.path.exists(p)]
 facts["capabilities"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")][0]
 facts["interfaces"] = [line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]]
@@ -439,14 +491,17 @@ try:
     facts["memfd"] = "created"
 except OSError as err:
     facts["memfd"] = err.errno
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def sandboxed():
     require_sandbox()
-    kernel = Kernel(Limits(cell_timeout=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16), sandbox=True,
-                    protect=[SOLUTIONS])
+    kernel = Kernel(
+        Limits(cell_timeout=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16),
+        sandbox=True,
+        protect=[SOLUTIONS],
+    )
     kernel.start()
     yield kernel, Session(kernel)
     kernel.shutdown()
@@ -477,7 +532,9 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     assert "written" not in facts, f"the system and the course library are read-only: {facts.get('written')}"
     assert facts["home"] == "/tmp" and facts["tmp_mb"] <= 48, facts
     limits = facts["limits"]
-    assert limits["RLIMIT_NPROC"] == 32 and limits["RLIMIT_NOFILE"] == 256 and limits["RLIMIT_FSIZE"] == 16 * 2**20, limits
+    assert limits["RLIMIT_NPROC"] == 32 and limits["RLIMIT_NOFILE"] == 256 and limits["RLIMIT_FSIZE"] == 16 * 2**20, (
+        limits
+    )
     assert limits["RLIMIT_CORE"] == 0 and limits["RLIMIT_CPU"] > 0 and limits["RLIMIT_AS"] > 0, limits
     assert facts["hostname"] == "sandbox"
     assert "solutions" not in facts["ppid_cmdline"] and "--ro-bind" not in facts["ppid_cmdline"], facts["ppid_cmdline"]
@@ -488,7 +545,7 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
 @pytest.mark.slow
 def test_the_sandbox_limits_processes_and_scratch_space(sandboxed):
     kernel, session = sandboxed
-    code = '''
+    code = """
 import subprocess, os
 started = []
 try:
@@ -510,7 +567,7 @@ except OSError as err:
 for i in range(written + 1):
     if os.path.exists(f"/tmp/big{i}"):
         os.remove(f"/tmp/big{i}")
-'''
+"""
     run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
     assert run.ok, run
     assert learner_value(session, "n_started") < 32, "the process limit must stop a flood of processes"
@@ -529,8 +586,10 @@ def budget():
         group.remove()
 
 
-MEMFD_HOG = "import os\n_held = []\nfor _ in range(20):\n    _fd = os.memfd_create('hold')\n" \
-            "    os.posix_fallocate(_fd, 0, 63 * 2**20)\n    _held.append(_fd)\n"
+MEMFD_HOG = (
+    "import os\n_held = []\nfor _ in range(20):\n    _fd = os.memfd_create('hold')\n"
+    "    os.posix_fallocate(_fd, 0, 63 * 2**20)\n    _held.append(_fd)\n"
+)
 
 
 @pytest.mark.slow
@@ -559,15 +618,21 @@ def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
     kernel = Kernel(Limits(cell_timeout=30, processes=32), sandbox=True, budget=budget)
     kernel.start()
     try:
-        run, _ = kernel.run_cell("import subprocess\n_p = [subprocess.Popen(['sleep', '30']) for _ in range(3)]",
-                                 "answer", deadline=time.monotonic() + 60)
+        run, _ = kernel.run_cell(
+            "import subprocess\n_p = [subprocess.Popen(['sleep', '30']) for _ in range(3)]",
+            "answer",
+            deadline=time.monotonic() + 60,
+        )
         assert run.ok, run
         sleepers = [p for p in psutil.Process(kernel.proc.pid).children(recursive=True) if p.name() == "sleep"]
         assert len(sleepers) == 3
         leaf = os.path.basename(kernel.group.folders["cpu"])  # kernel-PID-N, in job-test, in course-grade-PID
         for p in sleepers:
-            cpu_path = [line.split(":", 2)[2].strip() for line in open(f"/proc/{p.pid}/cgroup")
-                        if "cpu" in line.split(":")[1].split(",") or line.startswith("0::")][0]
+            cpu_path = [
+                line.split(":", 2)[2].strip()
+                for line in open(f"/proc/{p.pid}/cgroup")
+                if "cpu" in line.split(":")[1].split(",") or line.startswith("0::")
+            ][0]
             assert cpu_path.endswith(f"/job-test/{leaf}"), cpu_path
         weight = "cpu.weight" if budget.versions["cpu"] == 2 else "cpu.shares"
         assert open(os.path.join(budget.folders["cpu"], weight)).read().strip() in ("100", "1024")
@@ -584,13 +649,18 @@ def test_forked_children_that_share_pages_are_counted_once():
     require_sandbox()
     kernel = Kernel(Limits(cell_timeout=30, memory_mb=256), sandbox=True)
     kernel.start()
-    code = ("import os, time\nb = bytearray(200 * 2**20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nkids = []\n"
-            "for _ in range(10):\n    pid = os.fork()\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n"
-            "    kids.append(pid)\ntime.sleep(2)\nfor pid in kids:\n    os.waitpid(pid, 0)\n")
+    code = (
+        "import os, time\nb = bytearray(200 * 2**20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nkids = []\n"
+        "for _ in range(10):\n    pid = os.fork()\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n"
+        "    kids.append(pid)\ntime.sleep(2)\nfor pid in kids:\n    os.waitpid(pid, 0)\n"
+    )
     try:
         run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
-        hog, _ = kernel.run_cell("b2 = bytearray(900 * 2**20)\nfor i in range(0, len(b2), 4096):\n    b2[i] = 1\n",
-                                 "answer", deadline=time.monotonic() + 60)
+        hog, _ = kernel.run_cell(
+            "b2 = bytearray(900 * 2**20)\nfor i in range(0, len(b2), 4096):\n    b2[i] = 1\n",
+            "answer",
+            deadline=time.monotonic() + 60,
+        )
     finally:
         kernel.shutdown()
     assert run.ok, f"11 processes sharing 200 MB are not 2.2 GB: {run}"
@@ -607,9 +677,11 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
     kernel = Kernel(Limits(cell_timeout=30), sandbox=True, protect=[hidden])
     try:
         kernel.start()
-        code = (f"import os\nassert os.listdir({str(hidden)!r}) == [], os.listdir({str(hidden)!r})\n"
-                f"try:\n    open({str(hidden / 'x')!r}, 'w').write('x' * 10**6)\nexcept OSError:\n    pass\n"
-                "else:\n    raise AssertionError('written')\n")
+        code = (
+            f"import os\nassert os.listdir({str(hidden)!r}) == [], os.listdir({str(hidden)!r})\n"
+            f"try:\n    open({str(hidden / 'x')!r}, 'w').write('x' * 10**6)\nexcept OSError:\n    pass\n"
+            "else:\n    raise AssertionError('written')\n"
+        )
         run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
     finally:
         kernel.shutdown()
@@ -635,7 +707,11 @@ if os.fork() == 0:  # a daemon: new session, parent gone
     run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
     assert run.ok, run
     time.sleep(0.5)
-    mine = lambda: [p.info["cmdline"] for p in psutil.process_iter(["cmdline"]) if any(marker in a for a in (p.info["cmdline"] or []))]
+    mine = lambda: [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if any(marker in a for a in (p.info["cmdline"] or []))
+    ]
     assert len(mine()) == 2, "both children should be running inside the sandbox"
     kernel.shutdown()
     deadline = time.monotonic() + 10
@@ -651,10 +727,23 @@ def test_course_grade_refuses_without_the_sandbox_unless_told(tmp_path):
 
     write(tmp_path / "subs" / "ada" / "00_welcome.ipynb", exercise())
     env = dict(os.environ, PATH=str(tmp_path / "empty-bin"))
-    base = [sys.executable, "-m", "course_lib.cli", "grade", str(tmp_path / "subs"), "--solutions", str(SOLUTIONS),
-            "--out", str(tmp_path / "out"), "--jobs", "1"]
+    base = [
+        sys.executable,
+        "-m",
+        "course_lib.cli",
+        "grade",
+        str(tmp_path / "subs"),
+        "--solutions",
+        str(SOLUTIONS),
+        "--out",
+        str(tmp_path / "out"),
+        "--jobs",
+        "1",
+    ]
     proc = subprocess.run(base, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 2 and "sandbox is not available" in proc.stdout and "--no-sandbox" in proc.stdout, proc.stdout
+    assert proc.returncode == 2 and "sandbox is not available" in proc.stdout and "--no-sandbox" in proc.stdout, (
+        proc.stdout
+    )
     assert not (tmp_path / "out").exists()
     proc = subprocess.run(base + ["--no-sandbox"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

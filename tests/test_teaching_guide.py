@@ -2,6 +2,7 @@
 they show is one the command accepts, every teacher command is in the guide, and every file they
 link to exists. tests/test_class.py runs the same commands on a simulated class.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,19 @@ from course_lib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "teaching.md"
-TEACHER_COMMANDS = {"build", "check", "new", "grade", "unpack", "deadline", "adjust", "export", "report", "roster",
-                    "mark"}
+TEACHER_COMMANDS = {
+    "build",
+    "check",
+    "new",
+    "grade",
+    "unpack",
+    "deadline",
+    "adjust",
+    "export",
+    "report",
+    "roster",
+    "mark",
+}
 
 
 def commands(path: Path) -> list[str]:
@@ -41,9 +53,20 @@ def test_every_command_in_the_guide_is_accepted_as_written(line):
 def test_the_guide_covers_every_teacher_command():
     used = {shlex.split(line)[1] for line in GUIDE_COMMANDS}
     assert TEACHER_COMMANDS <= used, f"not in docs/teaching.md: {sorted(TEACHER_COMMANDS - used)}"
-    assert any("--student" in line for line in GUIDE_COMMANDS) and any("--new-solutions" in line for line in GUIDE_COMMANDS)
-    for option in ("--dry-run", "--reason", "--check --class", "--output-layout nbgrader", "--canvas-times", "--column",
-                   "roster drop", "--grader", "--cap"):
+    assert any("--student" in line for line in GUIDE_COMMANDS) and any(
+        "--new-solutions" in line for line in GUIDE_COMMANDS
+    )
+    for option in (
+        "--dry-run",
+        "--reason",
+        "--check --class",
+        "--output-layout nbgrader",
+        "--canvas-times",
+        "--column",
+        "roster drop",
+        "--grader",
+        "--cap",
+    ):
         assert any(option in line for line in GUIDE_COMMANDS), f"docs/teaching.md shows no command with {option}"
 
 
@@ -55,6 +78,8 @@ def test_links_between_the_guides_lead_somewhere(path):
         if target.startswith(("http://", "https://", "mailto:")):
             continue
         assert (path.parent / target).exists(), f"{path.name} links to {target}, which does not exist"
-    headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+    headings = {
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", text, flags=re.M)
+    }
     for anchor in re.findall(r"\]\(#([^)]+)\)", prose):
         assert anchor in headings, f"{path.name} links to #{anchor}, which is no heading of it"

@@ -6,6 +6,7 @@ its process can interrupt, one that kills its own process, one that raises, one 
 its address-space limit, and ordinary ones beside them. The budgets module's pieces that need no
 batch (the seccomp program, stale folders, the cgroup tree) are tested here too.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,9 +53,15 @@ def test_one_stuck_dead_or_failing_task_costs_only_itself():
     group = budgets.batch_group(budgets.detect(), 2)
     folders = list(group.folders.values()) if group is not None else []
     try:
-        run_batch(tasks, route, slots=2, memory_mb=512, group=group,
-                  on_result=lambda task, value: results.setdefault(task.key, value),
-                  on_failure=lambda task, ending: endings.setdefault(task.key, ending))
+        run_batch(
+            tasks,
+            route,
+            slots=2,
+            memory_mb=512,
+            group=group,
+            on_result=lambda task, value: results.setdefault(task.key, value),
+            on_failure=lambda task, ending: endings.setdefault(task.key, ending),
+        )
     finally:
         if group is not None:
             group.remove()
@@ -82,7 +89,7 @@ def test_the_seccomp_program_refuses_memfd_shmget_and_foreign_abis():
     if program is None:
         return  # an architecture the filter is not written for: nothing to check
     audit, x32, numbers = budgets._ARCHES[os.uname().machine]
-    ops = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    ops = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
 
     def run(arch: int, nr: int) -> int:
         pc, acc = 0, 0

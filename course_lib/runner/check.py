@@ -15,6 +15,7 @@ Only visible tests run, so the total says that a teacher's hidden tests may lowe
 learner's own code on the learner's own machine, so there is no sandbox: the checks run in the
 kernel next to the answers, exactly as in JupyterLab. The table and its words are `feedback`'s.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -102,8 +103,19 @@ def check_notebook(path: Path, limits: Limits | None = None, skipped: list[Skipp
     for i, cell in enumerate(nb["cells"]):  # written answers first, each then moved to its place below
         if is_manual(cell):
             blank = not source(cell).strip() or source(cell).strip() == strip_solution(cell).strip()
-            rows.append((i, TestResult(grade_id(cell) or f"cell {i}", titles[i], 0.0, points(cell), MANUAL_STATUS,
-                                       MANUAL_NOTE + ("; you have not answered yet" if blank else "") + ".")))
+            rows.append(
+                (
+                    i,
+                    TestResult(
+                        grade_id(cell) or f"cell {i}",
+                        titles[i],
+                        0.0,
+                        points(cell),
+                        MANUAL_STATUS,
+                        MANUAL_NOTE + ("; you have not answered yet" if blank else "") + ".",
+                    ),
+                )
+            )
     for s, step in enumerate(steps):
         if step.kind != "test":
             continue

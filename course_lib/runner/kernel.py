@@ -22,6 +22,7 @@ Before any cell runs it imports numpy and torch and sets its resource limits (fr
 variable COURSE_KERNEL_CONFIG, removed afterwards): address space, file size, CPU seconds, open
 files, processes (in the sandbox, where the count covers only the sandbox), no core dumps.
 """
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,12 @@ class Kernel:
             try:
                 frame = wire.pack(reply, out)
             except (wire.WireError, TypeError, ValueError) as err:
-                frame = wire.pack(dict(self.error(ValueError(f"the result could not be passed to the checks: {err}")),
-                                       id=header.get("id")))
+                frame = wire.pack(
+                    dict(
+                        self.error(ValueError(f"the result could not be passed to the checks: {err}")),
+                        id=header.get("id"),
+                    )
+                )
             self.sock.sendall(frame)
 
     def error(self, err: BaseException, syntax_where: str | None = None) -> dict:
@@ -116,7 +121,9 @@ class Kernel:
         elif torch is not None and isinstance(obj, torch.nn.Module):
             kind = "module"
         elif callable(obj):
-            kind = "function" if type(obj).__name__ in ("function", "builtin_function_or_method", "method") else "callable"
+            kind = (
+                "function" if type(obj).__name__ in ("function", "builtin_function_or_method", "method") else "callable"
+            )
         else:
             kind = "object"
         try:
@@ -216,8 +223,9 @@ class Kernel:
         pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
         result = [None] * len(inputs)
         if pairs and inputs:
-            found = torch.autograd.grad([o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs],
-                                        allow_unused=True, retain_graph=True)
+            found = torch.autograd.grad(
+                [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], allow_unused=True, retain_graph=True
+            )
             result = [None if g is None else g.detach() for g in found]
         item, out = self.encode(result)
         return {"ok": True, "value": item}, out
@@ -237,7 +245,9 @@ class Kernel:
     def op_apply(self, header, buffers):
         target = self.resolve_ref(header.get("target") or [None])
         args = self.decode(header.get("args", ["list", []]), buffers)
-        fn = {"len": len, "list": list, "getitem": lambda obj, key: obj[key], "str": str, "bool": bool}[header.get("fn")]
+        fn = {"len": len, "list": list, "getitem": lambda obj, key: obj[key], "str": str, "bool": bool}[
+            header.get("fn")
+        ]
         value = fn(target, *args)
         item, out = self.encode(value)
         return {"ok": True, "value": item}, out

@@ -16,6 +16,7 @@ changes it (nbformat's reader would invent random cell ids for old notebooks) an
 byte-for-byte deterministic. `course check` reads notebooks through this module; the grader
 (`course build`, `course new`, `course grade`) also validates and writes them.
 """
+
 from __future__ import annotations
 
 import ast
@@ -121,8 +122,11 @@ def is_manual(cell: dict) -> bool:
     """nbgrader's manually graded answer: `grade: true, solution: true` on a markdown or code cell, worth
     its own `points`, with no test: a person (the teacher or a teaching assistant) marks it."""
     nbg = nbgrader_meta(cell)
-    return (bool(nbg.get("grade", False)) and bool(nbg.get("solution", False))
-            and cell.get("cell_type") in ("markdown", "code"))
+    return (
+        bool(nbg.get("grade", False))
+        and bool(nbg.get("solution", False))
+        and cell.get("cell_type") in ("markdown", "code")
+    )
 
 
 def is_locked(cell: dict) -> bool:
@@ -196,8 +200,10 @@ def validate_solution_notebook(nb: dict, where: str) -> list[str]:
         if nbg.get("schema_version") != 3:
             problems.append(f"{label}: nbgrader schema_version should be 3, got {nbg.get('schema_version')!r}")
         if nbg.get("grade") and nbg.get("solution") and BEGIN_HIDDEN in source(cell):
-            problems.append(f"{label}: a manually graded answer (grade and solution) cannot hold hidden tests; "
-                            "put tests in a separate locked cell")
+            problems.append(
+                f"{label}: a manually graded answer (grade and solution) cannot hold hidden tests; "
+                "put tests in a separate locked cell"
+            )
         if nbg.get("grade") and not isinstance(nbg.get("points"), (int, float)):
             problems.append(f"{label}: a graded cell needs numeric 'points'")
         try:

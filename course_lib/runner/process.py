@@ -16,6 +16,7 @@ share it), so a kernel that forks workers is not charged once per worker for the
 needs psutil, which the grader installs. The kernel sets its own limits before any learner code
 runs (see `kernel.set_limits`).
 """
+
 from __future__ import annotations
 
 import json
@@ -214,17 +215,29 @@ class Kernel:
     def _kernel_config(self) -> dict:
         """The limits the kernel sets on itself before any learner code runs (see `kernel.set_limits`).
         No process count: outside a sandbox it would count all of the user's processes."""
-        return {"memory_mb": self.limits.memory_mb, "file_mb": self.limits.file_mb,
-                "cpu_s": int(self.limits.total_timeout * 2 + 60), "open_files": self.limits.open_files,
-                "processes": 0, "message_mb": self.limits.message_mb}
+        return {
+            "memory_mb": self.limits.memory_mb,
+            "file_mb": self.limits.file_mb,
+            "cpu_s": int(self.limits.total_timeout * 2 + 60),
+            "open_files": self.limits.open_files,
+            "processes": 0,
+            "message_mb": self.limits.message_mb,
+        }
 
     def _popen(self, inner: list[str], config: dict, keep_fds: tuple[int, ...]) -> subprocess.Popen:
         """Start the kernel process: a child in a session of its own, with a fresh home folder."""
         self.home = tempfile.mkdtemp(prefix="course-kernel-", dir=self.temp_root)
         env = kernel_env(home=self.home, config=config)
-        return subprocess.Popen(inner, stdin=subprocess.DEVNULL, pass_fds=keep_fds, start_new_session=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                cwd=str(self.cwd or self.home))
+        return subprocess.Popen(
+            inner,
+            stdin=subprocess.DEVNULL,
+            pass_fds=keep_fds,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(self.cwd or self.home),
+        )
 
     def _find_kernel_pid(self) -> int:
         """The kernel's process id."""
@@ -351,8 +364,9 @@ class Kernel:
         self._drain_output()
         self.output_count = 0
 
-    def request(self, header: dict, buffers: list[bytes] = (), *, deadline: float,
-                cut: bool = False) -> tuple[dict, list[bytes]]:
+    def request(
+        self, header: dict, buffers: list[bytes] = (), *, deadline: float, cut: bool = False
+    ) -> tuple[dict, list[bytes]]:
         """Send one request and wait for its reply until `deadline` (`cut`: which is the submission's
         total time limit, not the cell's); `KernelStopped` if no normal reply comes."""
         if not self.alive():
@@ -364,8 +378,9 @@ class Kernel:
             self.pending_release = []
         return self._exchange(header, list(buffers), deadline=deadline, stage="request", cut=cut)
 
-    def _exchange(self, header: dict | None, buffers: list[bytes], *, deadline: float, stage: str,
-                  cut: bool = False) -> tuple[dict, list[bytes]]:
+    def _exchange(
+        self, header: dict | None, buffers: list[bytes], *, deadline: float, stage: str, cut: bool = False
+    ) -> tuple[dict, list[bytes]]:
         data = memoryview(wire.pack(header, buffers) if header is not None else b"")
         want_id = header.get("id") if header is not None else None
         status = None  # why we interrupted
@@ -392,15 +407,16 @@ class Kernel:
                     self.kill()
                     raise KernelStopped("memory-limit", self._message("memory-limit", cut), alive=False)
             try:
-                readable, writable, _ = select.select([self.sock, self.out_fd], [self.sock] if len(data) else [], [],
-                                                      0.05)
+                readable, writable, _ = select.select(
+                    [self.sock, self.out_fd], [self.sock] if len(data) else [], [], 0.05
+                )
             except (OSError, ValueError):
                 raise self._stopped(cut) from None
             if self.out_fd in readable:
                 self._drain_output()
             if writable:
                 try:
-                    data = data[self.sock.send(data[:1 << 20]):]
+                    data = data[self.sock.send(data[: 1 << 20]) :]
                 except BlockingIOError:
                     pass
                 except OSError:
@@ -448,11 +464,11 @@ class Kernel:
         """The reply to request `want_id` if it has arrived whole; replies to earlier requests (abandoned
         when a time limit cut them short) are dropped."""
         while len(self._received) >= wire.PREFIX.size:
-            n_header, n_buffers = wire.unpack_prefix(bytes(self._received[:wire.PREFIX.size]), limit_bytes)
+            n_header, n_buffers = wire.unpack_prefix(bytes(self._received[: wire.PREFIX.size]), limit_bytes)
             end = wire.PREFIX.size + n_header + n_buffers
             if len(self._received) < end:
                 return None
-            body = bytes(self._received[wire.PREFIX.size:end])
+            body = bytes(self._received[wire.PREFIX.size : end])
             del self._received[:end]
             reply, out = wire.unpack_body(body, n_header, limit_bytes)
             if reply.get("id") == want_id:
@@ -461,8 +477,9 @@ class Kernel:
 
     def _message(self, status: str, cut: bool) -> str:
         return {
-            "timeout": "the submission used up its total time limit during this cell" if cut
-                       else f"the cell ran longer than the time limit ({self.limits.cell_timeout:g} s)",
+            "timeout": "the submission used up its total time limit during this cell"
+            if cut
+            else f"the cell ran longer than the time limit ({self.limits.cell_timeout:g} s)",
             "output-limit": f"the cell printed more than the output limit ({self.limits.output_bytes} bytes)",
             "memory-limit": f"the cell used more memory than the limit ({self.limits.memory_mb} MB)",
             "died": "the kernel stopped (the code ended the Python process or crashed it)",
@@ -474,8 +491,9 @@ class Kernel:
         self.begin_cell()
         own_end = time.monotonic() + self.limits.cell_timeout
         try:
-            reply, _ = self.request({"op": "run", "code": code, "kind": kind}, deadline=min(deadline, own_end),
-                                    cut=deadline < own_end)
+            reply, _ = self.request(
+                {"op": "run", "code": code, "kind": kind}, deadline=min(deadline, own_end), cut=deadline < own_end
+            )
         except KernelStopped as err:
             return CellRun(err.status, err.status, err.message), []
         learner = reply.get("learner", [])

@@ -9,6 +9,7 @@ A cell that ends the kernel (os._exit, a crash, the memory limit, an ignored int
 remembered; the kernel is started again, the kernel's cells before it are run again without it,
 and the run goes on, so one fatal cell costs only its own exercise.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,8 +36,9 @@ class RunReport:
     kernel_cpu: float = 0.0  # CPU seconds the learner's kernels used (for benchmarks)
 
 
-def run_steps(steps: list[Step], *, limits: Limits, cwd: Path | None = None, kernel: Kernel | None = None,
-              checker=None) -> RunReport:
+def run_steps(
+    steps: list[Step], *, limits: Limits, cwd: Path | None = None, kernel: Kernel | None = None, checker=None
+) -> RunReport:
     """Run `steps` in `kernel` (default: a plain kernel in `cwd`), which is shut down at the end.
 
     With a `checker` (the grader's: `learner`, `uses_learner_names(source)`, `run(source, deadline,
@@ -84,8 +86,11 @@ def run_steps(steps: list[Step], *, limits: Limits, cwd: Path | None = None, ker
         first_answer = next((i for i, s in enumerate(steps) if s.kind == "answer"), len(steps))
         for i, step in enumerate(steps):
             if time.monotonic() >= deadline:
-                report.results[i] = CellRun("timeout", "SubmissionTimeout", "not run: the submission used up its "
-                                            f"total time limit ({limits.total_timeout:g} s)")
+                report.results[i] = CellRun(
+                    "timeout",
+                    "SubmissionTimeout",
+                    f"not run: the submission used up its total time limit ({limits.total_timeout:g} s)",
+                )
                 continue
             if not kernel.alive() and not start(i):
                 report.results[i] = CellRun("died", "KernelDied", "not run: the kernel stopped too many times")
@@ -103,8 +108,12 @@ def run_steps(steps: list[Step], *, limits: Limits, cwd: Path | None = None, ker
                 continue  # a "try it" cell: the learner's own business
             if step.kind == "test" or (split and step.kind in ("setup", "code")):
                 own_end = time.monotonic() + limits.cell_timeout
-                run = checker.run(step.source, min(deadline, own_end), deadline < own_end,
-                                  where="<test cell>" if step.kind == "test" else "<teacher's cell>")
+                run = checker.run(
+                    step.source,
+                    min(deadline, own_end),
+                    deadline < own_end,
+                    where="<test cell>" if step.kind == "test" else "<teacher's cell>",
+                )
                 if step.kind == "test":
                     report.results[i] = run
                 elif not run.ok and step.kind == "setup":

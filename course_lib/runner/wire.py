@@ -33,6 +33,7 @@ message holds (a limit of L bytes, the message limit):
 - any failure while parsing or decoding (a ValueError, RecursionError, MemoryError, ...) is a
   WireError: the failure of that one request, never the grader's.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,20 @@ MAX_INT_BITS = 4096  # integers beyond +-2**4096 are refused (JSON itself stops 
 MAX_SAME_HASH = 16  # keys of one set or dict that may share a hash value
 MAX_STATE_CHARS = 65536  # a numpy generator's state, as JSON text
 
-TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", "uint8", "int8", "int16",
-                "int32", "int64", "bool")
+TORCH_DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+)
 NUMPY_KINDS = "biufcUS"  # bool, int, uint, float, complex, str, bytes (fixed width)
 # defaultdict factories that can travel by name
 FACTORIES = {"int": int, "float": float, "list": list, "set": set, "dict": dict, "str": str, "tuple": tuple}
@@ -81,8 +94,10 @@ def unpack_prefix(prefix: bytes, limit: int = MAX_FRAME) -> tuple[int, int]:
     if magic != MAGIC:
         raise WireError("not a grader message")
     if n_header + n_buffers > min(limit, MAX_FRAME):
-        raise WireError(f"the message is too large ({(n_header + n_buffers) / 2**20:.0f} MB; "
-                        f"the limit is {min(limit, MAX_FRAME) / 2**20:.0f} MB)")
+        raise WireError(
+            f"the message is too large ({(n_header + n_buffers) / 2**20:.0f} MB; "
+            f"the limit is {min(limit, MAX_FRAME) / 2**20:.0f} MB)"
+        )
     return n_header, n_buffers
 
 
@@ -91,19 +106,24 @@ def unpack_body(body: bytes, n_header: int, limit: int = MAX_FRAME) -> tuple[dic
     (ITEM_BYTES per item, counted from its commas and brackets before parsing)."""
     items = body.count(b",", 0, n_header) + body.count(b"[", 0, n_header) + body.count(b"{", 0, n_header) + 1
     if items * ITEM_BYTES > min(limit, MAX_FRAME):
-        raise WireError(f"the message holds too many items (about {items:,}; at most "
-                        f"{min(limit, MAX_FRAME) // ITEM_BYTES:,} fit in the grader's limit)")
+        raise WireError(
+            f"the message holds too many items (about {items:,}; at most "
+            f"{min(limit, MAX_FRAME) // ITEM_BYTES:,} fit in the grader's limit)"
+        )
     try:
         header = json.loads(body[:n_header])
     except (ValueError, RecursionError, MemoryError) as err:  # JSONDecodeError, UnicodeDecodeError, huge ints
         raise WireError(f"a garbled message ({type(err).__name__}: {str(err)[:200]})") from None
     sizes = header.get("buffers") if isinstance(header, dict) else None
-    if (not isinstance(sizes, list) or not all(type(n) is int and n >= 0 for n in sizes)
-            or sum(sizes) != len(body) - n_header):
+    if (
+        not isinstance(sizes, list)
+        or not all(type(n) is int and n >= 0 for n in sizes)
+        or sum(sizes) != len(body) - n_header
+    ):
         raise WireError("a garbled message (its buffers do not add up)")
     buffers, at = [], n_header
     for n in sizes:
-        buffers.append(body[at:at + n])
+        buffers.append(body[at : at + n])
         at += n
     return header, buffers
 
@@ -149,8 +169,10 @@ class Encoder:
     def _buffer(self, data: bytes) -> int:
         self.size += len(data)
         if self.size > self.limit:
-            raise WireError(f"the value is too large to pass between the learner's code and the checks "
-                            f"(over {self.limit / 2**20:.0f} MB)")
+            raise WireError(
+                f"the value is too large to pass between the learner's code and the checks "
+                f"(over {self.limit / 2**20:.0f} MB)"
+            )
         self.buffers.append(data)
         return len(self.buffers) - 1
 
@@ -197,8 +219,14 @@ class Encoder:
             if isinstance(value, np.random.RandomState):
                 self.generators.append(value)
                 name, keys, pos, has_gauss, cached = value.get_state()
-                return ["nprs", name, self._buffer(keys.astype("<u4").tobytes()), int(pos), int(has_gauss),
-                        float(cached)]
+                return [
+                    "nprs",
+                    name,
+                    self._buffer(keys.astype("<u4").tobytes()),
+                    int(pos),
+                    int(has_gauss),
+                    float(cached),
+                ]
         if kind is random.Random:
             self.generators.append(value)
             version, state, gauss = value.getstate()
@@ -242,8 +270,10 @@ class Encoder:
 
     def _other(self, value: Any) -> list:
         if self.make_ref is None:
-            raise WireError(f"the grader can only pass plain data (numbers, strings, lists, tuples, dicts, numpy "
-                            f"arrays, tensors) to a learner's code, not {type(value).__name__}")
+            raise WireError(
+                f"the grader can only pass plain data (numbers, strings, lists, tuples, dicts, numpy "
+                f"arrays, tensors) to a learner's code, not {type(value).__name__}"
+            )
         return self.make_ref(value)
 
     def _tensor(self, t, torch) -> list:
@@ -282,8 +312,13 @@ class Decoder:
 
     `limit` is what the decoded value may cost in this process, in bytes (see the module's notes)."""
 
-    def __init__(self, buffers: list[bytes], resolve_ref: Callable[[list], Any] | None = None, grad: bool = True,
-                 limit: int = MAX_FRAME):
+    def __init__(
+        self,
+        buffers: list[bytes],
+        resolve_ref: Callable[[list], Any] | None = None,
+        grad: bool = True,
+        limit: int = MAX_FRAME,
+    ):
         self.buffers, self.resolve_ref = buffers, resolve_ref
         self.grad = grad  # False: tensors never require grad (the caller attaches them to a graph itself)
         self.generators: list[Any] = []
@@ -293,8 +328,10 @@ class Decoder:
     def _charge(self, n_bytes: int, what: str = "the value") -> None:
         self.spent += n_bytes
         if self.spent > self.limit:
-            raise WireError(f"{what} is too large to pass to the checks: it would take over "
-                            f"{self.limit / 2**20:.0f} MB in the grader")
+            raise WireError(
+                f"{what} is too large to pass to the checks: it would take over "
+                f"{self.limit / 2**20:.0f} MB in the grader"
+            )
 
     def _buf(self, i: Any) -> bytes:
         if type(i) is not int or not 0 <= i < len(self.buffers):
@@ -317,8 +354,9 @@ class Decoder:
             return item
         if kind is int:
             if item.bit_length() > MAX_INT_BITS:
-                raise WireError(f"an integer of {item.bit_length()} bits; at most {MAX_INT_BITS} bits can pass "
-                                "to the checks")
+                raise WireError(
+                    f"an integer of {item.bit_length()} bits; at most {MAX_INT_BITS} bits can pass to the checks"
+                )
             self._charge(ITEM_BYTES)
             return item
         if kind is str:
@@ -358,8 +396,10 @@ class Decoder:
                 run = run + 1 if a == b else 1
                 longest = max(longest, run)
             if longest > MAX_SAME_HASH:
-                raise WireError(f"a {what} whose keys collide: {longest} of its {len(keys)} keys share one hash value "
-                                f"(at most {MAX_SAME_HASH} may); building it would take the grader quadratic time")
+                raise WireError(
+                    f"a {what} whose keys collide: {longest} of its {len(keys)} keys share one hash value "
+                    f"(at most {MAX_SAME_HASH} may); building it would take the grader quadratic time"
+                )
         return keys
 
     def _mapping(self, pairs: Any, d: int, what: str) -> list[tuple]:
@@ -527,8 +567,13 @@ def _count(shape: tuple[int, ...]) -> int:
 
 def _np_dtype(text: Any):
     np = _require_numpy()
-    if (type(text) is not str or len(text) < 3 or text[0] not in "<>|=" or text[1] not in NUMPY_KINDS
-            or not text[2:].isdigit()):
+    if (
+        type(text) is not str
+        or len(text) < 3
+        or text[0] not in "<>|="
+        or text[1] not in NUMPY_KINDS
+        or not text[2:].isdigit()
+    ):
         raise WireError("a garbled message (dtype)")
     return np.dtype(text)
 
