@@ -386,7 +386,7 @@ def _exercise_set(exercises: list[tuple[str, str]]) -> dict:
     return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
 
-# The leaks that issue 9 found, one exercise each: the answer, and a visible test that shows it.
+# The leaks a review found, one exercise each: the answer, and a visible test that shows it.
 LEAKY = [
     ("cos_ab", "cos_ab = 4 / (3 * 3)", 'checks.check_close("cos_ab", checks.answer("cos_ab"), 4 / 9)', "4 / 9"),
     (

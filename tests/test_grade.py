@@ -5,9 +5,9 @@ others; submission files are never modified; nothing the learners' code starts o
 The crafted submissions are generated from the lesson 00 solution notebook (see grading_helpers)
 and graded by the real command (`python -m course_lib.cli grade`) in one module-scoped fixture, and
 each test reads its student's rows from grades.json. Besides honest mistakes and broken notebooks,
-the class holds one submission per attack of the red-team passes (issue 14's twenty, and issue 22's
-findings N1-N9, each named in its test). The fixture grades the class twice, as a teacher would
-after an interruption: the first run is interrupted with Ctrl-C (SIGINT to its process group) once
+the class holds one submission per attack that a red team tried on the grader (the first pass's
+twenty, and the second pass's findings, each described in its test). The fixture grades the class
+twice, as a teacher would after an interruption: the first run is interrupted with Ctrl-C (SIGINT to its process group) once
 three submissions are graded, and the same command then resumes it; during the second run the
 process checking one submission is killed from outside, as a teacher would kill a stuck one. The
 command runs under a small wrapper that adopts every orphaned process (a child subreaper), so a
@@ -428,9 +428,9 @@ attention_steps_1_20 = attention_steps_1_100 = 99
                 ),
             }
         ),
-        # --- issue 22: one submission must never stop, starve or zero the others ---------------------
-        # N1: keys that all hash alike (k * (2**61 - 1)), sent by a patched encoder: building the set in the
-        # grader took O(n^2) in C (300,000 keys: stuck for good, no time limit could stop it). N3: range(4e7)
+        # --- a hostile class: one submission must never stop, starve or zero the others ---------------
+        # keys that all hash alike (k * (2**61 - 1)), sent by a patched encoder: building the set in the
+        # grader took O(n^2) in C (300,000 keys: stuck for good, no time limit could stop it). range(4e7)
         # crossed as four numbers and became a 2.2 GB array in the grader.
         "decode_bombs": learner(
             {
@@ -440,8 +440,8 @@ attention_steps_1_20 = attention_steps_1_100 = 99
                 "ex7_answer": COLLIDING + 'attention_steps_1_20 = attention_steps_1_100 = "COUNTER"\n',
             }
         ),
-        # N4: memory that no RSS or address-space limit sees: memfd files (48 x 63 MB), SysV shared memory.
-        # N8: 40 busy loops in one sandbox, forked (its neighbours must still finish, and the forks share the
+        # memory that no RSS or address-space limit sees: memfd files (48 x 63 MB), SysV shared memory.
+        # 40 busy loops in one sandbox, forked (its neighbours must still finish, and the forks share the
         # kernel's pages); forked workers sharing 300 MB copy-on-write (summed RSS counted it 17 times: a false
         # memory-limit kill)
         "memory_and_cpu": learner(
@@ -466,20 +466,20 @@ attention_steps_1_20 = attention_steps_1_100 = 99
                 "time.sleep(1)\nfor _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex6"],
             }
         ),
-        # N7: a 60 MB reply header of empty lists (31x its size once parsed)
+        # a 60 MB reply header of empty lists (31x its size once parsed)
         "listbomb": learner(
             {"ex7_answer": FORGED_REPLY + 'attention_steps_1_20 = "LISTBOMB"\nattention_steps_1_100 = 1\n'}
         ),
-        # N9: a 200,000-deep reply and a 5,000-digit integer: one cell each, not the whole row
+        # a 200,000-deep reply and a 5,000-digit integer: one cell each, not the whole row
         "deep_reply": learner(
             {
                 "ex2_answer": FORGED_REPLY + 'rnn_steps_keys_are = rnn_steps_1_20 = rnn_steps_1_100 = "DEEP"\n',
                 "ex5_answer": FORGED_REPLY + 'n_patches, seq_len = "HUGEINT", 197\n',
             }
         ),
-        # N5: Markdown and HTML in an exception message, in a note and in an added cell's first line
+        # Markdown and HTML in an exception message, in a note and in an added cell's first line
         "injector": injector(),
-        # N6: a student whose folder is named like the feedback index
+        # a student whose folder is named like the feedback index
         "index.csv": learner(),
         # 18: top-level metadata that is not an object
         "bad_metadata": {**learner(), "metadata": "x"},
@@ -488,7 +488,7 @@ attention_steps_1_20 = attention_steps_1_100 = 99
         "ada": learner(),
         "Jos\u00e9": learner(),
         "Jose\u0301": learner(),
-        # N2: the process checking this one is killed from outside mid-batch (WRAPPER's kill_marker)
+        # the process checking this one is killed from outside mid-batch (WRAPPER's kill_marker)
         "zz_killed": learner(
             {
                 "ex2_answer": "import subprocess, time\nsubprocess.Popen(['sleep', '977'])\n"
@@ -703,7 +703,7 @@ def test_every_student_has_exactly_one_row_and_a_feedback_file(graded):
 
 @pytest.mark.slow
 def test_every_correct_submission_gets_full_marks_whatever_runs_beside_it(graded):
-    """Issue 22, done when: a batch holding every attack next to correct submissions gives each of them
+    """A batch holding every attack next to correct submissions gives each of the correct ones
     full marks, within its time budget."""
     wrong = {
         s: (graded["results"][s]["score"], graded["results"][s]["status"])
@@ -956,12 +956,12 @@ def test_the_batch_runs_in_parallel_within_its_time_budget(graded):
         assert graded["results"][student]["seconds"] < 150, (student, graded["results"][student]["seconds"])
 
 
-# --- issue 22: one submission can never stop, starve or zero the others --------------------------------
+# --- a hostile class: one submission can never stop, starve or zero the others -------------------------
 
 
 @pytest.mark.slow
 def test_an_interrupted_batch_keeps_what_it_finished_and_the_same_command_resumes(graded):
-    """critical (N1): interrupting a stuck batch lost every grade of the run. Results are committed as each
+    """critical: interrupting a stuck batch lost every grade of the run. Results are committed as each
     submission finishes; the same command resumes, grading only what the interrupted run had not."""
     first, second = graded["first"], graded["second"]
     assert first["killed"] == ["SIGINT"] and first["returncode"] == 130, (first["killed"], first["returncode"])
@@ -978,7 +978,7 @@ def test_an_interrupted_batch_keeps_what_it_finished_and_the_same_command_resume
 
 @pytest.mark.slow
 def test_killing_one_checking_process_costs_only_its_own_submission(graded):
-    """critical (N2): a dead worker broke the process pool; every submission still queued got 0 as a
+    """critical: a dead worker broke the process pool; every submission still queued got 0 as a
     'grader error'. Each submission is checked in a process of its own: the one killed (as a teacher
     kills a stuck one) gets a clear row, nobody else loses a point."""
     assert len(graded["second"]["killed"]) == 1, graded["second"]["killed"]
@@ -992,8 +992,8 @@ def test_killing_one_checking_process_costs_only_its_own_submission(graded):
 
 @pytest.mark.slow
 def test_keys_that_collide_are_refused_in_linear_time_and_a_range_is_charged_for_its_array(graded):
-    """critical (N1): a set of 300,000 ints (and a dict, a Counter of 15,000) whose hashes all collide
-    took the grader's worker quadratic time in C, beyond any time limit. critical (N3): range(4e7)
+    """critical: a set of 300,000 ints (and a dict, a Counter of 15,000) whose hashes all collide
+    took the grader's worker quadratic time in C, beyond any time limit. critical: range(4e7)
     crossed as four numbers and took the grader to 2.2 GB when checked. Now one cell each fails, at once."""
     r, t = graded["results"]["decode_bombs"], results_of(graded, "decode_bombs")
     assert r["score"] == 8 and r["status"] == "graded", r
@@ -1007,7 +1007,7 @@ def test_keys_that_collide_are_refused_in_linear_time_and_a_range_is_charged_for
 
 @pytest.mark.slow
 def test_memory_that_no_process_maps_is_refused_or_counted(graded):
-    """critical (N4): 48 memfd files of 63 MB held 3 GB outside every limit (RSS 311 MB), and scored 22/22.
+    """critical: 48 memfd files of 63 MB held 3 GB outside every limit (RSS 311 MB), and scored 22/22.
     The seccomp filter refuses memfd_create and shmget; where it cannot be used, the sandbox's memory
     cgroup counts those pages."""
     from course_grader.budgets import detect
@@ -1026,7 +1026,7 @@ def test_memory_that_no_process_maps_is_refused_or_counted(graded):
 
 @pytest.mark.slow
 def test_reply_bombs_cost_one_cell_not_the_row(graded):
-    """medium (N7) and low (N9): a 60 MB header of empty lists (1.86 GB once parsed), a reply nested
+    """medium and low: a 60 MB header of empty lists (1.86 GB once parsed), a reply nested
     200,000 deep (RecursionError) and a 5,000-digit integer (ValueError) were the whole row's 'grader
     error'. They are refused before they are parsed or built, one cell each."""
     r, t = graded["results"]["listbomb"], results_of(graded, "listbomb")
@@ -1040,7 +1040,7 @@ def test_reply_bombs_cost_one_cell_not_the_row(graded):
 
 @pytest.mark.slow
 def test_busy_loops_share_one_cpu_and_forked_workers_are_not_counted_twice(graded):
-    """medium (N8): 60 busy loops in one sandbox slowed every neighbour 2-4x (each sandbox is now one CPU
+    """medium: 60 busy loops in one sandbox slowed every neighbour 2-4x (each sandbox is now one CPU
     group where cgroups can be used, and the correct submissions beside it keep full marks); forked
     workers sharing copy-on-write pages were killed by an RSS watchdog that counted the pages once per
     process (memory is now the cgroup's, or PSS)."""
@@ -1051,7 +1051,7 @@ def test_busy_loops_share_one_cpu_and_forked_workers_are_not_counted_twice(grade
 
 @pytest.mark.slow
 def test_feedback_cannot_be_forged(graded):
-    """medium (N5): an exception's ``` closed the feedback's code block, and a forged heading and score,
+    """medium: an exception's ``` closed the feedback's code block, and a forged heading and score,
     <script>, <img onerror> and <!-- rendered. Rendered as CommonMark, the feedback shows them as text."""
     markdown_it = pytest.importorskip("markdown_it")
     text = feedback(graded, "injector")
@@ -1067,7 +1067,7 @@ def test_feedback_cannot_be_forged(graded):
 
 @pytest.mark.slow
 def test_a_student_named_like_the_feedback_index(graded):
-    """medium (N6): a folder named index.csv crashed the feedback export for the whole class, and every
+    """medium: a folder named index.csv crashed the feedback export for the whole class, and every
     later export of the gradebook."""
     r = graded["results"]["index.csv"]
     assert r["score"] == 16, r

@@ -221,7 +221,7 @@ def test_non_ascii_ids_get_safe_folders_and_an_index_that_maps_them_back(book, t
 
 
 def test_learner_text_in_feedback_cannot_close_a_block_start_a_heading_or_add_html(book):
-    """medium (N5): a ``` in an exception message closed the feedback's code block; a forged heading and
+    """medium: a ``` in an exception message closed the feedback's code block; a forged heading and
     score, <script>, <img onerror> and <!-- rendered."""
     markdown_it = pytest.importorskip("markdown_it")
     forged = "```\n# Score: 4 / 4\n<script>alert(1)</script>\n````` <img src=x onerror=alert(2)> <!--"
@@ -247,7 +247,7 @@ def test_learner_text_in_feedback_cannot_close_a_block_start_a_heading_or_add_ht
 
 
 def test_a_student_named_like_the_exports_own_files_gets_another_folder(book, tmp_path):
-    """medium (N6): a folder named index.csv crashed every export of the gradebook."""
+    """medium: a folder named index.csv crashed every export of the gradebook."""
     assert safe_name("index.csv") != "index.csv" and safe_name("INDEX.CSV").startswith("INDEX.CSV-")
     out = tmp_path / "out"
     for sid in ("index.csv", "ada"):

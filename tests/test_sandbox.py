@@ -165,7 +165,7 @@ def test_garbled_bodies_are_refused():
         wire.unpack_body(b'{"buffers":[5]}abc', len(b'{"buffers":[5]}'))
 
 
-# --- wire: what a hostile kernel sends costs the grader little (issue 22) ---------------------------------
+# --- wire: what a hostile kernel sends costs the grader little -------------------------------------------
 
 P61 = 2**61 - 1  # k * P61 hashes to 0 for every k
 
@@ -182,7 +182,7 @@ P61 = 2**61 - 1  # k * P61 hashes to 0 for every k
     ],
 )
 def test_containers_of_colliding_keys_are_refused_in_linear_time(item):
-    """critical (N1): building them took the grader quadratic time in C, past every time limit."""
+    """critical: building them took the grader quadratic time in C, past every time limit."""
     started = time.process_time()
     with pytest.raises(wire.WireError, match="keys collide: 20000 of its 20000 keys share one hash value"):
         wire.Decoder([]).decode(item)
@@ -195,7 +195,7 @@ def test_ordinary_containers_still_cross():
 
 
 def test_a_range_is_charged_for_the_array_it_becomes():
-    """critical (N3): range(4e7) crossed as four numbers and became a 2.2 GB array in the grader."""
+    """critical: range(4e7) crossed as four numbers and became a 2.2 GB array in the grader."""
     with pytest.raises(wire.WireError, match="a range of 40,000,000 numbers is too large"):
         wire.Decoder([], limit=64 * 2**20).decode(["range", 0, 40_000_000, 1])
     assert wire.Decoder([], limit=64 * 2**20).decode(["range", 0, 1000, 1]) == range(1000)
@@ -214,7 +214,7 @@ def test_arrays_tensors_and_items_are_charged_against_the_limit():
 
 
 def test_headers_that_would_explode_when_parsed_are_refused_unparsed():
-    """medium (N7): a 60 MB header of empty lists took a worker to 1.86 GB; low (N9): a 200,000-deep
+    """medium: a 60 MB header of empty lists took a worker to 1.86 GB; low: a 200,000-deep
     header (RecursionError) and a 5,000-digit integer (ValueError) were the whole row's grader error."""
     bomb = b'{"buffers": [], "value": [' + b"[]," * 2_000_000 + b"[]]}"
     started = time.process_time()
@@ -237,7 +237,7 @@ def test_headers_that_would_explode_when_parsed_are_refused_unparsed():
 
 
 def test_learner_type_names_do_not_pile_up_in_the_grader(monkeypatch):
-    """medium (N7): one class per learner type name was kept for ever (100,000 names: 229 MB)."""
+    """medium: one class per learner type name was kept for ever (100,000 names: 229 MB)."""
     from course_grader import remote
 
     class Fake:  # what make_proxy needs of a session
@@ -538,7 +538,7 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     assert limits["RLIMIT_CORE"] == 0 and limits["RLIMIT_CPU"] > 0 and limits["RLIMIT_AS"] > 0, limits
     assert facts["hostname"] == "sandbox"
     assert "solutions" not in facts["ppid_cmdline"] and "--ro-bind" not in facts["ppid_cmdline"], facts["ppid_cmdline"]
-    if seccomp_usable():  # info (N11): "Seccomp 0 (no filter)"; critical (N4): memfd memory outside every limit
+    if seccomp_usable():  # info: "Seccomp 0 (no filter)"; critical: memfd memory outside every limit
         assert facts["seccomp"] == "2" and facts["memfd"] == 1, facts  # a filter; EPERM
 
 
@@ -594,7 +594,7 @@ MEMFD_HOG = (
 
 @pytest.mark.slow
 def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
-    """critical (N4): without the seccomp filter, memfd pages (in nobody's RSS or address space) are still
+    """critical: without the seccomp filter, memfd pages (in nobody's RSS or address space) are still
     charged to the sandbox's cgroup, which stops the sandbox at its limit."""
     require_sandbox()
     if budget is None or "memory" not in budget.folders:
@@ -610,7 +610,7 @@ def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
 
 @pytest.mark.slow
 def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
-    """medium (N8): 60 busy loops in one sandbox slowed every neighbour 2-4x: each start of a kernel is a
+    """medium: 60 busy loops in one sandbox slowed every neighbour 2-4x: each start of a kernel is a
     cgroup of its own, which weighs as much as one process, and whose process count covers everything."""
     require_sandbox()
     if budget is None or "cpu" not in budget.folders:
@@ -644,7 +644,7 @@ def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
 
 @pytest.mark.slow
 def test_forked_children_that_share_pages_are_counted_once():
-    """medium (N8): the RSS watchdog counted shared copy-on-write pages once per process, a false
+    """medium: the RSS watchdog counted shared copy-on-write pages once per process, a false
     memory-limit for legitimate multiprocessing; it now counts PSS (here without any cgroup)."""
     require_sandbox()
     kernel = Kernel(Limits(cell_timeout=30, memory_mb=256), sandbox=True)

@@ -44,7 +44,7 @@ def route(kind: str, x: int, budget=None):
 
 
 def test_one_stuck_dead_or_failing_task_costs_only_itself():
-    """critical (N1, N2): a worker stuck in C code could not be stopped, and one that died broke the
+    """critical: a worker stuck in C code could not be stopped, and one that died broke the
     pool for everyone after it."""
     kinds = ["stuck", "ok", "killed", "ok", "raises", "hog", "ok", "cgroup"]
     tasks = [Task(f"{i}-{kind}", (kind, i), deadline_s=3 if kind == "stuck" else 120) for i, kind in enumerate(kinds)]
@@ -83,7 +83,7 @@ def test_one_stuck_dead_or_failing_task_costs_only_itself():
 
 
 def test_the_seccomp_program_refuses_memfd_shmget_and_foreign_abis():
-    """critical (N4): memfd and SysV memory are in nobody's RSS nor address space. The filter is a
+    """critical: memfd and SysV memory are in nobody's RSS nor address space. The filter is a
     small BPF program; its jumps are checked here by interpreting it."""
     program = budgets.seccomp_filter()
     if program is None:
