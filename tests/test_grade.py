@@ -7,8 +7,8 @@ and graded by the real command (`python -m course_lib.cli grade`) in one module-
 each test reads its student's rows from grades.json. Besides honest mistakes and broken notebooks,
 the class holds one submission per attack that a red team tried on the grader (the first pass's
 twenty, and the second pass's findings, each described in its test). The fixture grades the class
-twice, as a teacher would after an interruption: the first run is interrupted with Ctrl-C (SIGINT to its process group) once
-three submissions are graded, and the same command then resumes it; during the second run the
+twice, as a teacher would after an interruption: the first run is interrupted with Ctrl-C (SIGINT
+to its process group) once three submissions are graded, and the same command then resumes it; during the second run the
 process checking one submission is killed from outside, as a teacher would kill a stuck one. The
 command runs under a small wrapper that adopts every orphaned process (a child subreaper), so a
 process that outlived the grader is seen, and with a private temporary folder (seeded with what a
