@@ -474,10 +474,9 @@ def test_sealed_checks_hidden_literals_and_coincidences_are_not_leaks():
             # hidden tests may keep literals
             (
                 "multiply_adds = 4 * 7 * 50 * 16",
-                'checks.check_count("n", checks.answer("multiply_adds"), 1)\n'(
-                    "### BEGIN HIDDEN TESTS\nchecks.check_count('n', "
-                    "checks.answer('multiply_adds'), 22400)\n### END HIDDEN TESTS\n"
-                ),
+                'checks.check_count("n", checks.answer("multiply_adds"), 1)\n'
+                "### BEGIN HIDDEN TESTS\nchecks.check_count('n', "
+                "checks.answer('multiply_adds'), 22400)\n### END HIDDEN TESTS\n",
             ),
             # a function exercise whose inputs happen to hold the other answers' common values
             (

@@ -294,10 +294,9 @@ def test_csv_exports_have_a_bom_so_excel_reads_utf8(book, tmp_path):
 def test_lms_layouts_have_one_column_per_assignment_in_roster_order(book):
     book.set_roster(
         parse_roster(
-            "student_id,name,email,ID,SIS User ID,Section,ID number\n"(
-                "zm,Zoë Müller,zm@uni.edu,101,S-1,A,M-1\nll,李雷,ll@uni.edu,102,S-2,B,M-2\nab,Absent "
-                "Student,ab@uni.edu,103,S-3,A,M-3\n"
-            )
+            "student_id,name,email,ID,SIS User ID,Section,ID number\n"
+            "zm,Zoë Müller,zm@uni.edu,101,S-1,A,M-1\nll,李雷,ll@uni.edu,102,S-2,B,M-2\n"
+            "ab,Absent Student,ab@uni.edu,103,S-3,A,M-3\n"
         )
     )
     record(book, result("ll", 4.0, assignment="06_attention"))
