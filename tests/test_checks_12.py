@@ -157,7 +157,7 @@ def _rope_variant(rotate_v=False, merged=False, only="qk"):
             q = apply_rotary(q) if "q" in only else q
             k = apply_rotary(k) if "k" in only else k
         if rotate_v:
-            v = apply_rotary(v)
+            v = apply_rotary(v) if not merged else heads(apply_rotary(x @ W_v))
         s = (q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)).masked_fill(
             ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
         return (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(T, d)
@@ -171,3 +171,4 @@ def test_rope_attention_right_passes_and_bugs_are_named():
     fails_with(lesson12.check_rope_attention, _rope_variant(merged=True), match="before splitting the heads")
     fails_with(lesson12.check_rope_attention, _rope_variant(only="q"), match="rotated only the queries")
     fails_with(lesson12.check_rope_attention, _rope_variant(only=""), match="left out the rotation")
+    fails_with(lesson12.check_rope_attention, _rope_variant(merged=True, rotate_v=True), match="kept both bugs")

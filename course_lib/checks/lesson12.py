@@ -297,6 +297,8 @@ def _rope_mistakes(x, W_q, W_k, W_v, n_heads: int) -> dict[str, torch.Tensor]:
             merge(_attend(rq, heads(k), heads(v))),
         "rotated only the keys: the score depends on the offset only when both q and k are rotated":
             merge(_attend(heads(q), rk, heads(v))),
+        "kept both bugs of rope_attention_buggy: rotate after splitting the heads, and only q and k":
+            merge(_attend(heads(apply_rotary(q)), heads(apply_rotary(k)), heads(apply_rotary(v)))),
         "left out the rotation: apply_rotary to each head's queries and keys": merge(_attend(heads(q), heads(k),
                                                                                                 heads(v))),
         "rotated the input x (like adding a position table): RoPE turns the queries and keys after their "
