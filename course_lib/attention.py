@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 
 from course_lib._validate import check_int
-from course_lib.positional import apply_rotary
+from course_lib.positional import rotary_angles
 
 __all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "sliding_window_mask", "padding_mask", "KVCache",
            "MultiHeadAttention", "repeat_kv_heads", "tiled_attention"]
@@ -410,8 +410,7 @@ class MultiHeadAttention(nn.Module):
                 k, v = self.context_keys_values(source)  # (B, n_heads, T_ctx, head_dim) each
         if self.rope_base is not None and context is None:  # rotary: turn q and k by their positions
             start = 0 if cache is None else cache.seen
-            positions = torch.arange(start, start + T, device=x.device)  # (T,)
-            q, k = apply_rotary(q, positions, self.rope_base), apply_rotary(k, positions, self.rope_base)
+            q, k = self._rotate(q, start), self._rotate(k, start)  # = apply_rotary(q, positions start..start+T-1)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, n_kv_heads, T_cached + T, head_dim): past keys are reused, not recomputed
         group = self.n_heads // self.n_kv_heads
@@ -449,6 +448,20 @@ class MultiHeadAttention(nn.Module):
                    if isinstance(context_kv, (tuple, list)) else type(context_kv).__name__)
             raise ValueError(f"context_kv must be the pair (k, v) from context_keys_values(context), each shaped "
                              f"(B, n_kv_heads, T_ctx, head_dim) = {want}, got {got}")
+
+    def _rotate(self, t: torch.Tensor, start: int) -> torch.Tensor:
+        """`positional.apply_rotary` of t ``(B, heads, T, head_dim)`` at positions start, start + 1, ...,
+        with its cos/sin table computed once (float64, as apply_rotary) and kept, not at every call."""
+        end = start + t.shape[-2]
+        table = getattr(self, "_rope_table", None)
+        if table is None or table[0].shape[0] < end or table[0].device != t.device or table[0].dtype != t.dtype:
+            size = max(64, 1 << (end - 1).bit_length())  # room to grow: a power of two >= end
+            angles = rotary_angles(torch.arange(size, device=t.device), self.head_dim, self.rope_base)  # (size, hd/2)
+            table = (torch.cos(angles).to(t.dtype), torch.sin(angles).to(t.dtype))
+            self._rope_table = table  # a cache, not state: rebuilt whenever it is too short or elsewhere
+        cos, sin = table[0][start:end], table[1][start:end]  # (T, head_dim/2)
+        t0, t1 = t[..., 0::2], t[..., 1::2]  # (B, heads, T, head_dim/2): the pairs (2i, 2i+1)
+        return torch.stack([t0 * cos - t1 * sin, t0 * sin + t1 * cos], dim=-1).flatten(-2)  # (B, heads, T, head_dim)
 
     def _fused_projections(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values of self-attention from one (C, 3C) product instead of three (C, C)
