@@ -11,6 +11,8 @@ Sections (pick some with --only, e.g. `python -m bench --only kernels gpt`):
   kernels    attention and multi-head attention, forward + backward, course vs torch built-ins
   gpt        lesson 11: training throughput vs the same model from torch built-ins, the nanoGPT
              recipe's validation loss, KV-cache speed-up (bench/gpt.py)
+  modern     lesson 12: ModernGPT's training step vs transformers' Llama, decoding with 8, 2 and 1
+             key/value heads, tiled vs naive attention memory at 4k-16k tokens (bench/modern.py)
   word2vec   lesson 04: words per second and analogy accuracy vs gensim (bench/word2vec.py)
   bpe        lesson 05: BPE training time and compression vs the `tokenizers` library (bench/bpe.py)
   grading    `course grade`: submissions per minute at --jobs 2 (lessons 06 and 09), CPU per submission, and
@@ -34,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "RESULTS.md"
 BUDGET_S = 60.0  # per lesson, on 2 cores
 TARGET_S = 30.0
-SECTIONS = ["notebooks", "kernels", "gpt", "word2vec", "bpe", "grading"]
+SECTIONS = ["notebooks", "kernels", "gpt", "modern", "word2vec", "bpe", "grading"]
 
 
 # --- timing helpers ---------------------------------------------------------------------------------
@@ -247,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if (shared / "tinyshakespeare.txt").is_file():
         os.environ.setdefault("COURSE_DATA_DIR", str(shared))
     runners = {"notebooks": section_notebooks, "kernels": section_kernels, "gpt": section_module("gpt"),
+               "modern": section_module("modern"),
                "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_grading}
     results, failed = {}, []
     for name in args.only or SECTIONS:

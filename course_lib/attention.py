@@ -28,8 +28,10 @@ import torch
 import torch.nn as nn
 
 from course_lib._validate import check_int
+from course_lib.positional import rotary_angles
 
-__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "KVCache", "MultiHeadAttention"]
+__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "sliding_window_mask", "padding_mask", "KVCache",
+           "MultiHeadAttention", "repeat_kv_heads", "tiled_attention"]
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -150,6 +152,22 @@ def causal_mask(T: int, device: torch.device | str | None = None, *, past: int =
     return torch.ones(T, past + T, dtype=torch.bool, device=device).tril(diagonal=past)  # (T, past + T)
 
 
+def sliding_window_mask(T: int, window: int, device: torch.device | str | None = None, *,
+                        past: int = 0) -> torch.Tensor:
+    """A banded causal mask ``(T, past + T)``: position i may attend to j when i - window < j <= i.
+
+    Each token sees itself and the ``window - 1`` tokens before it, never more: the attention of
+    Mistral's sliding window. With ``window >= past + T`` it is `causal_mask`. ``past`` counts cached
+    positions before the T new ones, as in `causal_mask`.
+    """
+    check_int("T", T, what="the number of positions")
+    check_int("window", window, what="the number of positions a token may see, itself included")
+    check_int("past", past, minimum=0, what="the number of cached positions")
+    i = torch.arange(past, past + T, device=device)[:, None]  # (T, 1): the queries' positions
+    j = torch.arange(past + T, device=device)[None, :]  # (1, past + T): the keys' positions
+    return (j <= i) & (j > i - window)  # (T, past + T): causal, and at most window - 1 back
+
+
 def padding_mask(lengths: Sequence[int] | torch.Tensor, T: int, device: torch.device | str | None = None) -> torch.Tensor:
     """A ``(B, 1, 1, T)`` boolean mask, True where key position j < lengths[b] (a real token).
 
@@ -177,33 +195,70 @@ class KVCache:
     When a decoder generates token t, the keys and values of tokens 0 … t-1 are the same as at the
     previous step (causal attention: later tokens never change earlier ones), so they are kept here
     and only the new token's key and value are computed and appended. ``k`` and ``v`` are shaped
-    ``(B, n_heads, T_cached, head_dim)``.
+    ``(B, n_kv_heads, T_cached, head_dim)``: with grouped-query attention only the key/value heads
+    are stored, not the query heads' copies of them.
+
+    ``max_len`` (optional) makes the cache *roll*: after each append only the last ``max_len``
+    positions are kept, so its memory is bounded however long the generation runs (a model whose
+    attention sees a window of W positions needs the last W - 1). ``seen`` counts every position
+    ever appended: with rotary positions, the next token's position (the cache's length stops
+    growing at max_len, the positions do not).
     """
 
-    def __init__(self) -> None:
-        self.k: torch.Tensor | None = None  # (B, n_heads, T_cached, head_dim)
-        self.v: torch.Tensor | None = None  # (B, n_heads, T_cached, head_dim)
+    def __init__(self, max_len: int | None = None) -> None:
+        if max_len is not None:
+            check_int("max_len", max_len, minimum=0, what="the number of positions a rolling cache keeps")
+        self.max_len = max_len  # None: keep everything; else keep the last max_len positions
+        self.k: torch.Tensor | None = None  # (B, n_kv_heads, T_cached, head_dim)
+        self.v: torch.Tensor | None = None  # (B, n_kv_heads, T_cached, head_dim)
+        self.seen = 0  # positions appended so far (the absolute position of the next one)
 
     def __len__(self) -> int:
         return 0 if self.k is None else self.k.shape[-2]
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new positions' keys and values; return all of them."""
+        """Add the new positions' keys and values; return all of them (the cached ones first).
+
+        A rolling cache returns every key the new positions may need, then keeps only its last
+        ``max_len``."""
         if self.k is None:
-            self.k, self.v = k, v
+            all_k, all_v = k, v
         else:
             if k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]:
                 raise ValueError(f"new keys {tuple(k.shape)} do not match the cached ones {tuple(self.k.shape)} "
-                                 "(B, n_heads, T, head_dim): reset() the cache before a new batch")
-            self.k = torch.cat([self.k, k], dim=-2)  # (B, n_heads, T_cached + T, head_dim)
-            self.v = torch.cat([self.v, v], dim=-2)
-        return self.k, self.v
+                                 "(B, n_kv_heads, T, head_dim): reset() the cache before a new batch")
+            all_k = torch.cat([self.k, k], dim=-2)  # (B, n_kv_heads, T_cached + T, head_dim)
+            all_v = torch.cat([self.v, v], dim=-2)
+        self.seen += k.shape[-2]
+        drop = 0 if self.max_len is None else max(0, all_k.shape[-2] - self.max_len)  # the oldest positions
+        self.k, self.v = all_k[..., drop:, :], all_v[..., drop:, :]  # (B, n_kv_heads, <= max_len, head_dim)
+        return all_k, all_v
+
+    def nbytes(self) -> int:
+        """The memory the cached keys and values take, in bytes."""
+        return 0 if self.k is None else self.k.numel() * self.k.element_size() * 2
 
     def reset(self) -> None:
         self.k = self.v = None
+        self.seen = 0
 
     def __repr__(self) -> str:
-        return f"KVCache(cached={len(self)})"
+        roll = "" if self.max_len is None else f", max_len={self.max_len}"
+        return f"KVCache(cached={len(self)}{roll})"
+
+
+def repeat_kv_heads(t: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """``(B, n_kv_heads, T, head_dim)`` -> ``(B, n_kv_heads * n_rep, T, head_dim)``: each key/value head
+    repeated for the ``n_rep`` query heads of its group, next to each other.
+
+    Query head h uses key/value head ``h // n_rep``: heads 0 … n_rep-1 share kv head 0, and so on
+    (what ``F.scaled_dot_product_attention(..., enable_gqa=True)`` and Llama's ``repeat_kv`` do).
+    ``t.repeat(1, n_rep, 1, 1)`` would tile the heads instead (0, 1, 0, 1, ...), pairing query
+    heads with the wrong keys: the same shapes, a different model.
+    """
+    if n_rep == 1:
+        return t
+    return t.repeat_interleave(n_rep, dim=1)  # (B, n_kv_heads * n_rep, T, head_dim)
 
 
 class MultiHeadAttention(nn.Module):
@@ -213,6 +268,17 @@ class MultiHeadAttention(nn.Module):
     keys and values for all heads at once; ``w_o`` mixes the concatenated head outputs. The
     projections are what make attention learnable: `scaled_dot_product_attention` itself has no
     parameters.
+
+    ``n_kv_heads`` (default ``n_heads``; lesson 12): grouped-query attention. Only ``n_kv_heads``
+    key/value heads are computed (``w_k`` and ``w_v`` map ``d_model -> n_kv_heads * head_dim``) and
+    each serves a group of ``n_heads // n_kv_heads`` query heads: query head h uses key/value head
+    ``h // (n_heads // n_kv_heads)`` (see `repeat_kv_heads`). ``n_kv_heads = 1`` is multi-query
+    attention. A KV cache then stores ``n_kv_heads`` heads, not ``n_heads``.
+
+    ``rope_base`` (default None; lesson 12): rotary positions (`positional.apply_rotary`) applied to
+    the queries and keys of self-attention inside the module, after their projections and before the
+    scores; the values are left alone. Positions count from 0, or from ``cache.seen`` with a cache,
+    so a key is stored already rotated to its own position.
 
     ``forward(x, context=None, mask=None, *, cache=None)``: x ``(B, T, d_model)`` supplies the
     queries; ``context`` ``(B, T_ctx, d_model)`` supplies keys and values (defaults to ``x``:
@@ -244,28 +310,39 @@ class MultiHeadAttention(nn.Module):
     every step would only repeat work.
     """
 
-    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0, keep_weights: bool = True):
+    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0, keep_weights: bool = True,
+                 n_kv_heads: int | None = None, rope_base: float | None = None):
         super().__init__()
         if d_model < 1 or n_heads < 1 or d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be a positive multiple of n_heads (each head gets d_model // n_heads "
                 f"features), got d_model={d_model} and n_heads={n_heads}"
             )
+        n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(f"n_heads must be a multiple of n_kv_heads (each key/value head serves an equal group "
+                             f"of query heads), got n_heads={n_heads} and n_kv_heads={n_kv_heads}")
+        if rope_base is not None and (d_model // n_heads) % 2:
+            raise ValueError(f"rotary positions turn pairs of features, so head_dim = d_model // n_heads must be even, "
+                             f"got {d_model} // {n_heads} = {d_model // n_heads}")
         self.d_model = d_model  # width of the residual stream, C
-        self.n_heads = n_heads  # number of heads
+        self.n_heads = n_heads  # number of query heads
+        self.n_kv_heads = n_kv_heads  # number of key/value heads (n_heads: plain multi-head attention)
         self.head_dim = d_model // n_heads  # width of one head's queries, keys and values
+        self.rope_base = rope_base  # None: no rotary positions; else RoPE's base (10000 in most models)
+        kv_dim = n_kv_heads * self.head_dim  # width of all key (or value) heads together
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, kv_dim, bias=bias)
+        self.w_v = nn.Linear(d_model, kv_dim, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.attn_dropout = nn.Dropout(dropout)  # on the attention weights, active only in training
         self.keep_weights = keep_weights  # False: torch's fused kernel, no weights kept
         self.last_weights: torch.Tensor | None = None  # (B, n_heads, T, T_ctx) after a forward pass
 
     def _split_heads(self, t: torch.Tensor) -> torch.Tensor:
-        B, T, _ = t.shape
-        t = t.view(B, T, self.n_heads, self.head_dim)  # (B, T, n_heads, head_dim)
-        return t.transpose(1, 2)  # (B, n_heads, T, head_dim): heads behave like a batch axis
+        B, T, width = t.shape
+        t = t.view(B, T, width // self.head_dim, self.head_dim)  # (B, T, heads, head_dim)
+        return t.transpose(1, 2)  # (B, heads, T, head_dim): heads behave like a batch axis
 
     def _check_input(self, name: str, t) -> None:
         if not isinstance(t, torch.Tensor) or t.ndim != 3 or t.shape[-1] != self.d_model:
@@ -331,8 +408,13 @@ class MultiHeadAttention(nn.Module):
                 k, v = context_kv  # (B, n_heads, T_ctx, head_dim) each, projected once for the whole decoding
             else:
                 k, v = self.context_keys_values(source)  # (B, n_heads, T_ctx, head_dim) each
+        if self.rope_base is not None and context is None:  # rotary: turn q and k by their positions
+            start = 0 if cache is None else cache.seen
+            q, k = self._rotate(q, start), self._rotate(k, start)  # = apply_rotary(q, positions start..start+T-1)
         if cache is not None:
-            k, v = cache.append(k, v)  # (B, n_heads, T_cached + T, head_dim): past keys are reused, not recomputed
+            k, v = cache.append(k, v)  # (B, n_kv_heads, T_cached + T, head_dim): past keys are reused, not recomputed
+        group = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv_heads(k, group), repeat_kv_heads(v, group)  # (B, n_heads, T_ctx, head_dim)
         mask = self._mask_for_heads(mask, B, T, k.shape[-2])
 
         if self.keep_weights:
@@ -348,7 +430,7 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(out)  # (B, T, C)
 
     def context_keys_values(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The keys and values of ``context`` ``(B, T_ctx, d_model)``: two ``(B, n_heads, T_ctx, head_dim)``.
+        """The keys and values of ``context`` ``(B, T_ctx, d_model)``: two ``(B, n_kv_heads, T_ctx, head_dim)``.
 
         For cross-attention during decoding: compute them once per source and pass them to every step
         as ``forward(..., context_kv=...)`` (see `models.Seq2SeqTransformer.memory_keys_values`).
@@ -359,21 +441,36 @@ class MultiHeadAttention(nn.Module):
     def _check_context_kv(self, context_kv, x: torch.Tensor, context: torch.Tensor | None) -> None:
         if context is None:
             raise ValueError("context_kv is for cross-attention: pass the context too (it sets the shapes)")
-        want = (x.shape[0], self.n_heads, context.shape[1], self.head_dim)
+        want = (x.shape[0], self.n_kv_heads, context.shape[1], self.head_dim)
         if (not isinstance(context_kv, (tuple, list)) or len(context_kv) != 2
                 or any(not isinstance(t, torch.Tensor) or tuple(t.shape) != want for t in context_kv)):
             got = ([tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in context_kv]
                    if isinstance(context_kv, (tuple, list)) else type(context_kv).__name__)
             raise ValueError(f"context_kv must be the pair (k, v) from context_keys_values(context), each shaped "
-                             f"(B, n_heads, T_ctx, head_dim) = {want}, got {got}")
+                             f"(B, n_kv_heads, T_ctx, head_dim) = {want}, got {got}")
+
+    def _rotate(self, t: torch.Tensor, start: int) -> torch.Tensor:
+        """`positional.apply_rotary` of t ``(B, heads, T, head_dim)`` at positions start, start + 1, ...,
+        with its cos/sin table computed once (float64, as apply_rotary) and kept, not at every call."""
+        end = start + t.shape[-2]
+        table = getattr(self, "_rope_table", None)
+        if table is None or table[0].shape[0] < end or table[0].device != t.device or table[0].dtype != t.dtype:
+            size = max(64, 1 << (end - 1).bit_length())  # room to grow: a power of two >= end
+            angles = rotary_angles(torch.arange(size, device=t.device), self.head_dim, self.rope_base)  # (size, hd/2)
+            table = (torch.cos(angles).to(t.dtype), torch.sin(angles).to(t.dtype))
+            self._rope_table = table  # a cache, not state: rebuilt whenever it is too short or elsewhere
+        cos, sin = table[0][start:end], table[1][start:end]  # (T, head_dim/2)
+        t0, t1 = t[..., 0::2], t[..., 1::2]  # (B, heads, T, head_dim/2): the pairs (2i, 2i+1)
+        return torch.stack([t0 * cos - t1 * sin, t0 * sin + t1 * cos], dim=-1).flatten(-2)  # (B, heads, T, head_dim)
 
     def _fused_projections(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values of self-attention from one (C, 3C) product instead of three (C, C)
         ones: fewer, larger matrix products run faster (lesson 08 shows this fused QKV form)."""
         weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (3C, C)
         bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])  # (3C,)
-        q, k, v = nn.functional.linear(x, weight, bias).split(self.d_model, dim=-1)  # 3 x (B, T, C)
-        return self._split_heads(q), self._split_heads(k), self._split_heads(v)  # 3 x (B, n_heads, T, head_dim)
+        kv_dim = self.n_kv_heads * self.head_dim
+        q, k, v = nn.functional.linear(x, weight, bias).split([self.d_model, kv_dim, kv_dim], dim=-1)  # (B, T, C), ...
+        return self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, heads, T, head_dim) each
 
     def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """torch's fused attention, with the course's rule for queries that may attend to nothing."""
@@ -392,4 +489,83 @@ class MultiHeadAttention(nn.Module):
         return out
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}, keep_weights={self.keep_weights}"
+        extra = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else ""
+        extra += f", rope_base={self.rope_base}" if self.rope_base is not None else ""
+        return (f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}, "
+                f"keep_weights={self.keep_weights}{extra}")
+
+
+# ================================================================================================
+# Attention without the T×T matrix (lesson 12)
+# ================================================================================================
+#
+# softmax(s)·v for one query row needs the maximum of all its scores (to subtract) and their sum
+# (to divide by) before any weight is known. The online softmax keeps, per query row, a running
+# maximum m, a running sum l of exp(s - m) and a running weighted sum acc of the values. When a new
+# block of keys arrives with a larger maximum m_new, everything so far was computed against m_old:
+# multiplying l and acc by exp(m_old - m_new) puts them on the new scale. After the last block,
+# acc / l is exactly softmax(s)·v: nothing is approximated, and no (T_q, T_k) matrix ever exists,
+# only (T_q, block_size) pieces. FlashAttention is this loop written as one GPU kernel.
+
+
+def tiled_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    causal: bool = False,
+    block_size: int = 128,
+) -> torch.Tensor:
+    """softmax(q kᵀ / √d_k) v computed over blocks of ``block_size`` keys with an online softmax.
+
+    q ``(..., T_q, d_k)``, k ``(..., T_k, d_k)``, v ``(..., T_k, d_v)``, as in
+    `scaled_dot_product_attention`, whose output ``(..., T_q, d_v)`` it returns (and not the
+    weights: never holding them is the point). ``mask``: boolean (True = may attend) or additive
+    float, broadcastable to ``(..., T_q, T_k)``. ``causal=True``: the queries are the LAST T_q of
+    the T_k positions (as with a KV cache; T_q = T_k is the usual causal mask), so query i may
+    attend to key j when j <= i + T_k - T_q; key blocks wholly in a query block's future are skipped.
+    A query with no key allowed gets an output of zero, as in the rest of the module.
+
+    Memory: the largest intermediate is ``(..., T_q, block_size)``, not ``(..., T_q, T_k)``. That
+    holds for the forward pass; autograd still saves every block's weights for the backward pass
+    (FlashAttention writes its own backward, which recomputes them instead).
+    """
+    _check_tensor("q", q, "(..., T_q, d_k)")
+    _check_tensor("k", k, "(..., T_k, d_k)")
+    _check_tensor("v", v, "(..., T_k, d_v)")
+    check_int("block_size", block_size, what="the number of keys per block")
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"expected q (..., T_q, d_k), k (..., T_k, d_k) and v (..., T_k, d_v), got q "
+                         f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if causal and T_q > T_k:
+        raise ValueError(f"causal=True takes the queries to be the last T_q of the T_k positions, so T_q <= T_k; "
+                         f"got T_q={T_q} and T_k={T_k}")
+    if mask is not None and mask.shape[-1] not in (1, T_k):
+        raise ValueError(f"mask's last axis must be the T_k={T_k} keys (or 1), got mask shape {tuple(mask.shape)}")
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    m = q.new_full((*lead, T_q, 1), float("-inf"))  # running maximum of each query's scores
+    l = q.new_zeros((*lead, T_q, 1))  # running sum of exp(score - m)  # noqa: E741
+    acc = q.new_zeros((*lead, T_q, v.shape[-1]))  # running sum of exp(score - m) · v
+    rows = torch.arange(T_q, device=q.device)[:, None] + (T_k - T_q)  # (T_q, 1): each query's position
+    for start in range(0, T_k, block_size):
+        if causal and start > rows[-1, 0]:
+            break  # every later key is in every query's future
+        end = min(start + block_size, T_k)
+        s = (q @ k[..., start:end, :].transpose(-2, -1)) * scale  # (..., T_q, Bk): one block of scores
+        if mask is not None:
+            block_mask = mask[..., start:end] if mask.shape[-1] == T_k else mask
+            s = s.masked_fill(~block_mask, float("-inf")) if block_mask.dtype == torch.bool else s + block_mask
+        if causal:
+            cols = torch.arange(start, end, device=q.device)[None, :]  # (1, Bk): the keys' positions
+            s = s.masked_fill(cols > rows, float("-inf"))  # (..., T_q, Bk)
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., T_q, 1)
+        m_safe = m_new.masked_fill(torch.isneginf(m_new), 0.0)  # a row with nothing allowed yet: no inf - inf
+        p = torch.exp(s - m_safe)  # (..., T_q, Bk), 0 where masked
+        rescale = torch.exp(m - m_safe)  # (..., T_q, 1): exp(m_old - m_new), puts the old sums on the new scale
+        l = l * rescale + p.sum(dim=-1, keepdim=True)  # noqa: E741
+        acc = acc * rescale + p @ v[..., start:end, :]  # (..., T_q, d_v)
+        m = m_new
+    empty = l == 0  # (..., T_q, 1): queries that could attend to nothing
+    return torch.where(empty, 0.0, acc / l.masked_fill(empty, 1.0))  # (..., T_q, d_v)

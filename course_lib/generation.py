@@ -172,6 +172,11 @@ def generate(
     so every key changes; from there on each step recomputes the window (exactly what
     ``use_cache=False`` does). Models without a cache are simply run without one.
 
+    A model with relative (rotary) positions and attention bounded by a window declares
+    ``rolling_cache = True`` (like `models.ModernGPT`): it is never cropped, since it reads a long
+    sequence with its sliding window, and its cache rolls (keeps the keys its window still needs)
+    instead of being rebuilt: with or without the cache, the same tokens at any length.
+
     The model runs in eval mode (no dropout) and without gradients; afterwards every submodule is
     back in the train/eval mode it had.
     """
@@ -179,7 +184,10 @@ def generate(
     idx = idx.long()
     if max_new_tokens == 0:
         return idx.clone()
-    block_size = _block_size(model)
+    # A model with relative positions and a bounded window (``rolling_cache = True``, like ModernGPT)
+    # takes the whole sequence and rolls its cache; one with absolute positions is cropped to block_size.
+    rolls = getattr(model, "rolling_cache", False) is True
+    block_size = None if rolls else _block_size(model)
     cache = model.new_kv_cache() if use_cache and hasattr(model, "new_kv_cache") else None
     with _eval_mode(model):
         logits = _last_logits(model, _window(idx, block_size), cache)  # (B, V); the prompt fills the cache

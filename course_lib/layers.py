@@ -11,12 +11,16 @@ the feed-forward network.
   It matches `torch.nn.RMSNorm(d, eps=eps)`.
 - `FeedForward(d_model)` is the position-wise network d_model -> d_ff -> d_model with ReLU or GELU
   in between, applied to every position separately with the same weights.
+- `SwiGLU(d_model, d_ff)` (lesson 12) is the gated feed-forward network of Llama-style models:
+  w2(silu(w1(x)) * w3(x)), three bias-free maps.
 - `EncoderBlock` wires self-attention and the feed-forward network with residual connections,
   pre-norm (``x + f(norm(x))``) or post-norm (``norm(x + f(x))``); it is also GPT's block (with a
   causal mask). `DecoderBlock` adds cross-attention into an encoder's output between the two. With
   the same weights they compute exactly what `torch.nn.TransformerEncoderLayer` and
   `torch.nn.TransformerDecoderLayer` compute with ``batch_first=True``; `copy_torch_weights` copies
   such a layer's weights into a block.
+- `ModernBlock` (lesson 12) is the block of Llama, Mistral and Qwen: pre-norm RMSNorm, rotary,
+  grouped-query self-attention without biases, a SwiGLU feed-forward network.
 
 Masks follow the course's convention: boolean, **True = may attend** (torch's transformer layers
 use the opposite, True = blocked).
@@ -31,8 +35,10 @@ import torch.nn.functional as F
 
 from course_lib._validate import check_int
 from course_lib.attention import MultiHeadAttention
+from course_lib.positional import rotate_half_permutation
 
-__all__ = ["LayerNorm", "RMSNorm", "FeedForward", "EncoderBlock", "DecoderBlock", "copy_torch_weights"]
+__all__ = ["LayerNorm", "RMSNorm", "FeedForward", "SwiGLU", "EncoderBlock", "DecoderBlock", "ModernBlock",
+           "swiglu_hidden", "copy_torch_weights", "copy_llama_weights"]
 
 
 def _check_last_dim(name: str, x, d: int) -> None:
@@ -87,16 +93,20 @@ class RMSNorm(nn.Module):
 
     y = x / √(mean(x²) + eps) · weight. No mean is subtracted and there is no bias: the vector keeps
     its direction, only its size is fixed. Cheaper than LayerNorm and what LLaMA-style models use.
+    ``fused=True`` computes the same numbers with torch's ``F.rms_norm`` (lesson 12's model uses it).
     """
 
-    def __init__(self, d: int, eps: float = 1e-6):
+    def __init__(self, d: int, eps: float = 1e-6, fused: bool = False):
         super().__init__()
         self.d = check_int("d", d, what="the number of features to normalise")  # features normalised together
         self.eps = eps  # added to the mean square inside the square root
         self.weight = nn.Parameter(torch.ones(d))  # (d,) gain, starts at 1
+        self.fused = fused  # True: torch's F.rms_norm, the same function in fewer kernels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_last_dim("RMSNorm", x, self.d)
+        if self.fused:
+            return F.rms_norm(x, (self.d,), self.weight, self.eps)  # (..., d)
         rms = torch.sqrt((x**2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
         return x / rms * self.weight  # (..., d)
 
@@ -138,6 +148,33 @@ class FeedForward(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
+
+
+class SwiGLU(nn.Module):
+    """The gated feed-forward network of Llama-style models: ``w2(silu(w1(x)) * w3(x))``.
+
+    Two maps d_model -> d_ff run side by side: ``w1`` (the gate) goes through SiLU, silu(z) = z·σ(z),
+    and multiplies ``w3`` (the "up" projection) feature by feature, so each hidden feature is a
+    value that another linear function of x switches on or off; ``w2`` (down) maps back, d_ff ->
+    d_model. Three matrices instead of two: ``d_ff ≈ 8/3 · d_model`` gives the 8·d_model² weights of
+    a 4·d_model GELU network (3 · d · 8d/3 = 8d²). No biases, as in Llama. Names as in Llama's
+    checkpoints (Hugging Face calls them gate_proj, up_proj and down_proj).
+    """
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.d_model = check_int("d_model", d_model, what="the input and output width")  # input and output width
+        self.d_ff = check_int("d_ff", d_ff, what="the hidden width")  # hidden width
+        self.w1 = nn.Linear(d_model, d_ff, bias=False)  # gate
+        self.w3 = nn.Linear(d_model, d_ff, bias=False)  # up
+        self.w2 = nn.Linear(d_ff, d_model, bias=False)  # down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_last_dim("SwiGLU", x, self.d_model)
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (..., d_model) -> (..., d_ff) -> (..., d_model)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, d_ff={self.d_ff}"
 
 
 class _Block(nn.Module):
@@ -278,6 +315,45 @@ class DecoderBlock(_Block):
         return self.dropout3(self.ff(x))  # (B, T, C)
 
 
+class ModernBlock(nn.Module):
+    """The block of Llama, Mistral and Qwen (Hugging Face's ``LlamaDecoderLayer``), lesson 12.
+
+    ``ModernBlock(d_model, n_heads, n_kv_heads=None, d_ff=None, *, rope_base=10000.0, norm_eps=1e-5)``.
+    Pre-norm like GPT's block, with four changes: RMSNorm instead of LayerNorm, a `SwiGLU`
+    feed-forward network (``d_ff`` defaults to 8/3 · d_model rounded up to a multiple of 8), rotary
+    positions applied to q and k inside the attention (no position table anywhere), and no biases
+    at all; the attention may share key/value heads (``n_kv_heads``). Always torch's fused attention
+    kernel. Submodules named as in the course's other blocks: ``norm1``, ``self_attn``, ``norm2``, ``ff``.
+
+    ``forward(x, mask=None, *, cache=None)``: x ``(B, T, d_model)``; mask (True = may attend), e.g.
+    ``causal_mask(T)`` or ``sliding_window_mask(T, W)``; cache an ``attention.KVCache``. Returns
+    ``(B, T, d_model)``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, d_ff: int | None = None, *,
+                 rope_base: float = 10000.0, norm_eps: float = 1e-5):
+        super().__init__()
+        self.d_model = d_model  # width of the residual stream, C
+        d_ff = swiglu_hidden(d_model) if d_ff is None else d_ff
+        self.norm1 = RMSNorm(d_model, eps=norm_eps, fused=True)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, bias=False, keep_weights=False, n_kv_heads=n_kv_heads,
+                                            rope_base=rope_base)
+        self.norm2 = RMSNorm(d_model, eps=norm_eps, fused=True)
+        self.ff = SwiGLU(d_model, d_ff)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
+        _check_stream("x", x, self.d_model)
+        x = x + self.self_attn(self.norm1(x), mask=mask, cache=cache)  # (B, T, C)
+        return x + self.ff(self.norm2(x))  # (B, T, C)
+
+
+def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
+    """The SwiGLU hidden width with the weights of a 4·d_model MLP: 8/3 · d_model rounded up to a
+    multiple of ``multiple_of`` (Llama rounds to 256 at its sizes; 8 suits the course's)."""
+    d = int(8 * d_model / 3)
+    return multiple_of * ((d + multiple_of - 1) // multiple_of)
+
+
 def _check_stream(name: str, x, d_model: int) -> None:
     if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
         got = f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
@@ -325,4 +401,31 @@ def copy_torch_weights(block: EncoderBlock | DecoderBlock, layer: nn.Module) -> 
         ours.weight.copy_(theirs.weight)
         if theirs.bias is not None:
             ours.bias.copy_(theirs.bias)
+    return block
+
+
+@torch.no_grad()
+def copy_llama_weights(block: ModernBlock, layer: nn.Module) -> ModernBlock:
+    """Give a `ModernBlock` the weights of a Hugging Face ``LlamaDecoderLayer`` of the same sizes.
+
+    Names map one to one (input_layernorm -> norm1, q/k/v/o_proj -> w_q/w_k/w_v/w_o,
+    post_attention_layernorm -> norm2, gate/up/down_proj -> w1/w3/w2), except that the rows of
+    q_proj and k_proj are permuted within each head by `positional.rotate_half_permutation`: Llama's
+    rotary pairs feature i with i + head_dim/2, the course's pairs neighbours. Returns `block`.
+    """
+    attn, ref = block.self_attn, layer.self_attn
+    perm = rotate_half_permutation(attn.head_dim)  # (head_dim,)
+
+    def per_head(weight: torch.Tensor) -> torch.Tensor:  # (heads * head_dim, C): permute rows inside each head
+        return weight.view(-1, attn.head_dim, weight.shape[-1])[:, perm].reshape(weight.shape)
+
+    attn.w_q.weight.copy_(per_head(ref.q_proj.weight))
+    attn.w_k.weight.copy_(per_head(ref.k_proj.weight))
+    attn.w_v.weight.copy_(ref.v_proj.weight)
+    attn.w_o.weight.copy_(ref.o_proj.weight)
+    block.norm1.weight.copy_(layer.input_layernorm.weight)
+    block.norm2.weight.copy_(layer.post_attention_layernorm.weight)
+    block.ff.w1.weight.copy_(layer.mlp.gate_proj.weight)
+    block.ff.w3.weight.copy_(layer.mlp.up_proj.weight)
+    block.ff.w2.weight.copy_(layer.mlp.down_proj.weight)
     return block

@@ -7,7 +7,9 @@ Sections:
   `Seq2SeqTransformer` (lesson 10), and `copy_from_torch_transformer`, which gives it the weights of a
   `torch.nn.Transformer` (the reference for tests);
 - "GPT": `GPTConfig`, `GPT`, the parameter and FLOP counts of a GPT (lesson 11), and `BuiltinGPT`, the
-  same architecture from torch's own layers (the reference for tests and benchmarks).
+  same architecture from torch's own layers (the reference for tests and benchmarks);
+- "The modern decoder": `ModernGPTConfig`, `ModernGPT` (lesson 12): RMSNorm, SwiGLU, rotary
+  attention with shared key/value heads, no biases, a sliding window and a rolling KV cache.
 
 Shapes use the vocabulary of `course_lib.attention`: ``B`` batch, ``T`` positions (``S`` for a
 source), ``C`` = ``d_model`` (a GPT config calls it ``n_embd``) features per position, ``V``
@@ -588,3 +590,172 @@ def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
         ours.ln_f.bias.copy_(ref.ln.bias)
     ours.lm_head.weight.copy_(ref.head.weight)
     return ours
+
+
+# ================================================================================================
+# The modern decoder (lesson 12)
+# ================================================================================================
+#
+# GPT's layout with the block that Llama, Mistral and Qwen use:
+#
+#     idx (B, T) token ids
+#       -> token embedding (no position table: positions enter inside attention)   (B, T, C)
+#       -> n_layer ModernBlocks: x + attn(rmsnorm(x)), x + swiglu(rmsnorm(x));
+#          rotary q and k, n_kv_head key/value heads, causal mask limited to a window  (B, T, C)
+#       -> final RMSNorm                                                              (B, T, C)
+#       -> lm_head (tied to the token embedding by default)                           (B, T, V)
+#
+# Every token attends to at most `span` = window (or block_size) positions, itself included. The
+# scores depend on offsets only, so the model runs on sequences of any length: a sequence longer
+# than the span is read with a sliding window, and a KV cache can roll (keep the last span - 1
+# keys) instead of being rebuilt when generation passes block_size.
+
+
+@dataclass
+class ModernGPTConfig:
+    """The shape of a `ModernGPT`. The defaults are lesson 11's GPT size (4 layers, 4 heads, 128
+    dimensions, context 64, 65 characters)."""
+
+    vocab_size: int = 65  # V: number of distinct tokens
+    block_size: int = 64  # the training length; with window=None also how far back a token may attend
+    n_layer: int = 4  # number of blocks
+    n_head: int = 4  # query heads per block; n_embd must be a multiple of it
+    n_kv_head: int = 4  # key/value heads per block (n_head: multi-head, 1: multi-query, between: grouped-query)
+    n_embd: int = 128  # C = d_model: width of the residual stream
+    d_ff: int | None = None  # SwiGLU hidden width (None: 8/3 * n_embd rounded up to a multiple of 8)
+    rope_base: float = 10000.0  # rotary positions' base: frequencies base ** (-2i / head_dim)
+    window: int | None = None  # sliding window: each token sees itself and window - 1 before it (None: block_size)
+    norm_eps: float = 1e-5  # added inside every RMSNorm's square root
+    tie_weights: bool = True  # one (V, C) matrix for the token embedding and the de-embedding
+    dropout: float = 0.0  # not used (the model has no dropout); here so the shared config checks apply
+
+    def __post_init__(self):
+        sizes = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "n_embd")
+        sizes += ("d_ff",) if self.d_ff is not None else ()
+        sizes += ("window",) if self.window is not None else ()
+        _check_config(self, sizes, width="n_embd", heads="n_head", switches=("tie_weights",))
+        if self.n_head % self.n_kv_head != 0:
+            raise ValueError(f"ModernGPTConfig.n_head must be a multiple of n_kv_head (query heads share key/value "
+                             f"heads in equal groups), got n_head={self.n_head} and n_kv_head={self.n_kv_head}")
+        if (self.n_embd // self.n_head) % 2:
+            raise ValueError(f"ModernGPTConfig: rotary positions turn pairs of features, so n_embd // n_head must be "
+                             f"even, got {self.n_embd} // {self.n_head} = {self.n_embd // self.n_head}")
+        if not is_number(self.rope_base) or not self.rope_base > 1:
+            raise ValueError(f"ModernGPTConfig.rope_base must be a number > 1, got {self.rope_base!r}")
+
+    @property
+    def span(self) -> int:
+        """How many positions a token attends to at most, itself included: window, or block_size."""
+        return self.block_size if self.window is None else self.window
+
+
+class ModernGPT(nn.Module):
+    """A decoder-only language model with Llama's block (see the section comment above).
+
+    ``forward(idx, targets=None, *, kv_cache=None) -> (logits, loss)``, as `GPT`'s: idx ``(B, T)``
+    token ids of ANY length T (no position table: a sequence longer than ``config.span`` is read
+    with a sliding window); targets ``(B, T)`` or None; kv_cache from `new_kv_cache`, one rolling
+    `attention.KVCache` per block that keeps the last ``span - 1`` keys and values of its
+    ``n_kv_head`` heads. Returns logits ``(B, T, V)`` and the mean cross-entropy (or None).
+
+    Submodules: ``tok_emb`` (V x C), ``blocks`` (n_layer `layers.ModernBlock`), ``ln_f`` (the final
+    RMSNorm), ``lm_head`` (C -> V, no bias; tied to ``tok_emb.weight`` by default).
+    """
+
+    rolling_cache = True  # positions are relative: `generation.generate` rolls the cache, never crops
+
+    def __init__(self, config: ModernGPTConfig):
+        super().__init__()
+        self.config = _expect_config(self, config, ModernGPTConfig)
+        C = config.n_embd
+        self.tok_emb = nn.Embedding(config.vocab_size, C)  # (V, C): the only embedding
+        self.blocks = nn.ModuleList(
+            layers.ModernBlock(C, config.n_head, config.n_kv_head, config.d_ff, rope_base=config.rope_base,
+                               norm_eps=config.norm_eps)
+            for _ in range(config.n_layer)
+        )
+        self.ln_f = layers.RMSNorm(C, eps=config.norm_eps, fused=True)
+        self.lm_head = nn.Linear(C, config.vocab_size, bias=False)
+        if config.tie_weights:
+            self.lm_head.weight = self.tok_emb.weight
+        self._init_weights()
+
+    @torch.no_grad()
+    def _init_weights(self) -> None:
+        """GPT's initialisation (N(0, 0.02), the projections into the residual stream, attention's
+        w_o and SwiGLU's w2, scaled by 1 / sqrt(2 * n_layer)); RMSNorm gains start at 1."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.normal_(0.0, 0.02)
+        residual_std = 0.02 / math.sqrt(2 * self.config.n_layer)
+        for block in self.blocks:
+            block.self_attn.w_o.weight.normal_(0.0, residual_std)
+            block.ff.w2.weight.normal_(0.0, residual_std)
+
+    def new_kv_cache(self) -> list:
+        """An empty rolling cache: one `attention.KVCache(max_len=span - 1)` per block. The next token
+        sees those span - 1 keys and its own: its whole window, and never more memory than that."""
+        return [attention.KVCache(max_len=self.config.span - 1) for _ in self.blocks]
+
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, kv_cache: list | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        cached = self._check_forward(idx, targets, kv_cache)  # keys already in the cache (0 without one)
+        B, T = idx.shape
+        x = self.tok_emb(idx)  # (B, T, C): no positions added, the attention rotates q and k instead
+        # Causal and at most span - 1 back; one new token after fewer than span cached keys sees them all.
+        span = self.config.span
+        needs_mask = T > 1 or cached >= span
+        mask = attention.sliding_window_mask(T, span, idx.device, past=cached) if needs_mask else None  # (T, past+T)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask, cache=None if kv_cache is None else kv_cache[i])  # (B, T, C)
+        logits = self.lm_head(self.ln_f(x))  # (B, T, C) -> (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T).long(), ignore_index=-100)
+        return logits, loss
+
+    def _check_forward(self, idx, targets, kv_cache) -> int:
+        """Check forward's arguments (as `GPT` does, without a length limit); return the cached keys."""
+        if kv_cache is not None and (not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != len(self.blocks)):
+            raise ValueError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from "
+                             f"new_kv_cache()), got {type(kv_cache).__name__}")
+        cached = 0 if kv_cache is None else len(kv_cache[0])
+        if (not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point or idx.dtype.is_complex
+                or idx.dtype == torch.bool or idx.ndim != 2 or idx.shape[1] == 0):
+            got = (f"dtype {idx.dtype}, shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor)
+                   else type(idx).__name__)
+            raise ValueError(f"idx must be a (B, T) tensor of integer token ids with T >= 1, got {got}")
+        V = self.config.vocab_size
+        if idx.device.type != "meta" and (int(idx.min()) < 0 or int(idx.max()) >= V):
+            raise ValueError(f"token ids must be in 0..{V - 1} (vocab_size={V}), got ids from {int(idx.min())} "
+                             f"to {int(idx.max())}")
+        if targets is not None and (not isinstance(targets, torch.Tensor) or targets.shape != idx.shape):
+            got = f"shape {tuple(targets.shape)}" if isinstance(targets, torch.Tensor) else type(targets).__name__
+            raise ValueError(f"targets must be a tensor of token ids shaped like idx, {tuple(idx.shape)}, got {got}")
+        return cached
+
+    def num_parameters(self) -> int:
+        """The number of distinct parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"n_layer={c.n_layer}, n_head={c.n_head}, n_kv_head={c.n_kv_head}, n_embd={c.n_embd}, "
+                f"block_size={c.block_size}, window={c.window}, vocab_size={c.vocab_size}")
+
+
+@torch.no_grad()
+def copy_from_llama(model: ModernGPT, llama: nn.Module) -> ModernGPT:
+    """Give a `ModernGPT` the weights of a Hugging Face ``LlamaForCausalLM`` of the same sizes (built
+    from a ``LlamaConfig``; nothing is downloaded), so that both compute the same function: the
+    embedding, every block by `layers.copy_llama_weights` (q/k rows permuted per head), the final
+    norm and the de-embedding. Returns `model`."""
+    if len(model.blocks) != len(llama.model.layers):
+        raise ValueError(f"layer counts differ: ours {len(model.blocks)}, Llama's {len(llama.model.layers)}")
+    model.tok_emb.weight.copy_(llama.model.embed_tokens.weight)
+    for block, layer in zip(model.blocks, llama.model.layers, strict=True):
+        layers.copy_llama_weights(block, layer)
+    model.ln_f.weight.copy_(llama.model.norm.weight)
+    model.lm_head.weight.copy_(llama.lm_head.weight)
+    return model

@@ -38,6 +38,7 @@ __all__ = [
     "LearnedPositionalEmbedding",
     "rotary_angles",
     "apply_rotary",
+    "rotate_half_permutation",
 ]
 
 
@@ -232,3 +233,20 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     out0 = x0 * cos - x1 * sin
     out1 = x0 * sin + x1 * cos
     return torch.stack([out0, out1], dim=-1).flatten(-2)  # (..., T, d/2, 2) -> (..., T, d)
+
+
+def rotate_half_permutation(d: int) -> torch.Tensor:
+    """The order of features that turns the "rotate half" layout into the course's interleaved one:
+    ``[0, d/2, 1, d/2 + 1, ..., d/2 - 1, d - 1]``, shape (d,).
+
+    Hugging Face's Llama pairs feature i with i + d/2; `apply_rotary` pairs 2i with 2i + 1, at the same
+    frequency omega_i. So ``x[..., perm]`` puts pair i of the first layout at positions (2i, 2i + 1):
+    rotating then permuting equals permuting then rotating. A query/key projection copied from a
+    Llama checkpoint has its rows permuted this way within each head (checkpoint converters do the
+    inverse); the scores q·k are unchanged, since q and k are permuted alike.
+    """
+    _check_size("d", d)
+    if d % 2:
+        raise ValueError(f"rotary embeddings rotate pairs of features, so d must be even, got {d}")
+    half = torch.arange(d // 2)
+    return torch.stack([half, half + d // 2], dim=-1).flatten()  # (d,)
