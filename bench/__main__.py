@@ -18,6 +18,7 @@ Sections (pick some with --only, e.g. `python -m bench --only kernels gpt`):
   grading    `course grade`: submissions per minute at --jobs 2 (lessons 06 and 09), CPU per submission, and
              what one submission that hits every limit costs a batch (bench/grading.py)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,6 +41,7 @@ SECTIONS = ["notebooks", "kernels", "gpt", "modern", "word2vec", "bpe", "grading
 
 
 # --- timing helpers ---------------------------------------------------------------------------------
+
 
 def _sync(device) -> Callable[[], None]:
     import torch
@@ -66,6 +68,7 @@ def compare(ours: Callable[[], object], reference: Callable[[], object], repeat:
 
 # --- 1. notebooks ------------------------------------------------------------------------------------
 
+
 def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
@@ -79,7 +82,9 @@ def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
         km = AsyncKernelManager(kernel_name="python3")
         if os.name == "posix":  # Unix sockets: no port to race for
             km.transport, km.ip = "ipc", os.path.join(tempfile.mkdtemp(prefix="bench-k-"), "k")
-        client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+        client = NotebookClient(
+            nb, km=km, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        )
         client.owns_km = True  # shut the kernel down after the run
         start = time.perf_counter()
         try:
@@ -90,9 +95,15 @@ def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
         seconds = time.perf_counter() - start
         if os.name == "posix":
             shutil.rmtree(os.path.dirname(km.ip), ignore_errors=True)
-        rows.append({"notebook": str(path.relative_to(REPO)), "device": device, "seconds": round(seconds, 1),
-                     "budget": f"{BUDGET_S:.0f} s (target {TARGET_S:.0f} s)",
-                     "status": status if seconds <= BUDGET_S or status != "ok" else "over budget"})
+        rows.append(
+            {
+                "notebook": str(path.relative_to(REPO)),
+                "device": device,
+                "seconds": round(seconds, 1),
+                "budget": f"{BUDGET_S:.0f} s (target {TARGET_S:.0f} s)",
+                "status": status if seconds <= BUDGET_S or status != "ok" else "over budget",
+            }
+        )
         print(f"  {rows[-1]['notebook']:<48} {device:<5} {seconds:6.1f} s  {rows[-1]['status']}", flush=True)
     return rows
 
@@ -102,16 +113,31 @@ def section_notebooks(args) -> list[dict]:
 
     paths = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "solutions").glob("*.ipynb"))
     rows = notebook_times(paths, "cpu")
-    rows.append({"notebook": "all of the above", "device": "cpu", "seconds": round(sum(r["seconds"] for r in rows), 1),
-                 "budget": "", "status": f"{sum(r['status'] != 'ok' for r in rows)} over budget or failing"})
+    rows.append(
+        {
+            "notebook": "all of the above",
+            "device": "cpu",
+            "seconds": round(sum(r["seconds"] for r in rows), 1),
+            "budget": "",
+            "status": f"{sum(r['status'] != 'ok' for r in rows)} over budget or failing",
+        }
+    )
     if torch.cuda.is_available():
         gpu = notebook_times(paths, "cuda")
-        rows += gpu + [{"notebook": "all of the above", "device": "cuda", "seconds": round(sum(r["seconds"] for r in gpu), 1),
-                        "budget": "", "status": f"{sum(r['status'] != 'ok' for r in gpu)} failing"}]
+        rows += gpu + [
+            {
+                "notebook": "all of the above",
+                "device": "cuda",
+                "seconds": round(sum(r["seconds"] for r in gpu), 1),
+                "budget": "",
+                "status": f"{sum(r['status'] != 'ok' for r in gpu)} failing",
+            }
+        ]
     return rows
 
 
 # --- 2. attention kernels ----------------------------------------------------------------------------
+
 
 def section_kernels(args) -> list[dict]:
     import torch
@@ -126,32 +152,55 @@ def section_kernels(args) -> list[dict]:
     for B, H, T, D in [(8, 4, 64, 32), (8, 4, 128, 32), (4, 8, 256, 64)]:
         q, k, v = (torch.randn(B, H, T, D, device=device, requires_grad=True) for _ in range(3))
         mask = causal_mask(T, device=device)
-        r = compare(lambda: scaled_dot_product_attention(q, k, v, mask=mask)[0].sum().backward(),
-                    lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward(), args.repeat, device)
-        rows.append({"what": f"attention.scaled_dot_product_attention B={B} heads={H} T={T} d={D} causal",
-                     "reference": "F.scaled_dot_product_attention", **_fmt_times(r)})
+        # compare() calls both before the loop moves on, so the loop's variables are the ones meant.
+        r = compare(
+            lambda: scaled_dot_product_attention(q, k, v, mask=mask)[0].sum().backward(),  # noqa: B023
+            lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward(),  # noqa: B023
+            args.repeat,
+            device,
+        )
+        rows.append(
+            {
+                "what": f"attention.scaled_dot_product_attention B={B} heads={H} T={T} d={D} causal",
+                "reference": "F.scaled_dot_product_attention",
+                **_fmt_times(r),
+            }
+        )
     for B, T, C, H in [(8, 64, 128, 4), (8, 128, 128, 4), (4, 256, 256, 8)]:
         x = torch.randn(B, T, C, device=device, requires_grad=True)
         mask = causal_mask(T, device=device)
         ref = torch.nn.MultiheadAttention(C, H, batch_first=True).to(device)
         for keep in (True, False):
             mha = MultiHeadAttention(C, H, keep_weights=keep).to(device)
-            r = compare(lambda: mha(x, mask=mask).sum().backward(),
-                        lambda: ref(x, x, x, attn_mask=~mask, need_weights=False)[0].sum().backward(), args.repeat, device)
+            r = compare(
+                lambda: mha(x, mask=mask).sum().backward(),  # noqa: B023 (called at once, as above)
+                lambda: ref(x, x, x, attn_mask=~mask, need_weights=False)[0].sum().backward(),  # noqa: B023
+                args.repeat,
+                device,
+            )
             path = "keeps weights (lessons 06-10)" if keep else "keep_weights=False, fused (lesson 11's GPT)"
-            rows.append({"what": f"MultiHeadAttention B={B} T={T} d_model={C} heads={H}, {path}",
-                         "reference": "nn.MultiheadAttention", **_fmt_times(r)})
+            rows.append(
+                {
+                    "what": f"MultiHeadAttention B={B} T={T} d_model={C} heads={H}, {path}",
+                    "reference": "nn.MultiheadAttention",
+                    **_fmt_times(r),
+                }
+            )
     for row in rows:
         print(f"  {row['ratio']:>7}  {row['what']}", flush=True)
     return rows
 
 
 def _fmt_times(r: dict) -> dict:
-    return {"course": f"{r['course_s'] * 1e3:.2f} ms", "reference time": f"{r['reference_s'] * 1e3:.2f} ms",
-            "ratio": f"{r['ratio']:.2f}x"}
+    return {
+        "course": f"{r['course_s'] * 1e3:.2f} ms",
+        "reference time": f"{r['reference_s'] * 1e3:.2f} ms",
+        "ratio": f"{r['ratio']:.2f}x",
+    }
 
 
 # --- 3-5. the lesson and grading benchmarks live beside this file ------------------------------------
+
 
 def section_module(name: str) -> Callable:
     def run(args) -> list[dict]:
@@ -178,6 +227,7 @@ def section_grading(args) -> list[dict]:
 
 # --- the table -----------------------------------------------------------------------------------------
 
+
 def machine() -> str:
     import torch
 
@@ -202,11 +252,18 @@ def _cell(value) -> str:
 
 
 def markdown(results: dict[str, list[dict]]) -> str:
-    lines = ["# Benchmark results", "", f"Written by `make bench` on {time.strftime('%Y-%m-%d')}.", "",
-             f"Machine: {machine()}.", "",
-             "Ratios are the course's time over the reference's, both measured in the same run, alternately "
-             "(median of several repeats): above 1 the course is slower. Notebook times are wall-clock seconds "
-             "against the 60 s budget per lesson on two cores.", ""]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench` on {time.strftime('%Y-%m-%d')}.",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        "Ratios are the course's time over the reference's, both measured in the same run, alternately "
+        "(median of several repeats): above 1 the course is slower. Notebook times are wall-clock seconds "
+        "against the 60 s budget per lesson on two cores.",
+        "",
+    ]
     for section, rows in results.items():
         lines += [f"## {section}", ""]
         if not rows:
@@ -239,18 +296,31 @@ def _sections(text: str) -> dict[str, list[dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
-    parser.add_argument("--repeat", type=int, default=15, help="timed repetitions per comparison (medians are compared)")
-    parser.add_argument("--no-write", action="store_true",
-                        help="print the table but do not write bench/RESULTS.md (with --only, the other sections are kept)")
+    parser.add_argument(
+        "--repeat", type=int, default=15, help="timed repetitions per comparison (medians are compared)"
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the table but do not write bench/RESULTS.md (with --only, the other sections are kept)",
+    )
     args = parser.parse_args(argv)
     shared = REPO.parent / "shared" / "data"  # the course's reference data, where a checkout has it beside it
     if (shared / "tinyshakespeare.txt").is_file():
         os.environ.setdefault("COURSE_DATA_DIR", str(shared))
-    runners = {"notebooks": section_notebooks, "kernels": section_kernels, "gpt": section_module("gpt"),
-               "modern": section_module("modern"),
-               "word2vec": section_module("word2vec"), "bpe": section_module("bpe"), "grading": section_grading}
+    runners = {
+        "notebooks": section_notebooks,
+        "kernels": section_kernels,
+        "gpt": section_module("gpt"),
+        "modern": section_module("modern"),
+        "word2vec": section_module("word2vec"),
+        "bpe": section_module("bpe"),
+        "grading": section_grading,
+    }
     results, failed = {}, []
     for name in args.only or SECTIONS:
         print(f"[{name}]", flush=True)
@@ -266,7 +336,11 @@ def main(argv: list[str] | None = None) -> int:
             results = {name: results[name] for name in SECTIONS if name in results}
         RESULTS.write_text(markdown(results) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS.relative_to(REPO)}")
-    over = [r for r in results.get("notebooks", []) if r.get("status") not in ("ok", None) and r.get("notebook") != "all of the above"]
+    over = [
+        r
+        for r in results.get("notebooks", [])
+        if r.get("status") not in ("ok", None) and r.get("notebook") != "all of the above"
+    ]
     return 1 if failed or over else 0
 
 

@@ -18,6 +18,7 @@ Everything runs on one CPU thread, as in `bench.gpt`.
 
     python -m bench --only modern
 """
+
 from __future__ import annotations
 
 import math
@@ -43,11 +44,20 @@ def training_throughput(repeat: int = 7, steps: int = 5) -> list[dict]:
     seed_everything(0)
     c = recipe_model_config()
     ours = ModernGPT(c)
-    config = LlamaConfig(vocab_size=c.vocab_size, hidden_size=c.n_embd, intermediate_size=ours.blocks[0].ff.d_ff,
-                         num_hidden_layers=c.n_layer, num_attention_heads=c.n_head, num_key_value_heads=c.n_kv_head,
-                         rms_norm_eps=c.norm_eps, max_position_embeddings=c.block_size, tie_word_embeddings=True,
-                         attention_bias=False, mlp_bias=False,
-                         rope_parameters={"rope_type": "default", "rope_theta": c.rope_base})
+    config = LlamaConfig(
+        vocab_size=c.vocab_size,
+        hidden_size=c.n_embd,
+        intermediate_size=ours.blocks[0].ff.d_ff,
+        num_hidden_layers=c.n_layer,
+        num_attention_heads=c.n_head,
+        num_key_value_heads=c.n_kv_head,
+        rms_norm_eps=c.norm_eps,
+        max_position_embeddings=c.block_size,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": c.rope_base},
+    )
     config._attn_implementation = "sdpa"
     ref = LlamaForCausalLM(config)
     copy_from_llama(ours, ref)
@@ -81,14 +91,18 @@ def training_throughput(repeat: int = 7, steps: int = 5) -> list[dict]:
                 step()
             times[name].append((time.perf_counter() - start) / steps)
     course, llama = statistics.median(times["ours"]), statistics.median(times["llama"])
-    return [{
-        "what": f"ModernGPT training step (lesson 12's checkpoint shape, batch {BATCH} x {BLOCK}, cpu)",
-        "reference": "transformers LlamaForCausalLM (sdpa), same weights",
-        "course": f"{course * 1e3:.1f} ms",
-        "reference time": f"{llama * 1e3:.1f} ms",
-        "ratio": f"{course / llama:.2f}x",
-        "target": f"throughput >= 1.0x the reference: {llama / course:.2f}x, {'met' if course <= llama else 'not met'}",
-    }]
+    return [
+        {
+            "what": f"ModernGPT training step (lesson 12's checkpoint shape, batch {BATCH} x {BLOCK}, cpu)",
+            "reference": "transformers LlamaForCausalLM (sdpa), same weights",
+            "course": f"{course * 1e3:.1f} ms",
+            "reference time": f"{llama * 1e3:.1f} ms",
+            "ratio": f"{course / llama:.2f}x",
+            "target": (
+                f"throughput >= 1.0x the reference: {llama / course:.2f}x, {'met' if course <= llama else 'not met'}"
+            ),
+        }
+    ]
 
 
 def decoding(prompt_len: int = 512, new: int = 128, repeat: int = 3) -> list[dict]:
@@ -99,8 +113,9 @@ def decoding(prompt_len: int = 512, new: int = 128, repeat: int = 3) -> list[dic
     results = {}
     for n_kv in (8, 2, 1):
         seed_everything(0)
-        model = ModernGPT(ModernGPTConfig(vocab_size=65, block_size=1024, n_layer=4, n_head=8, n_kv_head=n_kv,
-                                          n_embd=256)).eval()
+        model = ModernGPT(
+            ModernGPTConfig(vocab_size=65, block_size=1024, n_layer=4, n_head=8, n_kv_head=n_kv, n_embd=256)
+        ).eval()
         prompt = torch.randint(65, (1, prompt_len), generator=torch.Generator().manual_seed(0))
         generate(model, prompt, 4, temperature=0, use_cache=True)  # warm-up
         best = []
@@ -115,14 +130,18 @@ def decoding(prompt_len: int = 512, new: int = 128, repeat: int = 3) -> list[dic
     base_speed, base_bytes = results[8]
     rows = []
     for n_kv, (speed, nbytes) in results.items():
-        rows.append({
-            "what": f"decode {new} tokens after {prompt_len}, greedy, cached, n_kv_head={n_kv} of 8 (4 layers, 256)",
-            "reference": "n_kv_head = n_head = 8",
-            "course": f"{speed:.0f} tokens/s, cache {nbytes / 2**20:.2f} MiB",
-            "reference time": f"{base_speed:.0f} tokens/s, cache {base_bytes / 2**20:.2f} MiB",
-            "ratio": f"{base_speed / speed:.2f}x",
-            "target": f"cache {base_bytes / nbytes:.0f}x smaller; speed {speed / base_speed:.2f}x",
-        })
+        rows.append(
+            {
+                "what": (
+                    f"decode {new} tokens after {prompt_len}, greedy, cached, n_kv_head={n_kv} of 8 (4 layers, 256)"
+                ),
+                "reference": "n_kv_head = n_head = 8",
+                "course": f"{speed:.0f} tokens/s, cache {nbytes / 2**20:.2f} MiB",
+                "reference time": f"{base_speed:.0f} tokens/s, cache {base_bytes / 2**20:.2f} MiB",
+                "ratio": f"{base_speed / speed:.2f}x",
+                "target": f"cache {base_bytes / nbytes:.0f}x smaller; speed {speed / base_speed:.2f}x",
+            }
+        )
     return rows
 
 
@@ -163,22 +182,26 @@ def tiled_memory(lengths=(4096, 8192, 16384), d: int = 64, block: int = 128) -> 
     for T in lengths:
         q, k, v = (torch.randn(1, T, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
         peaks, secs = {}, {}
-        for name, fn in (("naive", naive), ("tiled", lambda q, k, v: tiled_attention(q, k, v, causal=True,
-                                                                                     block_size=block))):
+        for name, fn in (
+            ("naive", naive),
+            ("tiled", lambda q, k, v: tiled_attention(q, k, v, causal=True, block_size=block)),
+        ):
             start = time.perf_counter()
             with torch.no_grad(), PeakMemory(q, k, v) as meter:
                 out = fn(q, k, v)
             secs[name] = time.perf_counter() - start
             peaks[name] = meter.peak
             del out
-        rows.append({
-            "what": f"causal attention forward, one head of {d}, T = {T:,} (cpu)",
-            "reference": "naive softmax(QKᵀ)V",
-            "course": f"tiled (blocks of {block}): peak {peaks['tiled'] / 2**20:.0f} MiB, {secs['tiled']:.2f} s",
-            "reference time": f"peak {peaks['naive'] / 2**20:.0f} MiB, {secs['naive']:.2f} s",
-            "ratio": f"{peaks['tiled'] / peaks['naive']:.3f}x memory",
-            "target": f"memory {peaks['naive'] / peaks['tiled']:.0f}x smaller",
-        })
+        rows.append(
+            {
+                "what": f"causal attention forward, one head of {d}, T = {T:,} (cpu)",
+                "reference": "naive softmax(QKᵀ)V",
+                "course": f"tiled (blocks of {block}): peak {peaks['tiled'] / 2**20:.0f} MiB, {secs['tiled']:.2f} s",
+                "reference time": f"peak {peaks['naive'] / 2**20:.0f} MiB, {secs['naive']:.2f} s",
+                "ratio": f"{peaks['tiled'] / peaks['naive']:.3f}x memory",
+                "target": f"memory {peaks['naive'] / peaks['tiled']:.0f}x smaller",
+            }
+        )
     return rows
 
 

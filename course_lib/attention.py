@@ -19,6 +19,7 @@ alone produces; this keeps one empty row from spreading NaN through a batch (for
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,17 @@ import torch.nn as nn
 from course_lib._validate import check_int
 from course_lib.positional import rotary_angles
 
-__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "sliding_window_mask", "padding_mask", "KVCache",
-           "MultiHeadAttention", "repeat_kv_heads", "tiled_attention"]
+__all__ = [
+    "softmax",
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "sliding_window_mask",
+    "padding_mask",
+    "KVCache",
+    "MultiHeadAttention",
+    "repeat_kv_heads",
+    "tiled_attention",
+]
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -152,8 +162,9 @@ def causal_mask(T: int, device: torch.device | str | None = None, *, past: int =
     return torch.ones(T, past + T, dtype=torch.bool, device=device).tril(diagonal=past)  # (T, past + T)
 
 
-def sliding_window_mask(T: int, window: int, device: torch.device | str | None = None, *,
-                        past: int = 0) -> torch.Tensor:
+def sliding_window_mask(
+    T: int, window: int, device: torch.device | str | None = None, *, past: int = 0
+) -> torch.Tensor:
     """A banded causal mask ``(T, past + T)``: position i may attend to j when i - window < j <= i.
 
     Each token sees itself and the ``window - 1`` tokens before it, never more: the attention of
@@ -168,7 +179,9 @@ def sliding_window_mask(T: int, window: int, device: torch.device | str | None =
     return (j <= i) & (j > i - window)  # (T, past + T): causal, and at most window - 1 back
 
 
-def padding_mask(lengths: Sequence[int] | torch.Tensor, T: int, device: torch.device | str | None = None) -> torch.Tensor:
+def padding_mask(
+    lengths: Sequence[int] | torch.Tensor, T: int, device: torch.device | str | None = None
+) -> torch.Tensor:
     """A ``(B, 1, 1, T)`` boolean mask, True where key position j < lengths[b] (a real token).
 
     The shape broadcasts against multi-head scores ``(B, n_heads, T_q, T)``. For scores without a
@@ -225,8 +238,10 @@ class KVCache:
             all_k, all_v = k, v
         else:
             if k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]:
-                raise ValueError(f"new keys {tuple(k.shape)} do not match the cached ones {tuple(self.k.shape)} "
-                                 "(B, n_kv_heads, T, head_dim): reset() the cache before a new batch")
+                raise ValueError(
+                    f"new keys {tuple(k.shape)} do not match the cached ones {tuple(self.k.shape)} "
+                    "(B, n_kv_heads, T, head_dim): reset() the cache before a new batch"
+                )
             all_k = torch.cat([self.k, k], dim=-2)  # (B, n_kv_heads, T_cached + T, head_dim)
             all_v = torch.cat([self.v, v], dim=-2)
         self.seen += k.shape[-2]
@@ -310,8 +325,16 @@ class MultiHeadAttention(nn.Module):
     every step would only repeat work.
     """
 
-    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0, keep_weights: bool = True,
-                 n_kv_heads: int | None = None, rope_base: float | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        bias: bool = True,
+        dropout: float = 0.0,
+        keep_weights: bool = True,
+        n_kv_heads: int | None = None,
+        rope_base: float | None = None,
+    ):
         super().__init__()
         if d_model < 1 or n_heads < 1 or d_model % n_heads != 0:
             raise ValueError(
@@ -320,11 +343,15 @@ class MultiHeadAttention(nn.Module):
             )
         n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
         if n_heads % n_kv_heads != 0:
-            raise ValueError(f"n_heads must be a multiple of n_kv_heads (each key/value head serves an equal group "
-                             f"of query heads), got n_heads={n_heads} and n_kv_heads={n_kv_heads}")
+            raise ValueError(
+                f"n_heads must be a multiple of n_kv_heads (each key/value head serves an equal group "
+                f"of query heads), got n_heads={n_heads} and n_kv_heads={n_kv_heads}"
+            )
         if rope_base is not None and (d_model // n_heads) % 2:
-            raise ValueError(f"rotary positions turn pairs of features, so head_dim = d_model // n_heads must be even, "
-                             f"got {d_model} // {n_heads} = {d_model // n_heads}")
+            raise ValueError(
+                f"rotary positions turn pairs of features, so head_dim = d_model // n_heads must be even, "
+                f"got {d_model} // {n_heads} = {d_model // n_heads}"
+            )
         self.d_model = d_model  # width of the residual stream, C
         self.n_heads = n_heads  # number of query heads
         self.n_kv_heads = n_kv_heads  # number of key/value heads (n_heads: plain multi-head attention)
@@ -355,8 +382,10 @@ class MultiHeadAttention(nn.Module):
             return None
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a torch.Tensor (boolean, True = may attend), got {type(mask).__name__}")
-        accepted = (f"(T, T_ctx) = ({T}, {T_ctx}), (B, T_ctx) = ({B}, {T_ctx}), (B, 1, T_ctx), (B, T, T_ctx) = "
-                    f"({B}, {T}, {T_ctx}), or 4-D broadcastable to (B, n_heads, T, T_ctx) = ({B}, {self.n_heads}, {T}, {T_ctx})")
+        accepted = (
+            f"(T, T_ctx) = ({T}, {T_ctx}), (B, T_ctx) = ({B}, {T_ctx}), (B, 1, T_ctx), (B, T, T_ctx) = "
+            f"({B}, {T}, {T_ctx}), or 4-D broadcastable to (B, n_heads, T, T_ctx) = ({B}, {self.n_heads}, {T}, {T_ctx})"
+        )
         fits = lambda got, want: len(got) == len(want) and all(g in (1, w) for g, w in zip(got, want))  # noqa: E731
         shape = tuple(mask.shape)
         if mask.ndim >= 2 and shape[-1] == 1 < T_ctx and shape[-2] > 1:
@@ -388,12 +417,17 @@ class MultiHeadAttention(nn.Module):
         self._check_input("x", x)
         if context is not None:
             if cache is not None:
-                raise ValueError("a KV cache is for self-attention: pass either context or cache, not both "
-                                 "(for cross-attention, reuse the context's keys and values with context_kv=)")
+                raise ValueError(
+                    "a KV cache is for self-attention: pass either context or cache, not both "
+                    "(for cross-attention, reuse the context's keys and values with context_kv=)"
+                )
             self._check_input("context", context)
             if context.shape[0] != x.shape[0]:
                 raise ValueError(
-                    f"x and context must have the same batch size, got x {tuple(x.shape)} and context {tuple(context.shape)}"
+                    (
+                        "x and context must have the same batch size, got x "
+                        f"{tuple(x.shape)} and context {tuple(context.shape)}"
+                    )
                 )
         if context_kv is not None:
             self._check_context_kv(context_kv, x, context)
@@ -418,7 +452,9 @@ class MultiHeadAttention(nn.Module):
         mask = self._mask_for_heads(mask, B, T, k.shape[-2])
 
         if self.keep_weights:
-            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, n_heads, T, head_dim), (B, n_heads, T, T_ctx)
+            out, weights = scaled_dot_product_attention(
+                q, k, v, mask
+            )  # (B, n_heads, T, head_dim), (B, n_heads, T, T_ctx)
             if self.training and self.attn_dropout.p > 0:
                 out = self.attn_dropout(weights) @ v  # (B, n_heads, T, head_dim), with some weights dropped
             self.last_weights = weights.detach()  # (B, n_heads, T, T_ctx)
@@ -426,7 +462,9 @@ class MultiHeadAttention(nn.Module):
             out = self._fused_attention(q, k, v, mask)  # (B, n_heads, T, head_dim)
             self.last_weights = None
 
-        out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, n_heads, head_dim) -> (B, T, C): heads side by side
+        out = (
+            out.transpose(1, 2).contiguous().view(B, T, C)
+        )  # (B, T, n_heads, head_dim) -> (B, T, C): heads side by side
         return self.w_o(out)  # (B, T, C)
 
     def context_keys_values(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -442,12 +480,20 @@ class MultiHeadAttention(nn.Module):
         if context is None:
             raise ValueError("context_kv is for cross-attention: pass the context too (it sets the shapes)")
         want = (x.shape[0], self.n_kv_heads, context.shape[1], self.head_dim)
-        if (not isinstance(context_kv, (tuple, list)) or len(context_kv) != 2
-                or any(not isinstance(t, torch.Tensor) or tuple(t.shape) != want for t in context_kv)):
-            got = ([tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in context_kv]
-                   if isinstance(context_kv, (tuple, list)) else type(context_kv).__name__)
-            raise ValueError(f"context_kv must be the pair (k, v) from context_keys_values(context), each shaped "
-                             f"(B, n_kv_heads, T_ctx, head_dim) = {want}, got {got}")
+        if (
+            not isinstance(context_kv, (tuple, list))
+            or len(context_kv) != 2
+            or any(not isinstance(t, torch.Tensor) or tuple(t.shape) != want for t in context_kv)
+        ):
+            got = (
+                [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in context_kv]
+                if isinstance(context_kv, (tuple, list))
+                else type(context_kv).__name__
+            )
+            raise ValueError(
+                f"context_kv must be the pair (k, v) from context_keys_values(context), each shaped "
+                f"(B, n_kv_heads, T_ctx, head_dim) = {want}, got {got}"
+            )
 
     def _rotate(self, t: torch.Tensor, start: int) -> torch.Tensor:
         """`positional.apply_rotary` of t ``(B, heads, T, head_dim)`` at positions start, start + 1, ...,
@@ -472,7 +518,9 @@ class MultiHeadAttention(nn.Module):
         q, k, v = nn.functional.linear(x, weight, bias).split([self.d_model, kv_dim, kv_dim], dim=-1)  # (B, T, C), ...
         return self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, heads, T, head_dim) each
 
-    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    def _fused_attention(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """torch's fused attention, with the course's rule for queries that may attend to nothing."""
         empty_rows = None
         if mask is not None:
@@ -483,7 +531,9 @@ class MultiHeadAttention(nn.Module):
             # No `if empty_rows.any()`: that would wait for the GPU on every call.
             mask = mask | empty_rows if mask.dtype == torch.bool else mask.masked_fill(empty_rows, 0.0)
         p = self.attn_dropout.p if self.training else 0.0
-        out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, n_heads, T, head_dim)
+        out = nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=p
+        )  # (B, n_heads, T, head_dim)
         if empty_rows is not None:
             out = out.masked_fill(empty_rows, 0.0)
         return out
@@ -491,8 +541,10 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         extra = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else ""
         extra += f", rope_base={self.rope_base}" if self.rope_base is not None else ""
-        return (f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}, "
-                f"keep_weights={self.keep_weights}{extra}")
+        return (
+            f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}, "
+            f"keep_weights={self.keep_weights}{extra}"
+        )
 
 
 # ================================================================================================
@@ -536,11 +588,15 @@ def tiled_attention(
     check_int("block_size", block_size, what="the number of keys per block")
     T_q, T_k = q.shape[-2], k.shape[-2]
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"expected q (..., T_q, d_k), k (..., T_k, d_k) and v (..., T_k, d_v), got q "
-                         f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+        raise ValueError(
+            f"expected q (..., T_q, d_k), k (..., T_k, d_k) and v (..., T_k, d_v), got q "
+            f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
     if causal and T_q > T_k:
-        raise ValueError(f"causal=True takes the queries to be the last T_q of the T_k positions, so T_q <= T_k; "
-                         f"got T_q={T_q} and T_k={T_k}")
+        raise ValueError(
+            f"causal=True takes the queries to be the last T_q of the T_k positions, so T_q <= T_k; "
+            f"got T_q={T_q} and T_k={T_k}"
+        )
     if mask is not None and mask.shape[-1] not in (1, T_k):
         raise ValueError(f"mask's last axis must be the T_k={T_k} keys (or 1), got mask shape {tuple(mask.shape)}")
     scale = 1.0 / math.sqrt(q.shape[-1])

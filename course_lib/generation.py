@@ -12,6 +12,7 @@ Shapes: ``B`` batch, ``T`` positions, ``V`` vocabulary size.
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -192,8 +193,9 @@ def generate(
     with _eval_mode(model):
         logits = _last_logits(model, _window(idx, block_size), cache)  # (B, V); the prompt fills the cache
         for step in range(max_new_tokens):
-            nxt = sample_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
-                                    generator=generator)  # (B, 1)
+            nxt = sample_next_token(
+                logits, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator
+            )  # (B, 1)
             idx = torch.cat([idx, nxt.to(idx.device)], dim=1)  # (B, T + step + 1)
             if step == max_new_tokens - 1:
                 break  # the last token needs no logits after it
@@ -242,14 +244,19 @@ def _last_logits(model: nn.Module, tokens: torch.Tensor, cache: list | None) -> 
 def _check_generate(model, idx, max_new_tokens, temperature, top_k, top_p) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if (not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point or idx.dtype.is_complex
-            or idx.dtype == torch.bool):
+    if (
+        not isinstance(idx, torch.Tensor)
+        or idx.dtype.is_floating_point
+        or idx.dtype.is_complex
+        or idx.dtype == torch.bool
+    ):
         got = f"dtype {idx.dtype}" if isinstance(idx, torch.Tensor) else type(idx).__name__
         raise TypeError(f"idx must be a tensor of integer token ids shaped (B, T), got {got}")
     if idx.ndim != 2 or idx.shape[1] == 0:
         hint = "; for a single prompt use idx[None]" if idx.ndim == 1 else ""
-        raise ValueError(f"idx must be shaped (B, T) with at least one token per row, got shape "
-                         f"{tuple(idx.shape)}{hint}")
+        raise ValueError(
+            f"idx must be shaped (B, T) with at least one token per row, got shape {tuple(idx.shape)}{hint}"
+        )
     check_int("max_new_tokens", max_new_tokens, minimum=0)
     _check_temperature(temperature)
     if top_k is not None:
@@ -302,8 +309,9 @@ def _check_max_len(max_len, limit: int) -> int:
     if max_len is None:
         return limit
     if not is_int(max_len) or not 1 <= max_len <= limit:
-        raise ValueError(f"max_len must be an int from 1 to the model's max_len={limit} (tokens after <bos>), "
-                         f"got {max_len!r}")
+        raise ValueError(
+            f"max_len must be an int from 1 to the model's max_len={limit} (tokens after <bos>), got {max_len!r}"
+        )
     return max_len
 
 
@@ -317,13 +325,14 @@ def _caches(model: nn.Module, memory: torch.Tensor, use_cache: bool) -> tuple[li
     return model.memory_keys_values(memory), model.new_decoder_cache()
 
 
-def _next_logits(model: nn.Module, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor,
-                 memory_kv, cache) -> torch.Tensor:
+def _next_logits(
+    model: nn.Module, tokens: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, memory_kv, cache
+) -> torch.Tensor:
     """The last position's logits (B, V) for the prefixes `tokens` (B, t)."""
     if cache is None:
         return model.decode(tokens, memory, src)[:, -1]  # (B, V): the whole prefix, every step
     # Only the newest token: the earlier ones' keys and values are in the cache.
-    return model.decode(tokens[:, len(cache[0]):], memory, src, memory_kv=memory_kv, cache=cache)[:, -1]  # (B, V)
+    return model.decode(tokens[:, len(cache[0]) :], memory, src, memory_kv=memory_kv, cache=cache)[:, -1]  # (B, V)
 
 
 def _never_bos_or_pad(logp: torch.Tensor, bos: int, pad: int) -> torch.Tensor:
@@ -335,8 +344,9 @@ def _never_bos_or_pad(logp: torch.Tensor, bos: int, pad: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = None, *,
-                  use_cache: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def greedy_decode(
+    model: nn.Module, src: torch.Tensor, max_len: int | None = None, *, use_cache: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy decoding of a batch of sources.
 
     Returns ``(tokens, log_prob)``: tokens ``(B, 1 + L)`` start with <bos>, hold each sentence's
@@ -369,8 +379,15 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int | None = Non
 
 
 @torch.no_grad()
-def beam_search(model: nn.Module, src: torch.Tensor, beam_size: int = 4, max_len: int | None = None, *,
-                length_penalty: float = 0.0, use_cache: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def beam_search(
+    model: nn.Module,
+    src: torch.Tensor,
+    beam_size: int = 4,
+    max_len: int | None = None,
+    *,
+    length_penalty: float = 0.0,
+    use_cache: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Beam search over a batch of sources; returns the best hypothesis of each, like `greedy_decode`.
 
     Every step extends each of the ``beam_size`` hypotheses of a source by every token and keeps the

@@ -27,6 +27,7 @@ use the opposite, True = blocked).
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import torch
@@ -37,8 +38,18 @@ from course_lib._validate import check_int
 from course_lib.attention import MultiHeadAttention
 from course_lib.positional import rotate_half_permutation
 
-__all__ = ["LayerNorm", "RMSNorm", "FeedForward", "SwiGLU", "EncoderBlock", "DecoderBlock", "ModernBlock",
-           "swiglu_hidden", "copy_torch_weights", "copy_llama_weights"]
+__all__ = [
+    "LayerNorm",
+    "RMSNorm",
+    "FeedForward",
+    "SwiGLU",
+    "EncoderBlock",
+    "DecoderBlock",
+    "ModernBlock",
+    "swiglu_hidden",
+    "copy_torch_weights",
+    "copy_llama_weights",
+]
 
 
 def _check_last_dim(name: str, x, d: int) -> None:
@@ -306,8 +317,9 @@ class DecoderBlock(_Block):
             x = self.norm3(x + self._ff_block(x))  # (B, T, C)
         return x
 
-    def _mha_block(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None,
-                   memory_kv) -> torch.Tensor:
+    def _mha_block(
+        self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None, memory_kv
+    ) -> torch.Tensor:
         # the target asks, the memory answers: (B, T, C) queries against (B, S, C) keys and values
         return self.dropout2(self.cross_attn(x, memory, memory_mask, context_kv=memory_kv))  # (B, T, C)
 
@@ -330,14 +342,23 @@ class ModernBlock(nn.Module):
     ``(B, T, d_model)``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, d_ff: int | None = None, *,
-                 rope_base: float = 10000.0, norm_eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int | None = None,
+        d_ff: int | None = None,
+        *,
+        rope_base: float = 10000.0,
+        norm_eps: float = 1e-5,
+    ):
         super().__init__()
         self.d_model = d_model  # width of the residual stream, C
         d_ff = swiglu_hidden(d_model) if d_ff is None else d_ff
         self.norm1 = RMSNorm(d_model, eps=norm_eps, fused=True)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, bias=False, keep_weights=False, n_kv_heads=n_kv_heads,
-                                            rope_base=rope_base)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, bias=False, keep_weights=False, n_kv_heads=n_kv_heads, rope_base=rope_base
+        )
         self.norm2 = RMSNorm(d_model, eps=norm_eps, fused=True)
         self.ff = SwiGLU(d_model, d_ff)
 
@@ -385,11 +406,14 @@ def copy_torch_weights(block: EncoderBlock | DecoderBlock, layer: nn.Module) -> 
     """
     kinds = {nn.TransformerEncoderLayer: EncoderBlock, nn.TransformerDecoderLayer: DecoderBlock}
     if type(layer) not in kinds:
-        raise TypeError(f"expected nn.TransformerEncoderLayer or nn.TransformerDecoderLayer, "
-                        f"got {type(layer).__name__}")
+        raise TypeError(
+            f"expected nn.TransformerEncoderLayer or nn.TransformerDecoderLayer, got {type(layer).__name__}"
+        )
     if not isinstance(block, kinds[type(layer)]):
-        raise TypeError(f"the weights of nn.{type(layer).__name__} go into layers.{kinds[type(layer)].__name__}, "
-                        f"not into {type(block).__name__}")
+        raise TypeError(
+            f"the weights of nn.{type(layer).__name__} go into layers.{kinds[type(layer)].__name__}, "
+            f"not into {type(block).__name__}"
+        )
     decoder = isinstance(block, DecoderBlock)
     _copy_attention(block.self_attn, layer.self_attn)
     if decoder:

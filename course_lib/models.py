@@ -17,6 +17,7 @@ vocabulary size.
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,9 @@ def _expect_config(model: nn.Module, config, kind: type):
     """`config` if it is a `kind`, else a TypeError that shows how a model is built."""
     if not isinstance(config, kind):
         name = type(model).__name__
-        raise TypeError(f"{name} expects a {kind.__name__}, got {type(config).__name__}: build it as "
-                        f"{name}({kind.__name__}(...))")
+        raise TypeError(
+            f"{name} expects a {kind.__name__}, got {type(config).__name__}: build it as {name}({kind.__name__}(...))"
+        )
     return config
 
 
@@ -97,14 +99,22 @@ class Seq2SeqConfig:
     keep_weights: bool = False  # keep every attention layer's weights for plots (False: torch's fused kernel)
 
     def __post_init__(self):
-        sizes = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers",
-                 "max_len") + (("d_ff",) if self.d_ff is not None else ())
+        sizes = (
+            "src_vocab_size",
+            "tgt_vocab_size",
+            "d_model",
+            "n_heads",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "max_len",
+        ) + (("d_ff",) if self.d_ff is not None else ())
         _check_config(self, sizes, width="d_model", heads="n_heads", switches=("tie_weights", "keep_weights"))
         for name in ("pad_id", "bos_id", "eos_id"):
             value = getattr(self, name)
             if not is_int(value) or not 0 <= value < self.tgt_vocab_size:
-                raise ValueError(f"Seq2SeqConfig.{name} must be a target id in [0, {self.tgt_vocab_size}), "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"Seq2SeqConfig.{name} must be a target id in [0, {self.tgt_vocab_size}), got {value!r}"
+                )
 
 
 def _check_ids(name: str, ids, vocab_size: int, max_len: int, past: int = 0) -> None:
@@ -115,12 +125,15 @@ def _check_ids(name: str, ids, vocab_size: int, max_len: int, past: int = 0) -> 
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     if past + ids.shape[1] > max_len:
         after = f" after {past} cached ones" if past else ""
-        raise ValueError(f"{name} has {ids.shape[1]} positions{after}, more than max_len={max_len}: the sinusoid "
-                         f"table has max_len rows (a larger max_len builds a longer one, but a model trained on "
-                         f"shorter sentences has never used those positions)")
+        raise ValueError(
+            f"{name} has {ids.shape[1]} positions{after}, more than max_len={max_len}: the sinusoid "
+            f"table has max_len rows (a larger max_len builds a longer one, but a model trained on "
+            f"shorter sentences has never used those positions)"
+        )
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{name} ids must be in [0, {vocab_size}), got values from {int(ids.min())} to "
-                         f"{int(ids.max())}")
+        raise ValueError(
+            f"{name} ids must be in [0, {vocab_size}), got values from {int(ids.min())} to {int(ids.max())}"
+        )
 
 
 class TransformerEncoder(nn.Module):
@@ -133,12 +146,23 @@ class TransformerEncoder(nn.Module):
     ``norm_first``, ``activation`` and ``keep_weights`` are every block's (see `layers.EncoderBlock`).
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
-                 norm_first: bool = True, activation: str = "relu", keep_weights: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_layers: int,
+        d_ff: int | None = None,
+        dropout: float = 0.0,
+        *,
+        norm_first: bool = True,
+        activation: str = "relu",
+        keep_weights: bool = True,
+    ):
         super().__init__()
         self.layers = nn.ModuleList(
-            layers.EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation,
-                               keep_weights=keep_weights)
+            layers.EncoderBlock(
+                d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation, keep_weights=keep_weights
+            )
             for _ in range(n_layers)
         )
         self.norm = layers.LayerNorm(d_model)
@@ -162,23 +186,42 @@ class TransformerDecoder(nn.Module):
     Returns ``(B, T, C)``. ``norm_first``, ``activation`` and ``keep_weights`` are every block's.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_layers: int, d_ff: int | None = None, dropout: float = 0.0, *,
-                 norm_first: bool = True, activation: str = "relu", keep_weights: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_layers: int,
+        d_ff: int | None = None,
+        dropout: float = 0.0,
+        *,
+        norm_first: bool = True,
+        activation: str = "relu",
+        keep_weights: bool = True,
+    ):
         super().__init__()
         self.layers = nn.ModuleList(
-            layers.DecoderBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation,
-                               keep_weights=keep_weights)
+            layers.DecoderBlock(
+                d_model, n_heads, d_ff, dropout, norm_first=norm_first, activation=activation, keep_weights=keep_weights
+            )
             for _ in range(n_layers)
         )
         self.norm = layers.LayerNorm(d_model)
 
-    def forward(self, y: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, *, memory_kv: list | None = None,
-                cache: list | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        y: torch.Tensor,
+        memory: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        *,
+        memory_kv: list | None = None,
+        cache: list | None = None,
+    ) -> torch.Tensor:
         for name, per_layer in (("memory_kv", memory_kv), ("cache", cache)):
             if per_layer is not None and len(per_layer) != len(self.layers):
-                raise ValueError(f"{name} must hold one entry per decoder layer ({len(self.layers)}), "
-                                 f"got {len(per_layer)}")
+                raise ValueError(
+                    f"{name} must hold one entry per decoder layer ({len(self.layers)}), got {len(per_layer)}"
+                )
         for i, block in enumerate(self.layers):
             kv = None if memory_kv is None else memory_kv[i]  # this layer's cross-attention keys and values
             layer_cache = None if cache is None else cache[i]  # this layer's own past keys and values
@@ -213,8 +256,13 @@ class Seq2SeqTransformer(nn.Module):
         self.tgt_emb = nn.Embedding(config.tgt_vocab_size, C)  # (V_tgt, C)
         self.register_buffer("positions", positional.sinusoidal_encoding(config.max_len, C), persistent=False)
         self.drop = nn.Dropout(config.dropout)
-        blocks = dict(d_ff=config.d_ff, dropout=config.dropout, norm_first=config.norm_first,
-                      activation=config.activation, keep_weights=config.keep_weights)
+        blocks = dict(
+            d_ff=config.d_ff,
+            dropout=config.dropout,
+            norm_first=config.norm_first,
+            activation=config.activation,
+            keep_weights=config.keep_weights,
+        )
         self.encoder = TransformerEncoder(C, config.n_heads, config.n_encoder_layers, **blocks)
         self.decoder = TransformerDecoder(C, config.n_heads, config.n_decoder_layers, **blocks)
         self.lm_head = nn.Linear(C, config.tgt_vocab_size)  # the de-embedding, C -> V_tgt
@@ -263,8 +311,15 @@ class Seq2SeqTransformer(nn.Module):
         """An empty key/value cache for the decoder's self-attention: one `attention.KVCache` per layer."""
         return [attention.KVCache() for _ in self.decoder.layers]
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor, *,
-               memory_kv: list | None = None, cache: list | None = None) -> torch.Tensor:
+    def decode(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        src: torch.Tensor,
+        *,
+        memory_kv: list | None = None,
+        cache: list | None = None,
+    ) -> torch.Tensor:
         """Logits ``(B, T, V_tgt)`` for the target prefix ``tgt_in`` given the encoded source.
 
         For decoding token by token (the same logits, less work): ``memory_kv``, the result of
@@ -283,19 +338,32 @@ class Seq2SeqTransformer(nn.Module):
             mask = self.target_mask(tgt_in)  # (B, 1, T, T)
         else:
             B, T = tgt_in.shape
-            keys = torch.cat([torch.ones(B, past, dtype=torch.bool, device=tgt_in.device),
-                              tgt_in != self.config.pad_id], dim=1)  # (B, past + T): cached keys are real
+            keys = torch.cat(
+                [torch.ones(B, past, dtype=torch.bool, device=tgt_in.device), tgt_in != self.config.pad_id], dim=1
+            )  # (B, past + T): cached keys are real
             causal = attention.causal_mask(T, past=past, device=tgt_in.device)  # (T, past + T)
             mask = keys[:, None, None, :] & causal  # (B, 1, T, past + T)
-        y = self.decoder(self._embed(tgt_in, self.tgt_emb, past), memory, mask, self.source_mask(src),
-                         memory_kv=memory_kv, cache=cache)  # (B, T, C)
+        y = self.decoder(
+            self._embed(tgt_in, self.tgt_emb, past),
+            memory,
+            mask,
+            self.source_mask(src),
+            memory_kv=memory_kv,
+            cache=cache,
+        )  # (B, T, C)
         return self.lm_head(y)  # (B, T, V_tgt)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        if (isinstance(src, torch.Tensor) and isinstance(tgt_in, torch.Tensor) and src.ndim == 2 and tgt_in.ndim == 2
-                and src.shape[0] != tgt_in.shape[0]):
-            raise ValueError(f"src and tgt_in must have the same batch size, got {tuple(src.shape)} and "
-                             f"{tuple(tgt_in.shape)}")
+        if (
+            isinstance(src, torch.Tensor)
+            and isinstance(tgt_in, torch.Tensor)
+            and src.ndim == 2
+            and tgt_in.ndim == 2
+            and src.shape[0] != tgt_in.shape[0]
+        ):
+            raise ValueError(
+                f"src and tgt_in must have the same batch size, got {tuple(src.shape)} and {tuple(tgt_in.shape)}"
+            )
         return self.decode(tgt_in, self.encode(src), src)  # (B, T, V_tgt)
 
     def cross_attention_weights(self) -> list[torch.Tensor]:
@@ -303,8 +371,10 @@ class Seq2SeqTransformer(nn.Module):
         (for a model built with ``keep_weights=True`` in its config)."""
         weights = [block.cross_attn.last_weights for block in self.decoder.layers]
         if any(w is None for w in weights):
-            raise RuntimeError("no attention weights were kept: build the model with Seq2SeqConfig(..., "
-                               "keep_weights=True) (and load the trained weights into it) to keep them")
+            raise RuntimeError(
+                "no attention weights were kept: build the model with Seq2SeqConfig(..., "
+                "keep_weights=True) (and load the trained weights into it) to keep them"
+            )
         return weights
 
     def num_parameters(self) -> int:
@@ -364,8 +434,13 @@ class GPTConfig:
     #                             torch's fused kernel, which computes the same numbers faster and keeps none
 
     def __post_init__(self):
-        _check_config(self, ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"), width="n_embd",
-                      heads="n_head", switches=("bias", "tie_weights", "keep_weights"))
+        _check_config(
+            self,
+            ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"),
+            width="n_embd",
+            heads="n_head",
+            switches=("bias", "tie_weights", "keep_weights"),
+        )
 
 
 class GPT(nn.Module):
@@ -398,8 +473,17 @@ class GPT(nn.Module):
         self.pos_emb = nn.Embedding(config.block_size, C)  # position -> vector, (block_size, C): learned, absolute
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(
-            layers.EncoderBlock(C, config.n_head, 4 * C, config.dropout, norm_first=True, activation="gelu",
-                                bias=config.bias, keep_weights=config.keep_weights, fused_norm=True)
+            layers.EncoderBlock(
+                C,
+                config.n_head,
+                4 * C,
+                config.dropout,
+                norm_first=True,
+                activation="gelu",
+                bias=config.bias,
+                keep_weights=config.keep_weights,
+                fused_norm=True,
+            )
             for _ in range(config.n_layer)
         )
         # pre-norm blocks leave the stream unnormalised: do it once at the end
@@ -471,10 +555,14 @@ class GPT(nn.Module):
         if kv_cache is None:
             return 0
         if not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != len(self.blocks):
-            got = (f"a {type(kv_cache).__name__} of length {len(kv_cache)}" if isinstance(kv_cache, (list, tuple))
-                   else type(kv_cache).__name__)
-            raise ValueError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from "
-                             f"new_kv_cache()), got {got}")
+            got = (
+                f"a {type(kv_cache).__name__} of length {len(kv_cache)}"
+                if isinstance(kv_cache, (list, tuple))
+                else type(kv_cache).__name__
+            )
+            raise ValueError(
+                f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from new_kv_cache()), got {got}"
+            )
         return len(kv_cache[0])
 
     def _check_idx(self, idx, past: int) -> None:
@@ -507,8 +595,10 @@ class GPT(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        return (f"n_layer={c.n_layer}, n_head={c.n_head}, n_embd={c.n_embd}, block_size={c.block_size}, "
-                f"vocab_size={c.vocab_size}")
+        return (
+            f"n_layer={c.n_layer}, n_head={c.n_head}, n_embd={c.n_embd}, block_size={c.block_size}, "
+            f"vocab_size={c.vocab_size}"
+        )
 
 
 def gpt_parameter_count(config: GPTConfig) -> dict[str, int]:
@@ -560,8 +650,16 @@ class BuiltinGPT(nn.Module):
         self.tok = nn.Embedding(c.vocab_size, c.n_embd)
         self.pos = nn.Embedding(c.block_size, c.n_embd)
         self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(c.n_embd, c.n_head, 4 * c.n_embd, dropout=0.0, activation="gelu",
-                                       batch_first=True, norm_first=True, bias=c.bias)
+            nn.TransformerEncoderLayer(
+                c.n_embd,
+                c.n_head,
+                4 * c.n_embd,
+                dropout=0.0,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+                bias=c.bias,
+            )
             for _ in range(c.n_layer)
         )
         self.ln = nn.LayerNorm(c.n_embd, bias=c.bias)
@@ -635,11 +733,15 @@ class ModernGPTConfig:
         sizes += ("window",) if self.window is not None else ()
         _check_config(self, sizes, width="n_embd", heads="n_head", switches=("tie_weights",))
         if self.n_head % self.n_kv_head != 0:
-            raise ValueError(f"ModernGPTConfig.n_head must be a multiple of n_kv_head (query heads share key/value "
-                             f"heads in equal groups), got n_head={self.n_head} and n_kv_head={self.n_kv_head}")
+            raise ValueError(
+                f"ModernGPTConfig.n_head must be a multiple of n_kv_head (query heads share key/value "
+                f"heads in equal groups), got n_head={self.n_head} and n_kv_head={self.n_kv_head}"
+            )
         if (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"ModernGPTConfig: rotary positions turn pairs of features, so n_embd // n_head must be "
-                             f"even, got {self.n_embd} // {self.n_head} = {self.n_embd // self.n_head}")
+            raise ValueError(
+                f"ModernGPTConfig: rotary positions turn pairs of features, so n_embd // n_head must be "
+                f"even, got {self.n_embd} // {self.n_head} = {self.n_embd // self.n_head}"
+            )
         if not is_number(self.rope_base) or not self.rope_base > 1:
             raise ValueError(f"ModernGPTConfig.rope_base must be a number > 1, got {self.rope_base!r}")
 
@@ -670,8 +772,9 @@ class ModernGPT(nn.Module):
         C = config.n_embd
         self.tok_emb = nn.Embedding(config.vocab_size, C)  # (V, C): the only embedding
         self.blocks = nn.ModuleList(
-            layers.ModernBlock(C, config.n_head, config.n_kv_head, config.d_ff, rope_base=config.rope_base,
-                               norm_eps=config.norm_eps)
+            layers.ModernBlock(
+                C, config.n_head, config.n_kv_head, config.d_ff, rope_base=config.rope_base, norm_eps=config.norm_eps
+            )
             for _ in range(config.n_layer)
         )
         self.ln_f = layers.RMSNorm(C, eps=config.norm_eps, fused=True)
@@ -718,18 +821,28 @@ class ModernGPT(nn.Module):
     def _check_forward(self, idx, targets, kv_cache) -> int:
         """Check forward's arguments (as `GPT` does, without a length limit); return the cached keys."""
         if kv_cache is not None and (not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != len(self.blocks)):
-            raise ValueError(f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from "
-                             f"new_kv_cache()), got {type(kv_cache).__name__}")
+            raise ValueError(
+                f"kv_cache must be a list of {len(self.blocks)} KVCache (one per block, from "
+                f"new_kv_cache()), got {type(kv_cache).__name__}"
+            )
         cached = 0 if kv_cache is None else len(kv_cache[0])
-        if (not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point or idx.dtype.is_complex
-                or idx.dtype == torch.bool or idx.ndim != 2 or idx.shape[1] == 0):
-            got = (f"dtype {idx.dtype}, shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor)
-                   else type(idx).__name__)
+        if (
+            not isinstance(idx, torch.Tensor)
+            or idx.dtype.is_floating_point
+            or idx.dtype.is_complex
+            or idx.dtype == torch.bool
+            or idx.ndim != 2
+            or idx.shape[1] == 0
+        ):
+            got = (
+                f"dtype {idx.dtype}, shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx).__name__
+            )
             raise ValueError(f"idx must be a (B, T) tensor of integer token ids with T >= 1, got {got}")
         V = self.config.vocab_size
         if idx.device.type != "meta" and (int(idx.min()) < 0 or int(idx.max()) >= V):
-            raise ValueError(f"token ids must be in 0..{V - 1} (vocab_size={V}), got ids from {int(idx.min())} "
-                             f"to {int(idx.max())}")
+            raise ValueError(
+                f"token ids must be in 0..{V - 1} (vocab_size={V}), got ids from {int(idx.min())} to {int(idx.max())}"
+            )
         if targets is not None and (not isinstance(targets, torch.Tensor) or targets.shape != idx.shape):
             got = f"shape {tuple(targets.shape)}" if isinstance(targets, torch.Tensor) else type(targets).__name__
             raise ValueError(f"targets must be a tensor of token ids shaped like idx, {tuple(idx.shape)}, got {got}")
@@ -741,8 +854,10 @@ class ModernGPT(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        return (f"n_layer={c.n_layer}, n_head={c.n_head}, n_kv_head={c.n_kv_head}, n_embd={c.n_embd}, "
-                f"block_size={c.block_size}, window={c.window}, vocab_size={c.vocab_size}")
+        return (
+            f"n_layer={c.n_layer}, n_head={c.n_head}, n_kv_head={c.n_kv_head}, n_embd={c.n_embd}, "
+            f"block_size={c.block_size}, window={c.window}, vocab_size={c.vocab_size}"
+        )
 
 
 @torch.no_grad()

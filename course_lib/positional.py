@@ -21,6 +21,7 @@ column ``2i + 1`` the cosine of ``pos * omega_i``. RoPE rotates *consecutive* pa
 ``torch.view_as_complex``); some libraries pair dimension ``i`` with ``i + d/2`` instead ("rotate
 half"), which is the same method with the feature dimensions permuted.
 """
+
 from __future__ import annotations
 
 import math
@@ -104,7 +105,9 @@ def rotation_2d(angle: float | torch.Tensor, dtype: torch.dtype = torch.float64)
     return torch.stack([torch.stack([c, -s], dim=-1), torch.stack([s, c], dim=-1)], dim=-2)  # (..., 2, 2)
 
 
-def rotation_for_offset(k: int | float, d_model: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def rotation_for_offset(
+    k: int | float, d_model: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """The (d_model, d_model) matrix M_k with ``PE[pos + k] = PE[pos] @ M_k`` for every pos (rows as vectors).
 
     M_k is block-diagonal: block i is rotation_2d(k·omega_i) acting on the pair (sin, cos) of
@@ -148,7 +151,9 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, positions: torch.Tensor) -> torch.Tensor:
         if not isinstance(positions, torch.Tensor):
-            raise TypeError(f"positions must be an integer tensor (e.g. torch.arange(T)), got {type(positions).__name__}")
+            raise TypeError(
+                f"positions must be an integer tensor (e.g. torch.arange(T)), got {type(positions).__name__}"
+            )
         if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"positions must be an integer tensor (e.g. torch.arange(T)), got dtype {positions.dtype}")
         if positions.numel():
@@ -203,8 +208,10 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     Differentiable; the result has x's dtype and device.
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor shaped (..., T, d), got {type(x).__name__}"
-                        + (f" of dtype {x.dtype}" if isinstance(x, torch.Tensor) else ""))
+        raise TypeError(
+            f"x must be a floating-point tensor shaped (..., T, d), got {type(x).__name__}"
+            + (f" of dtype {x.dtype}" if isinstance(x, torch.Tensor) else "")
+        )
     if x.dim() < 2:
         raise ValueError(f"x must be shaped (..., T, d), got shape {tuple(x.shape)}")
     T, d = x.shape[-2], x.shape[-1]
@@ -214,7 +221,9 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
         positions = torch.arange(T, device=x.device)
     positions = torch.as_tensor(positions, device=x.device)
     if positions.shape[-1:] != (T,):
-        raise ValueError(f"positions must have T = {T} entries in its last dimension, got shape {tuple(positions.shape)}")
+        raise ValueError(
+            f"positions must have T = {T} entries in its last dimension, got shape {tuple(positions.shape)}"
+        )
     if x.dim() == 4 and positions.shape == (x.shape[0], T):
         positions = positions[:, None, :]  # (B, T) for x (B, n_heads, T, d): the same positions for every head
     try:

@@ -25,6 +25,7 @@ library's pieces; the last one is `ModernGPT` (lesson 12 checks that they comput
 
 Importing this module runs nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,8 +84,9 @@ class VariantBlock(nn.Module):
     def __init__(self, C: int, n_head: int, v: Variant):
         super().__init__()
         self.norm1, self.norm2 = (_norm(C, v) for _ in range(2))
-        self.self_attn = MultiHeadAttention(C, n_head, bias=v.bias, keep_weights=False, n_kv_heads=v.n_kv_head,
-                                            rope_base=10000.0 if v.rotary else None)
+        self.self_attn = MultiHeadAttention(
+            C, n_head, bias=v.bias, keep_weights=False, n_kv_heads=v.n_kv_head, rope_base=10000.0 if v.rotary else None
+        )
         self.ff = SwiGLU(C, swiglu_hidden(C)) if v.swiglu else FeedForward(C, 4 * C, activation="gelu", bias=v.bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -150,8 +152,16 @@ TABLE = [  # (name, variant): each row adds one change to the row above; then fe
 
 def variant_train_config(steps: int = VARIANT_STEPS, progress: bool = False) -> TrainConfig:
     """The table's optimiser: lesson 11's small-run settings (a higher learning rate for a short run)."""
-    return TrainConfig(max_iters=steps, lr=3e-3, min_lr=3e-4, warmup_iters=30, eval_interval=steps, eval_iters=40,
-                       seed=VARIANT_SEED, progress=progress)
+    return TrainConfig(
+        max_iters=steps,
+        lr=3e-3,
+        min_lr=3e-4,
+        warmup_iters=30,
+        eval_interval=steps,
+        eval_iters=40,
+        seed=VARIANT_SEED,
+        progress=progress,
+    )
 
 
 def train_variants(steps: int = VARIANT_STEPS, progress: bool = False) -> list[dict]:
@@ -168,11 +178,16 @@ def train_variants(steps: int = VARIANT_STEPS, progress: bool = False) -> list[d
         start = time.process_time()
         history = train(model, get_batch, config)
         cpu = time.process_time() - start
-        row = dict(name=name, variant=asdict(v), parameters=sum(p.numel() for p in model.parameters()),
-                   val_loss=round(history.val_loss[-1], 4), cpu_ms_per_step=round(1000 * cpu / steps, 1))
+        row = dict(
+            name=name,
+            variant=asdict(v),
+            parameters=sum(p.numel() for p in model.parameters()),
+            val_loss=round(history.val_loss[-1], 4),
+            cpu_ms_per_step=round(1000 * cpu / steps, 1),
+        )
         if v.rotary:  # twice the training length: the whole causal past, and a window of the training length
             for key, window in (("val_loss_2x", None), ("val_loss_2x_window", T)):
-                loss_fn = (lambda m, batch, w=window: m(batch[0], batch[1], window=w)[1])
+                loss_fn = lambda m, batch, w=window: m(batch[0], batch[1], window=w)[1]
                 row[key] = round(estimate_loss(model, long_batch, config, splits=("val",), loss_fn=loss_fn)["val"], 4)
         rows.append(row)
         print(row, flush=True)
@@ -184,14 +199,16 @@ def recipe_model_config(vocab_size: int = 65) -> ModernGPTConfig:
     return ModernGPTConfig(vocab_size=vocab_size, block_size=64, n_layer=4, n_head=4, n_kv_head=2, n_embd=128)
 
 
-def load_checkpoint(path: str | os.PathLike = CHECKPOINT,
-                    map_location: str | torch.device = "cpu") -> tuple[ModernGPT, Vocabulary, dict]:
+def load_checkpoint(
+    path: str | os.PathLike = CHECKPOINT, map_location: str | torch.device = "cpu"
+) -> tuple[ModernGPT, Vocabulary, dict]:
     """The model (in eval mode, on ``map_location``), its character vocabulary and the checkpoint's
     other entries (config, losses, the training settings)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}; make one with "
-                                f"`python -m course_lib.train_modern_gpt --out {path}`")
+        raise FileNotFoundError(
+            f"no checkpoint at {path}; make one with `python -m course_lib.train_modern_gpt --out {path}`"
+        )
     checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     model = ModernGPT(ModernGPTConfig(**checkpoint["config"]))
     model.load_state_dict(checkpoint["state_dict"])
@@ -202,8 +219,7 @@ def load_checkpoint(path: str | os.PathLike = CHECKPOINT,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_lib.train_modern_gpt",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_lib.train_modern_gpt", description=__doc__.split("\n\n")[0])
     parser.add_argument("--iters", type=int, default=2000, help="training iterations (the recipe: 2000)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out", type=Path, default=CHECKPOINT, help=f"where to save it (default {CHECKPOINT})")
@@ -213,8 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.variants:
         rows = train_variants(progress=not args.no_progress)
-        setup = dict(shape=VARIANT_SHAPE, steps=VARIANT_STEPS, batch_size=VARIANT_BATCH, seed=VARIANT_SEED,
-                     eval_iters=variant_train_config().eval_iters, torch_version=str(torch.__version__))
+        setup = dict(
+            shape=VARIANT_SHAPE,
+            steps=VARIANT_STEPS,
+            batch_size=VARIANT_BATCH,
+            seed=VARIANT_SEED,
+            eval_iters=variant_train_config().eval_iters,
+            torch_version=str(torch.__version__),
+        )
         VARIANTS.write_text(json.dumps(dict(setup=setup, rows=rows), indent=1) + "\n")
         print(f"saved {VARIANTS}")
         return 0

@@ -1,5 +1,6 @@
 """The lesson 12 exercise checks: the references agree with course_lib, right answers written in other
 ways pass, each typical wrong answer is named in the hint, and hand-worked answers are never shown."""
+
 from __future__ import annotations
 
 import math
@@ -44,15 +45,18 @@ def test_kv_cache_right_answers_pass_in_any_form():
     lesson12.check_kv_cache(57344.0, 1.75)
 
 
-@pytest.mark.parametrize("per_token, gib, match", [
-    (2 * 28 * 28 * 128 * 2, 1.75, "used the 28 query heads"),
-    (28 * 4 * 128 * 2, 1.75, "left out the 2 for a key AND a value"),
-    (2 * 28 * 4 * 128 * 4, 1.75, "counted 4 bytes per value"),
-    (2 * 28 * 4 * 128, 1.75, "off by a factor 2, too small"),
-    (57344, 57344 * 32768 / 1e9, "divided by 10^9"),
-    (57344, 57344 * 32768 / 2**20, "gave MiB"),
-    (57344, 57344 * 32000 / 2**30, "used 32,000 tokens"),
-])
+@pytest.mark.parametrize(
+    "per_token, gib, match",
+    [
+        (2 * 28 * 28 * 128 * 2, 1.75, "used the 28 query heads"),
+        (28 * 4 * 128 * 2, 1.75, "left out the 2 for a key AND a value"),
+        (2 * 28 * 4 * 128 * 4, 1.75, "counted 4 bytes per value"),
+        (2 * 28 * 4 * 128, 1.75, "off by a factor 2, too small"),
+        (57344, 57344 * 32768 / 1e9, "divided by 10^9"),
+        (57344, 57344 * 32768 / 2**20, "gave MiB"),
+        (57344, 57344 * 32000 / 2**30, "used 32,000 tokens"),
+    ],
+)
 def test_kv_cache_mistakes_are_named(per_token, gib, match):
     text = fails_with(lesson12.check_kv_cache, per_token, gib, match=match)
     assert "57344" not in text.replace(str(per_token), "") and "1.75" not in text.replace(f"{gib}", "")
@@ -83,13 +87,16 @@ def test_online_step_right_answers_pass():
     lesson12.check_online_step(3.0, torch.tensor(L_NEW), torch.tensor([a / L_NEW for a in ACC]))
 
 
-@pytest.mark.parametrize("m, l, out, match", [
-    (2.0, L_NEW, [a / L_NEW for a in ACC], "kept the old maximum"),
-    (3.0, 1.5 + 1 + math.exp(-2), [a / L_NEW for a in ACC], "did not rescale the old sum"),
-    (3.0, 1.5 * math.e + 1 + math.exp(-2), [a / L_NEW for a in ACC], "rescaled by exp(m_new - m_old)"),
-    (3.0, L_NEW, [(0.6 + 1) / L_NEW, (-0.3 + 2 * math.exp(-2)) / L_NEW], "did not rescale the old weighted sum"),
-    (3.0, L_NEW, ACC, "without dividing by l"),
-])
+@pytest.mark.parametrize(
+    "m, l, out, match",
+    [
+        (2.0, L_NEW, [a / L_NEW for a in ACC], "kept the old maximum"),
+        (3.0, 1.5 + 1 + math.exp(-2), [a / L_NEW for a in ACC], "did not rescale the old sum"),
+        (3.0, 1.5 * math.e + 1 + math.exp(-2), [a / L_NEW for a in ACC], "rescaled by exp(m_new - m_old)"),
+        (3.0, L_NEW, [(0.6 + 1) / L_NEW, (-0.3 + 2 * math.exp(-2)) / L_NEW], "did not rescale the old weighted sum"),
+        (3.0, L_NEW, ACC, "without dividing by l"),
+    ],
+)
 def test_online_step_mistakes_are_named(m, l, out, match):  # noqa: E741
     text = fails_with(lesson12.check_online_step, m, l, out, match=match)
     assert "1.687" not in text and "0.724" not in text
@@ -106,8 +113,9 @@ def test_expand_kv_right_ways_pass():
 
 def test_expand_kv_mistakes_are_named():
     fails_with(lesson12.check_expand_kv, lambda k, n: k.repeat(1, n // k.shape[1], 1, 1), match="tiled the heads")
-    fails_with(lesson12.check_expand_kv, lambda k, n: k.repeat_interleave(n // k.shape[1], dim=2),
-               match="expected shape")
+    fails_with(
+        lesson12.check_expand_kv, lambda k, n: k.repeat_interleave(n // k.shape[1], dim=2), match="expected shape"
+    )
     with pytest.raises(checks.NotAttempted):
         lesson12.check_expand_kv(lambda k, n: (_ for _ in ()).throw(NotImplementedError()))
 
@@ -119,23 +127,29 @@ def _mask(rule):
     def fn(T, W):
         i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
         return rule(i, j, W)
+
     return fn
 
 
 def test_window_mask_right_ways_pass():
     lesson12.check_window_mask(_mask(lambda i, j, W: (j <= i) & (j > i - W)))
-    lesson12.check_window_mask(lambda T, W: torch.ones(T, T, dtype=torch.bool).tril() & ~torch.ones(
-        T, T, dtype=torch.bool).tril(-W), hidden=True)
+    lesson12.check_window_mask(
+        lambda T, W: torch.ones(T, T, dtype=torch.bool).tril() & ~torch.ones(T, T, dtype=torch.bool).tril(-W),
+        hidden=True,
+    )
 
 
-@pytest.mark.parametrize("rule, match", [
-    (lambda i, j, W: (j <= i) & (i - j <= W), "W positions BEFORE it"),
-    (lambda i, j, W: (j <= i) & (i - j < W - 1), "only W - 1 positions"),
-    (lambda i, j, W: (i - j).abs() < W, "forgot the causal part"),
-    (lambda i, j, W: (j >= i) & (j - i < W), "transposed the mask"),
-    (lambda i, j, W: j <= i, "kept only the causal mask"),
-    (lambda i, j, W: ((j <= i) & (i - j < W)).float(), "expected a boolean tensor"),
-])
+@pytest.mark.parametrize(
+    "rule, match",
+    [
+        (lambda i, j, W: (j <= i) & (i - j <= W), "W positions BEFORE it"),
+        (lambda i, j, W: (j <= i) & (i - j < W - 1), "only W - 1 positions"),
+        (lambda i, j, W: (i - j).abs() < W, "forgot the causal part"),
+        (lambda i, j, W: (j >= i) & (j - i < W), "transposed the mask"),
+        (lambda i, j, W: j <= i, "kept only the causal mask"),
+        (lambda i, j, W: ((j <= i) & (i - j < W)).float(), "expected a boolean tensor"),
+    ],
+)
 def test_window_mask_mistakes_are_named(rule, match):
     fails_with(lesson12.check_window_mask, _mask(rule), match=match)
 
@@ -148,7 +162,7 @@ def _rope_variant(rotate_v=False, merged=False, only="qk"):
 
     def fn(x, W_q, W_k, W_v, n_heads):
         T, d = x.shape
-        heads = (lambda t: t.view(T, n_heads, d // n_heads).transpose(0, 1))
+        heads = lambda t: t.view(T, n_heads, d // n_heads).transpose(0, 1)
         q, k, v = x @ W_q, x @ W_k, x @ W_v
         if merged:
             q, k = apply_rotary(q), apply_rotary(k)
@@ -159,8 +173,10 @@ def _rope_variant(rotate_v=False, merged=False, only="qk"):
         if rotate_v:
             v = apply_rotary(v) if not merged else heads(apply_rotary(x @ W_v))
         s = (q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)).masked_fill(
-            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")
+        )
         return (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(T, d)
+
     return fn
 
 

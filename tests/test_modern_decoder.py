@@ -12,6 +12,7 @@
 
 `transformers` is imported inside the two tests that need it (it takes seconds to import).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -127,7 +128,7 @@ def test_gqa_cache_stores_kv_heads_only_and_matches_no_cache():
     full = mha(x, mask=causal_mask(10))
     cache = KVCache()
     outs = [mha(x[:, :4], mask=causal_mask(4), cache=cache)]
-    outs += [mha(x[:, t:t + 1], cache=cache) for t in range(4, 10)]
+    outs += [mha(x[:, t : t + 1], cache=cache) for t in range(4, 10)]
     torch.testing.assert_close(torch.cat(outs, dim=1), full, **TOL)
     assert cache.k.shape == (2, 2, 10, 4) and cache.nbytes() == 2 * 2 * 2 * 10 * 4 * 8
 
@@ -206,11 +207,20 @@ def test_tiled_attention_empty_rows_are_zero_and_finite():
 def _llama_config(**kw):
     from transformers import LlamaConfig
 
-    cfg = LlamaConfig(vocab_size=kw.get("vocab_size", 23), hidden_size=32, intermediate_size=88,
-                      num_hidden_layers=kw.get("n_layer", 2), num_attention_heads=4, num_key_value_heads=2,
-                      rms_norm_eps=1e-5, max_position_embeddings=64, tie_word_embeddings=True,
-                      attention_bias=False, mlp_bias=False, rope_parameters={"rope_type": "default",
-                                                                              "rope_theta": 500.0})
+    cfg = LlamaConfig(
+        vocab_size=kw.get("vocab_size", 23),
+        hidden_size=32,
+        intermediate_size=88,
+        num_hidden_layers=kw.get("n_layer", 2),
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0},
+    )
     cfg._attn_implementation = "sdpa"
     return cfg
 
@@ -221,7 +231,7 @@ def test_rotate_half_permutation_links_the_two_rotary_layouts():
     inv = 1.0 / 500.0 ** (torch.arange(0, d, 2, dtype=DTYPE) / d)
     ang = torch.arange(T, dtype=DTYPE)[:, None] * inv
     cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
-    rotated_half = x * cos + torch.cat([-x[:, d // 2:], x[:, : d // 2]], -1) * sin  # Llama's rotate_half form
+    rotated_half = x * cos + torch.cat([-x[:, d // 2 :], x[:, : d // 2]], -1) * sin  # Llama's rotate_half form
     perm = rotate_half_permutation(d)
     torch.testing.assert_close(rotated_half[:, perm], apply_rotary(x[:, perm], base=500.0), **TOL)
 
@@ -263,8 +273,11 @@ def test_modern_gpt_matches_llama_for_causal_lm():
     with torch.no_grad():
         for p in llama.parameters():
             p.normal_(0.0, 0.3)
-    model = ModernGPT(ModernGPTConfig(vocab_size=23, block_size=64, n_layer=2, n_head=4, n_kv_head=2, n_embd=32,
-                                      d_ff=88, rope_base=500.0)).to(DTYPE)
+    model = ModernGPT(
+        ModernGPTConfig(
+            vocab_size=23, block_size=64, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, d_ff=88, rope_base=500.0
+        )
+    ).to(DTYPE)
     copy_from_llama(model, llama)
     idx = torch.randint(0, 23, (2, 13))
     logits, loss = model(idx, idx)
@@ -275,8 +288,9 @@ def test_modern_gpt_matches_llama_for_causal_lm():
     llama.zero_grad()
     F.cross_entropy(ref.logits.reshape(-1, 23), idx.reshape(-1)).backward()
     torch.testing.assert_close(model.tok_emb.weight.grad, llama.model.embed_tokens.weight.grad, **LLAMA_TOL)
-    torch.testing.assert_close(model.blocks[1].ff.w2.weight.grad, llama.model.layers[1].mlp.down_proj.weight.grad,
-                               **LLAMA_TOL)
+    torch.testing.assert_close(
+        model.blocks[1].ff.w2.weight.grad, llama.model.layers[1].mlp.down_proj.weight.grad, **LLAMA_TOL
+    )
     perm = rotate_half_permutation(8)
     want = llama.model.layers[0].self_attn.k_proj.weight.grad.view(2, 8, 32)[:, perm].reshape(16, 32)
     torch.testing.assert_close(model.blocks[0].self_attn.w_k.weight.grad, want, **LLAMA_TOL)
@@ -288,8 +302,9 @@ def test_modern_gpt_matches_llama_for_causal_lm():
 @pytest.mark.parametrize("window", [None, 6])
 def test_rolling_cache_generates_the_same_tokens_past_block_size(window):
     torch.manual_seed(7)
-    model = ModernGPT(ModernGPTConfig(vocab_size=20, block_size=12, n_layer=2, n_head=4, n_kv_head=1, n_embd=32,
-                                      window=window))
+    model = ModernGPT(
+        ModernGPTConfig(vocab_size=20, block_size=12, n_layer=2, n_head=4, n_kv_head=1, n_embd=32, window=window)
+    )
     idx = torch.randint(0, 20, (2, 5))
     g1, g2 = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
     a = generate(model, idx, 40, temperature=1.0, generator=g1)
