@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+import torch.nn as nn
 
 from course_lib.data import get_batch, tiny_shakespeare, train_val_split
 from course_lib.device import get_device, seed_everything
@@ -202,11 +203,19 @@ def load_checkpoint(
 ) -> tuple[GPT, Vocabulary, dict]:
     """The model (in eval mode, on ``map_location``), its character vocabulary and the checkpoint's
     other entries (config, losses, the training settings)."""
+    return load_model(path, map_location, lambda config: GPT(GPTConfig(**config)), "course_lib.train_gpt")
+
+
+def load_model(
+    path: str | os.PathLike, map_location: str | torch.device, build: Callable[[dict], nn.Module], script: str
+) -> tuple[nn.Module, Vocabulary, dict]:
+    """A checkpoint written by `save_checkpoint`: ``build(config)`` makes the model its weights go into;
+    ``script`` is the module that makes the checkpoint, named when the file is missing."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}; make one with `python -m course_lib.train_gpt --out {path}`")
+        raise FileNotFoundError(f"no checkpoint at {path}; make one with `python -m {script} --out {path}`")
     checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    model = GPT(GPTConfig(**checkpoint["config"]))
+    model = build(checkpoint["config"])
     model.load_state_dict(checkpoint["state_dict"])
     model.to(map_location).eval()
     vocab = Vocabulary(list(checkpoint["vocab"]), level="char", specials=())

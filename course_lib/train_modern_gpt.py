@@ -49,6 +49,7 @@ from course_lib.tokenizers import Vocabulary
 from course_lib.train_gpt import (
     BATCH_SIZE,
     SEED,
+    load_model,
     make_get_batch,
     recipe_train_config,
     save_checkpoint,
@@ -204,18 +205,11 @@ def load_checkpoint(
 ) -> tuple[ModernGPT, Vocabulary, dict]:
     """The model (in eval mode, on ``map_location``), its character vocabulary and the checkpoint's
     other entries (config, losses, the training settings)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no checkpoint at {path}; make one with `python -m course_lib.train_modern_gpt --out {path}`"
-        )
-    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    model = ModernGPT(ModernGPTConfig(**checkpoint["config"]))
-    model.load_state_dict(checkpoint["state_dict"])
-    model.to(map_location).eval()
-    vocab = Vocabulary(list(checkpoint["vocab"]), level="char", specials=())
-    info = {k: v for k, v in checkpoint.items() if k != "state_dict"}
-    return model, vocab, info
+    return load_model(path, map_location, _build, "course_lib.train_modern_gpt")
+
+
+def _build(config: dict) -> ModernGPT:
+    return ModernGPT(ModernGPTConfig(**config))
 
 
 def main(argv: list[str] | None = None) -> int:
