@@ -111,3 +111,21 @@ def test_a_module_without_one_seals_table_is_refused(tmp_path, capsys):
     assert "should hold one table `SEALS = Seals({...})`" in capsys.readouterr().out
     assert cli.main(["seal", "lesson98", "--checks", str(tmp_path)]) == 2
     assert "no checks module at" in capsys.readouterr().out
+
+
+def test_a_rewritten_file_keeps_its_mode_so_the_sandbox_can_still_read_it(tmp_path):
+    """`course seal` (and every rewrite of a notebook) goes through a temporary file, which is private
+    (0600); the sandbox's unprivileged user could then no longer import the checks module."""
+    from course_lib.runner.notebook import write_atomic
+
+    module = tmp_path / "lesson99.py"
+    module.write_text("SEALS = {}\n")
+    module.chmod(0o644)
+    write_atomic(module, "SEALS = {1: 2}\n")
+    assert module.stat().st_mode & 0o777 == 0o644, oct(module.stat().st_mode & 0o777)
+    assert module.read_text() == "SEALS = {1: 2}\n"
+    fresh = tmp_path / "new.py"
+    write_atomic(fresh, "x = 1\n")
+    assert fresh.stat().st_mode & 0o044 == 0o044, (
+        f"a new file should be readable by others: {oct(fresh.stat().st_mode)}"
+    )

@@ -75,13 +75,24 @@ def dumps_notebook(nb: dict) -> str:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename, so readers never see half a file."""
+    """Write `text` to `path` through a temporary file and a rename, so readers never see half a file.
+
+    The file keeps the mode of the one it replaces (a new one gets what `open` would give it): a
+    temporary file is private (0600), and a checks module or notebook rewritten that way could no
+    longer be read by the sandbox's unprivileged user."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
