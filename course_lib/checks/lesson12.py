@@ -14,110 +14,72 @@ import torch
 
 from course_lib.positional import apply_rotary
 
-from .core import CheckFailed, call, check_all, check_sealed, check_tensor, passed
+from .core import CheckFailed, Seals, call, check_all, check_tensor, passed
 
 # --- sealed answers ---------------------------------------------------------------------------------
 # Answers worked out by hand (exercises 1, 2 and 4) and the values of the mistakes their hints name,
-# kept as seals (see core.seal): name -> (decimals, seal of the answer, {mistake: seal of its value}).
-_SEALED = {
-    "kv_bytes_per_token": (
-        None,
-        "4d0acd30c3d198e4c485",
-        {
-            "used the 28 query heads: only the 4 key/value heads are cached (GQA)": "1fa49e5cd3cc845ecfd2",
-            "are off by a factor 2, too small: either you left out the 2 for a key AND a value, or you "
-            "counted values, not bytes (2 bytes per bf16 value)": "cb5852115ac1a0a63f94",
-            "counted 4 bytes per value: bf16 takes 2 bytes": "b01439aa0691266aab91",
-            "counted one layer: every one of the 28 layers keeps its own cache": "5e527a4ffbf21608e314",
-            (
-                "used the model width, 28 x 128 = 3,584, as the key width: a key/value head is 128 wide"
-            ): "08760d688b847f1bea77",
-        },
-    ),
-    "kv_cache_gib": (
-        2,
-        "5209aa7b8a53d8ea36ba",
-        {
-            "divided by 10^9 (GB): a GiB is 2^30 = 1,073,741,824 bytes": "7a2616f8277a4489736a",
-            "used the 28 query heads: only the 4 key/value heads are cached (GQA)": "dd6d4b6bbc2a44b78960",
-            "left out the factor 2: every layer caches a key AND a value": "4841f4208f8bc7961b90",
-            "counted 4 bytes per value: bf16 takes 2 bytes": "ed45da2cb715c4556691",
-            "gave MiB: divide by 2^30 for GiB, not 2^20": "41a5ee1d5f6ecec8443e",
-            "used 32,000 tokens: 32k here is 32,768 = 2^15": "d04e7f1d97e28effde10",
-        },
-    ),
-    "d_ff_equal": (
-        None,
-        "d671548ec8d7ed16c393",
-        {
-            "kept the GELU network's 4 x d_model (or counted two matrices for SwiGLU): w1, w3 and w2 "
-            "make three, so the hidden width shrinks": "d6b4efdc3d2d517ac606",
-            "gave the parameter count: the answer is the hidden width d_ff": "b4889358705a9607fa3d",
-            "divided 4 x d_model by 2 instead of 2 x 4 x d_model by 3": "19e1caf6a6b8a479e2fd",
-        },
-    ),
-    "d_ff_llama": (
-        None,
-        "005d621014cd7601ba97",
-        {
-            "rounded down: Llama rounds 8/3 x d_model UP to the next multiple of 256": "dedb8d9b022d36e32c37",
-            "did not round: Llama's width is a multiple of 256 (11,008 / 256 = 43)": "83aa8e2f3ded648587ee",
-            (
-                "rounded 8/3 x d_model to the nearest integer only: Llama rounds up to a multiple of 256"
-            ): "bfdbf67134c15237eaee",
-            "used 4 x d_model, the GELU network's width": "631613717fa3dd828221",
-        },
-    ),
-    "m_new": (
-        3,
-        "6dfaf8684b43bf4fc1a2",
-        {
-            (
-                "kept the old maximum: the new maximum is the larger of the old one and this block's largest score"
-            ): "669a98333a2eff78425c",
-            (
-                "took this block's smallest score: the running maximum is the largest score seen so far"
-            ): "709e61b91eb407e08f9e",
-            "added the maxima: the new maximum is max(m_old, max(s_new))": "bafcf7e787b14d2aec2b",
-        },
-    ),
-    "l_new": (
-        3,
-        "66e3fbd399939281da9a",
-        {
-            (
-                "did not rescale the old sum: multiply l_old by exp(m_old - m_new) before adding the new block's terms"
-            ): "b0b0aacaca050f7cf237",
-            "rescaled by exp(m_new - m_old): the old terms were exp(s - m_old) and must become exp(s - "
-            "m_new), so multiply by exp(m_old - m_new) (less than 1)": "12db1bb1d1e10c33b9f5",
-            (
-                "added exp(s) without subtracting the new maximum: the new terms are exp(s - m_new)"
-            ): "d97f9ff9634f689d1f91",
-        },
-    ),
-    "out_new": (
-        3,
-        "31def72d608a682a1f89",
-        {
-            (
-                "did not rescale the old weighted sum: acc_old must be multiplied by exp(m_old - m_new) too"
-            ): "08c108d89ef707920fcd",
-            (
-                "did not rescale the old sum l: both l_old and acc_old are multiplied by exp(m_old - m_new)"
-            ): "69362627542a5e4e12fb",
-            "gave the weighted sum acc without dividing by l: the output is acc / l": "712dd52c451a8484f23c",
-            "rescaled by exp(m_new - m_old): the correction factor is exp(m_old - m_new)": "68550c53c7e91f200c19",
-            (
-                "added exp(s) without subtracting the new maximum: the new terms are exp(s - m_new)"
-            ): "cd37016472054724c533",
-        },
-    ),
-}
-
-
-def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None) -> None:
-    decimals, answer, mistakes = _SEALED[name]
-    check_sealed(name, value, answer, decimals=decimals, mistakes=mistakes, hint=hint, kind=kind)
+# kept as seals (see core.Seals), written by `course seal lesson12` from solutions/seals/lesson12.py.
+# The table as `course seal` writes it (solutions/seals/): the formatter leaves it alone.
+# fmt: off
+SEALS = Seals({
+    "kv_bytes_per_token": (None, "4d0acd30c3d198e4c485", {
+        "used the 28 query heads: only the 4 key/value heads are cached (GQA)": "1fa49e5cd3cc845ecfd2",
+        "are off by a factor 2, too small: either you left out the 2 for a key AND a value, or you counted values, "
+        "not bytes (2 bytes per bf16 value)":
+            "cb5852115ac1a0a63f94",
+        "counted 4 bytes per value: bf16 takes 2 bytes": "b01439aa0691266aab91",
+        "counted one layer: every one of the 28 layers keeps its own cache": "5e527a4ffbf21608e314",
+        "used the model width, 28 x 128 = 3,584, as the key width: a key/value head is 128 wide":
+            "08760d688b847f1bea77",
+    }),
+    "kv_cache_gib": (2, "5209aa7b8a53d8ea36ba", {
+        "divided by 10^9 (GB): a GiB is 2^30 = 1,073,741,824 bytes": "7a2616f8277a4489736a",
+        "used the 28 query heads: only the 4 key/value heads are cached (GQA)": "dd6d4b6bbc2a44b78960",
+        "left out the factor 2: every layer caches a key AND a value": "4841f4208f8bc7961b90",
+        "counted 4 bytes per value: bf16 takes 2 bytes": "ed45da2cb715c4556691",
+        "gave MiB: divide by 2^30 for GiB, not 2^20": "41a5ee1d5f6ecec8443e",
+        "used 32,000 tokens: 32k here is 32,768 = 2^15": "d04e7f1d97e28effde10",
+    }),
+    "d_ff_equal": (None, "d671548ec8d7ed16c393", {
+        "kept the GELU network's 4 x d_model (or counted two matrices for SwiGLU): w1, w3 and w2 make three, so the "
+        "hidden width shrinks":
+            "d6b4efdc3d2d517ac606",
+        "gave the parameter count: the answer is the hidden width d_ff": "b4889358705a9607fa3d",
+        "divided 4 x d_model by 2 instead of 2 x 4 x d_model by 3": "19e1caf6a6b8a479e2fd",
+    }),
+    "d_ff_llama": (None, "005d621014cd7601ba97", {
+        "rounded down: Llama rounds 8/3 x d_model UP to the next multiple of 256": "dedb8d9b022d36e32c37",
+        "did not round: Llama's width is a multiple of 256 (11,008 / 256 = 43)": "83aa8e2f3ded648587ee",
+        "rounded 8/3 x d_model to the nearest integer only: Llama rounds up to a multiple of 256":
+            "bfdbf67134c15237eaee",
+        "used 4 x d_model, the GELU network's width": "631613717fa3dd828221",
+    }),
+    "m_new": (3, "6dfaf8684b43bf4fc1a2", {
+        "kept the old maximum: the new maximum is the larger of the old one and this block's largest score":
+            "669a98333a2eff78425c",
+        "took this block's smallest score: the running maximum is the largest score seen so far":
+            "709e61b91eb407e08f9e",
+        "added the maxima: the new maximum is max(m_old, max(s_new))": "bafcf7e787b14d2aec2b",
+    }),
+    "l_new": (3, "66e3fbd399939281da9a", {
+        "did not rescale the old sum: multiply l_old by exp(m_old - m_new) before adding the new block's terms":
+            "b0b0aacaca050f7cf237",
+        "rescaled by exp(m_new - m_old): the old terms were exp(s - m_old) and must become exp(s - m_new), so "
+        "multiply by exp(m_old - m_new) (less than 1)":
+            "12db1bb1d1e10c33b9f5",
+        "added exp(s) without subtracting the new maximum: the new terms are exp(s - m_new)": "d97f9ff9634f689d1f91",
+    }),
+    "out_new": (3, "31def72d608a682a1f89", {
+        "did not rescale the old weighted sum: acc_old must be multiplied by exp(m_old - m_new) too":
+            "08c108d89ef707920fcd",
+        "did not rescale the old sum l: both l_old and acc_old are multiplied by exp(m_old - m_new)":
+            "69362627542a5e4e12fb",
+        "gave the weighted sum acc without dividing by l: the output is acc / l": "712dd52c451a8484f23c",
+        "rescaled by exp(m_new - m_old): the correction factor is exp(m_old - m_new)": "68550c53c7e91f200c19",
+        "added exp(s) without subtracting the new maximum: the new terms are exp(s - m_new)": "cd37016472054724c533",
+    }),
+})
+# fmt: on
 
 
 # --- exercise 1: a KV cache by hand ---------------------------------------------------------------------
@@ -126,13 +88,13 @@ def _sealed(name: str, value: Any, kind: str = "number", hint: str | None = None
 def check_kv_cache(kv_bytes_per_token: Any, kv_cache_gib: Any) -> None:
     """Exercise 1: bytes of KV cache per token, and the cache of a 32k-token sequence in GiB."""
     check_all(
-        lambda: _sealed(
+        lambda: SEALS.check(
             "kv_bytes_per_token",
             kv_bytes_per_token,
             kind="count",
             hint="per token: 2 (key and value) x layers x key/value heads x head width x bytes per value",
         ),
-        lambda: _sealed(
+        lambda: SEALS.check(
             "kv_cache_gib",
             kv_cache_gib,
             hint="multiply the bytes per token by the number of tokens, then divide by 2**30",
@@ -146,13 +108,13 @@ def check_kv_cache(kv_bytes_per_token: Any, kv_cache_gib: Any) -> None:
 def check_d_ff(d_ff_equal: Any, d_ff_llama: Any) -> None:
     """Exercise 2: the SwiGLU width with a GELU network's parameters, and Llama's rounding of it."""
     check_all(
-        lambda: _sealed(
+        lambda: SEALS.check(
             "d_ff_equal",
             d_ff_equal,
             kind="count",
             hint="a 4d GELU network has 2 x d x 4d weights; SwiGLU has 3 x d x d_ff: set them equal",
         ),
-        lambda: _sealed(
+        lambda: SEALS.check(
             "d_ff_llama",
             d_ff_llama,
             kind="count",
@@ -167,11 +129,11 @@ def check_d_ff(d_ff_equal: Any, d_ff_llama: Any) -> None:
 def check_online_step(m_new: Any, l_new: Any, out_new: Any) -> None:
     """Exercise 4: the running maximum, the running sum and the output after one more block of keys."""
     check_all(
-        lambda: _sealed("m_new", m_new, hint="the running maximum is the largest score seen so far"),
-        lambda: _sealed(
+        lambda: SEALS.check("m_new", m_new, hint="the running maximum is the largest score seen so far"),
+        lambda: SEALS.check(
             "l_new", l_new, hint="l_new = l_old * exp(m_old - m_new) + the sum of exp(s - m_new) over the new block"
         ),
-        lambda: _sealed(
+        lambda: SEALS.check(
             "out_new",
             out_new,
             kind="numbers",
