@@ -79,17 +79,41 @@ def _missing_data(item) -> list[str]:
 
 BROWSER_TESTS = REPO / "tests" / "browser"
 
+# The files that take longest run first: pytest-xdist (`--dist loadfile`) hands out whole files in
+# the order they were collected, and one long file started last would run alone at the end while the
+# other workers wait. Then the notebooks; the many quick files fill the gaps at the end.
+LONGEST_FIRST = (
+    "tests/test_grade.py",
+    "tests/test_class.py",
+    "tests/browser/test_lessons_",
+    "tests/browser/test_site.py",
+    "tests/test_nbgrader_route.py",
+    "tests/browser/test_learner.py",
+    "tests/test_check_command.py",
+    "tests/test_exercise_leaks.py",
+    "notebooks/",
+    "solutions/",
+)
+
+
+def _running_order(item) -> int:
+    path = Path(item.path).resolve()
+    where = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
+    return next((i for i, start in enumerate(LONGEST_FIRST) if where.startswith(start)), len(LONGEST_FIRST))
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: starts a kernel, the sandbox or a browser")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every notebook cell (nbval starts a kernel) and every browser test `slow`, so that
-    `pytest -m "not slow"` is the quick loop; skip notebook cells tagged `gpu` unless CUDA is
-    available, and every cell of a notebook whose data files are absent from ../shared/data."""
+    """Put the longest files first (see LONGEST_FIRST); mark every notebook cell (nbval starts a
+    kernel) and every browser test `slow`, so that `pytest -m "not slow"` is the quick loop; skip
+    notebook cells tagged `gpu` unless CUDA is available, and every cell of a notebook whose data
+    files are absent from ../shared/data."""
     import torch
 
+    items.sort(key=_running_order)  # stable: each file keeps its own order
     gpu_skip = pytest.mark.skip(reason="cell tagged 'gpu' and no CUDA device is available")
     for item in items:
         cell = getattr(item, "cell", None)
