@@ -348,8 +348,9 @@ def describe(cell: dict) -> str:
     return f"cell {cell['index'] + 1}/{cell['total']} (id {cell['id']}, {cell['type']}: {line!r})"
 
 
-def cell_problems(cell: dict) -> list[str]:
-    """What is wrong with one cell as the page shows it, in words for the failure message."""
+def cell_problems(cell: dict, ran: bool = True) -> list[str]:
+    """What is wrong with one cell as the page shows it, in words for the failure message (`ran`:
+    the notebook was run in the page, so every code cell must have run)."""
     problems = []
     where = describe(cell)
     if cell["type"] == "code":
@@ -361,7 +362,7 @@ def cell_problems(cell: dict) -> list[str]:
             if o["output_type"] == "stream" and o["name"] == "stderr":
                 kind = "a traceback" if "Traceback" in o["text"] else "output on stderr (a red box)"
                 problems.append(f"{where}: shows {kind}: {o['text'].strip()[:300]!r}")
-        if cell["execution_count"] is None and not errors:
+        if ran and cell["execution_count"] is None and not errors:
             problems.append(f"{where}: did not run (no execution count after Run All)")
         for o in outputs:
             if not o["shown"]:

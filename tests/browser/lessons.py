@@ -1,4 +1,9 @@
-"""Every lesson in notebooks/, run in JupyterLab as a learner runs it, and what the page shows checked.
+"""Every lesson in notebooks/ opened in JupyterLab as a learner opens it, and what the page shows checked.
+
+A lesson with widgets (they need a live kernel) and lesson 00 (the learner's first run, with its
+check of the environment) are run with Run → Run All Cells; the others are shown with the outputs
+they are stored with, which nbval has already checked against a fresh run of every cell. Running
+those again in the browser would only repeat nbval's work, at about half the time of `make test`.
 
 The lessons are split into GROUPS test modules (test_lessons_1.py, ...), each with its own server,
 so that pytest-xdist (`--dist loadfile` keeps a module on one worker) can run them side by side.
@@ -54,8 +59,24 @@ def _still_running(page) -> str:
     return ""
 
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def runs_in_the_browser(path: Path) -> bool:
+    """Lesson 00, and every lesson whose stored outputs hold a widget: see the module docstring."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    widgets = any(WIDGET_MIME in out.get("data", {}) for c in cells for out in c.get("outputs", []))
+    mentions = any(
+        "course_lib.widgets" in "".join(c["source"]) or "from course_lib import widgets" in "".join(c["source"])
+        for c in cells
+        if c["cell_type"] == "code"
+    )
+    return path.stem.startswith("00_") or widgets or mentions
+
+
 def run_lesson(path: Path, lab, browser) -> list[str]:
-    """Open the lesson, Run → Run All Cells, and check every cell, every widget and the console.
+    """Open the lesson, Run → Run All Cells where it runs in the browser (`runs_in_the_browser`),
+    and check every cell, every widget and the console.
 
     Returns the problems found, each naming its cell, followed by where the screenshots and the
     server log are (an empty list when all is well)."""
@@ -72,14 +93,16 @@ def run_lesson(path: Path, lab, browser) -> list[str]:
     try:
         apply_test_settings(lab)  # before a notebook is opened: nothing may be autosaved into the checkout
         page.open(path.relative_to(REPO).as_posix())
-        phase = "running Run → Run All Cells"
-        page.run_all_from_menu()
+        ran = runs_in_the_browser(path)
+        if ran:
+            phase = "running Run → Run All Cells"
+            page.run_all_from_menu()
         phase = "checking what the page shows"
         wait_rendered(page)
         cells = page.page.evaluate(READ_CELLS_JS)
         (shots / "cells.json").write_text(json.dumps(cells, indent=1, ensure_ascii=False))  # what the checks read
         for cell in cells:
-            found = cell_problems(cell)
+            found = cell_problems(cell, ran)
             if found:
                 bad_cells.add(cell["index"])
                 problems += found
