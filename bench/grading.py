@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from course_grader.grade import max_score
+
 REPO = Path(__file__).resolve().parents[1]
 HOSTILE_LIMITS = ["--timeout", "10", "--total-timeout", "60"]
 
@@ -135,12 +137,19 @@ def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool, extra: list[
     return seconds, cpu, results
 
 
+def _full_marks(r: dict) -> bool:
+    """At the tests' full marks: written answers that a person marks count in max_score but wait for
+    `course mark`, so they are left out here."""
+    solution = json.loads((REPO / "solutions" / f"{r['assignment']}.ipynb").read_text(encoding="utf-8"))
+    return r["score"] == max_score(solution)
+
+
 def _check(results: dict) -> None:
+    """Every submission graded, and every solved one at full marks."""
     bad = [
         (s, r["status"], r["score"])
         for s, r in results.items()
-        if s != "zz_every_limit"
-        and (r["status"] != "graded" or (s.startswith("solved") and r["score"] != r["max_score"]))
+        if s != "zz_every_limit" and (r["status"] != "graded" or (s.startswith("solved") and not _full_marks(r)))
     ]
     if bad:
         raise RuntimeError(f"grading went wrong: {bad[:3]}")
@@ -204,7 +213,7 @@ def hostile_batch(assignment: str, copies: int, jobs: int, repeat: int, sandbox:
         shutil.rmtree(hostile, ignore_errors=True)
     best = {k: min(v, key=lambda run: run[0]) for k, v in runs.items()}
     attacker = best[True][2]["zz_every_limit"]
-    full = sum(1 for s, r in best[True][2].items() if s.startswith("solved") and r["score"] == r["max_score"])
+    full = sum(1 for s, r in best[True][2].items() if s.startswith("solved") and _full_marks(r))
     limits = " ".join(HOSTILE_LIMITS)
     return [
         (
