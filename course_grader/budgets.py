@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CONTROLLERS = ("memory", "pids", "cpu")
+CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")  # cpuacct: v1's CPU time (v2 counts it in every group)
 BATCH_PREFIX = "course-grade-"
 STAGE_PREFIX = "course-sandbox-"
 _OWNED = re.compile(r"^(course-grade|course-sandbox)-(\d+)-[A-Za-z0-9_]+$")  # folders this version makes
@@ -251,6 +251,21 @@ class Group:
         name = "memory.current" if self.versions["memory"] == 2 else "memory.usage_in_bytes"
         text = _read(os.path.join(folder, name)).strip()
         return int(text) if text.isdigit() else None
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by every process that was ever in this group or below it (exited ones too), or
+        None where no controller counts it (v1 without cpuacct)."""
+        folder = self.folders.get("cpuacct")
+        if folder is not None and self.versions["cpuacct"] == 1:
+            text = _read(os.path.join(folder, "cpuacct.usage")).strip()
+            if text.isdigit():
+                return int(text) / 1e9
+        for ctl, folder in self.folders.items():
+            if self.versions[ctl] == 2:
+                found = re.search(r"^usage_usec (\d+)$", _read(os.path.join(folder, "cpu.stat")), re.M)
+                if found:
+                    return int(found.group(1)) / 1e6
+        return None
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed in this group for going over its memory limit."""
@@ -486,6 +501,15 @@ def describe(controllers: dict[str, Controller] | None = None, seccomp: bool | N
         ("sandbox processes", state("pids", "counts every process and thread")),
         ("sandbox CPU share", state("cpu", "one submission weighs one process")),
     ]
+    counted = controllers.get("cpuacct") or next((c for c in controllers.values() if c.version == 2), None)
+    lines.append(
+        (
+            "sandbox CPU time",
+            f"counted by the cgroup (v{counted.version}), exited processes included: the time limits"
+            if counted is not None
+            else "counted from the kernel's process tree (no cpuacct cgroup here): the time limits",
+        )
+    )
     lines.append(
         (
             "seccomp filter",

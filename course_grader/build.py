@@ -217,6 +217,10 @@ def build_exercise(solution: dict, name: str, *, for_class: bool = False) -> dic
     nb_meta = {
         k: copy.deepcopy(v) for k, v in solution.get("metadata", {}).items() if k in ("kernelspec", "language_info")
     }
+    course = solution.get("metadata", {}).get("course")
+    limits = course.get("limits") if isinstance(course, dict) else None
+    if isinstance(limits, dict):  # the set's time budgets: `course check` on the learner's copy uses them too
+        nb_meta["course"] = {"limits": copy.deepcopy(limits)}
     exercise = {
         "cells": cells,
         "metadata": nb_meta,

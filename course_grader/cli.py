@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import course_lib
@@ -112,8 +113,24 @@ def register(sub) -> list[str]:
         help="accept solutions that differ from those that graded this assignment before",
     )
     p_grade.add_argument("--jobs", type=int, default=2, help="submissions graded in parallel (default 2)")
-    p_grade.add_argument("--timeout", type=float, default=60, help="seconds per cell (default 60)")
-    p_grade.add_argument("--total-timeout", type=float, default=600, help="seconds per submission (default 600)")
+    p_grade.add_argument(
+        "--timeout",
+        "--cpu-limit",
+        dest="timeout",
+        type=float,
+        default=None,
+        help="CPU seconds per cell, counted over the submission's own processes (default: each exercise set's "
+        "own budget, 60 unless the set says otherwise; a wall-clock backstop 5 times longer stops a kernel "
+        "that only waits)",
+    )
+    p_grade.add_argument(
+        "--total-timeout",
+        "--total-cpu-limit",
+        dest="total_timeout",
+        type=float,
+        default=None,
+        help="CPU seconds per submission (default: each exercise set's own, 600 unless the set says otherwise)",
+    )
     p_grade.add_argument("--memory", type=int, default=2048, help="MB a submission may allocate (default 2048)")
     p_grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell (default 1000000)")
     p_grade.add_argument(
@@ -408,9 +425,9 @@ def grade_cmd(args: argparse.Namespace) -> int:
     if not solutions.is_dir():
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
-    limits = Limits(
-        cell_timeout=args.timeout, total_timeout=args.total_timeout, memory_mb=args.memory, output_bytes=args.max_output
-    )
+    limits = Limits(memory_mb=args.memory, output_bytes=args.max_output)
+    given = {"cell_cpu_s": args.timeout, "total_cpu_s": args.total_timeout}
+    limits = replace(limits, **{k: v for k, v in given.items() if v is not None})
     if args.no_sandbox:
         print(NO_SANDBOX_WARNING, file=sys.stderr)
     try:
@@ -420,6 +437,7 @@ def grade_cmd(args: argparse.Namespace) -> int:
             args.out,
             jobs=args.jobs,
             limits=limits,
+            set_limits=args.timeout is None and args.total_timeout is None,
             assignments=args.assignment,
             sandbox=not args.no_sandbox,
             roster=args.roster,
@@ -590,11 +608,13 @@ def export_cmd(args: argparse.Namespace) -> int:
 
 def report_cmd(args: argparse.Namespace) -> int:
     """`course report`: see course_grader.report."""
+    from course_lib.runner.text import inert
+
     from .report import write_report
 
     with closing(_gradebook(args.out)) as book:
         text, figures = write_report(book, args.out, args.assignment)
-    print(text)
+    print(inert(text, None))  # what a learner wrote (a hint quoted) never steers the terminal
     print(f"wrote {args.out / 'report.md'}" + "".join(f", {f}" for f in figures))
     return 0
 
@@ -648,6 +668,7 @@ def unpack_cmd(args: argparse.Namespace) -> int:
                 sid in report.late,
                 report.decisions.get(sid, []),
                 report.skipped.get(sid),
+                report.when.get(sid),
             )
     print(report.summary())
     print(f"recorded in {book_path}: what was decided for each student reaches their feedback when you grade")

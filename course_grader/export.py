@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from course_lib.feedback import feedback_markdown, num
+from course_lib.feedback import LIMITS, feedback_markdown, num
 from course_lib.runner.notebook import write_atomic
 
 from .gradebook import Gradebook, Row
@@ -208,6 +208,7 @@ CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["Username", "ID number", "Email address", "Full name"]
 # a submission was made, but nothing could be graded (a checking process stopped at its deadline included)
 NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
+NOT_CHECKED = ("grader error", "stopped")  # of those, the grader's failures: not a grade, so never exported as one
 
 
 def _extra(student: Student | None, *names: str) -> str:
@@ -261,8 +262,10 @@ def lms_export(
 ) -> LmsExport:
     """One row per student (the roster's order, then any other graded student), one column per
     assignment with the final score. Empty, never 0: no row (never graded), "not submitted" (unless
-    `missing="zero"`), a dropped student, an LMS's test student. A submission that could not be
-    graded is exported as 0, and `notes` says whose and why."""
+    `missing="zero"`), a dropped student, an LMS's test student, and a submission the grader failed to
+    check ("grader error", "stopped": not a grade). A submission that could not be graded for what it
+    is (unreadable, the wrong notebook) is exported as 0. `notes` says whose and why, for each of these,
+    and names the scores with an exercise a limit stopped (CPU time, memory, output)."""
     if missing not in ("empty", "zero"):
         raise ValueError(f"missing work is exported as 'empty' or 'zero', not {missing!r}")
     rows = book.rows()
@@ -281,7 +284,8 @@ def lms_export(
     students += sorted({r.student for r in rows} - set(students))
     by_id = roster.by_id if roster else {}
     notes: list[str] = []
-    zeros, unmarked, left_empty = [], [], {"dropped": [], "test": [], "not submitted": []}
+    zeros, unmarked, limited = [], [], []
+    left_empty = {"dropped": [], "test": [], "not submitted": [], "not checked": []}
 
     def cell(sid: str, a: str) -> str:
         r = by_row.get((sid, a))
@@ -296,9 +300,15 @@ def lms_export(
         if r.status == "not submitted":
             left_empty["not submitted"].append(f"{s.label if s else sid} ({a})")
             return "0" if missing == "zero" else ""
+        if r.status in NOT_CHECKED:
+            left_empty["not checked"].append(f"{s.label if s else sid} ({a}, {r.status})")
+            return ""
         if r.status in NOT_GRADED:
             why = (r.notes[0] if r.notes else r.status).rstrip(".")
             zeros.append(f"{s.label if s else sid} ({a}): {r.status}: {why}")
+        stopped = [t.get("exercise") or t["grade_id"] for t in r.tests if t.get("cause") in LIMITS]
+        if stopped:
+            limited.append(f"{s.label if s else sid} ({a}: {', '.join(stopped)})")
         if r.to_mark:
             unmarked.append(f"{s.label if s else sid} ({a})")
         return num(r.final)
@@ -350,6 +360,12 @@ def lms_export(
         raise ValueError(f"unknown LMS layout {layout!r}: expected canvas, moodle or wide")
     if zeros:
         notes.append(f"{len(zeros)} submission(s) that could not be graded were exported as 0: " + "; ".join(zeros))
+    if limited:
+        notes.append(
+            f"{len(limited)} score(s) include exercises stopped by a limit (CPU time, memory, output, a crash): "
+            + "; ".join(limited[:10])
+            + (" ..." if len(limited) > 10 else "")
+        )
     if unmarked:
         notes.append(
             f"{len(unmarked)} score(s) have written answers still to mark (`course mark`), exported with "
@@ -361,6 +377,8 @@ def lms_export(
                 "dropped": "dropped students",
                 "test": "the LMS's test student",
                 "not submitted": "work never handed in",
+                "not checked": "submissions the grader could not check (not a grade: grade them again with "
+                "`course grade ... --student ID`)",
             }[status]
             how = "0" if status == "not submitted" and missing == "zero" else "empty"
             more = " ..." if len(who) > 8 else ""

@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import stat
 import sys
 import tempfile
@@ -59,6 +60,7 @@ from pathlib import Path
 
 import course_lib
 from course_lib.feedback import (
+    LIMITS,
     MANUAL_STATUS,
     TestResult,
     added_cell_hint,
@@ -67,6 +69,7 @@ from course_lib.feedback import (
     classify,
     exercise_titles,
     explain,
+    limit_cause,
     num,
     score,
     stopped,
@@ -86,7 +89,8 @@ from course_lib.runner.notebook import (
     validate_solution_notebook,
 )
 from course_lib.runner.process import INTERRUPT_GRACE_S, CellRun, Limits
-from course_lib.runner.steps import Step
+from course_lib.runner.steps import MAX_RESTARTS, Step
+from course_lib.runner.text import inert, without_surrogates
 
 from . import budgets
 from .export import write_exports
@@ -131,6 +135,8 @@ class SubmissionResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     manual: list[ManualAnswer] = field(default_factory=list)  # answers a person marks (not in score or max_score)
+    cpu_seconds: float = 0.0  # CPU time the submission used in all (its kernels and the checks run for it)
+    max_cell_cpu: float = 0.0  # CPU time of its costliest cell (the budgets are set against these)
 
 
 @dataclass
@@ -293,7 +299,7 @@ def merge(
                 text = re.sub(
                     r"(?m)^([ \t]*)(### BEGIN HIDDEN TESTS)", lambda m: f"{m[1]}print({HIDDEN_MARK!r})  {m[2]}", text
                 )
-            steps.append(Step("test", text, gid))
+            steps.append(Step("test", text, gid, hidden="### BEGIN HIDDEN TESTS" in source(cell)))
         else:
             steps.append(Step("setup" if i < first_answer else "code", source(cell), gid))
         where[len(steps) - 1] = i
@@ -373,7 +379,7 @@ def grade_submission(
     if raw is None:
         return _blank_result(student, assignment, solution, status, why)
     try:
-        submission = strip_outputs(parse_notebook(raw, submission_path.name))
+        submission = without_surrogates(strip_outputs(parse_notebook(raw, submission_path.name)))
     except NotebookError as err:
         return _blank_result(
             student,
@@ -427,7 +433,14 @@ def grade_submission(
             "Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + "."
         )
     report = run_steps(
-        steps, limits=limits, sandbox=sandbox, split=True, protect=list(protect), temp_root=work_root, budget=budget
+        steps,
+        limits=limits,
+        sandbox=sandbox,
+        split=True,
+        protect=list(protect),
+        temp_root=work_root,
+        budget=budget,
+        fresh_after_hidden=hide_hidden,
     )
     notes += report.notes
     if report.restarts:
@@ -460,11 +473,13 @@ def grade_submission(
                     break
         if hide_hidden and status in ("failed", "partial", "error") and HIDDEN_MARK in (run.stdout or ""):
             status, message = ("failed" if status != "error" else status), HIDDEN_FAILED
-        if status != "passed" and "is not defined" in message:
-            message += added_cell_hint(message, added)
+        added_hint = added_cell_hint(message, added) if status != "passed" and "is not defined" in message else ""
+        message += added_hint
         status, earned = score(status, run, points(cell))
         total += earned
-        tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message))
+        answer_runs = [report.results[a] for a in answers if a in report.results]
+        cause = "" if status == "passed" else "added-cell" if added_hint else limit_cause(run, answer_runs)
+        tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message, cause))
     return SubmissionResult(
         student,
         assignment,
@@ -475,6 +490,8 @@ def grade_submission(
         notes,
         round(time.monotonic() - started, 2),
         manual=manual_answers(solution, submission),
+        cpu_seconds=round(report.total_cpu, 2),
+        max_cell_cpu=round(max(report.cpu.values(), default=0.0), 2),
     )
 
 
@@ -523,11 +540,18 @@ def _ended_result(job: Job, ending: Ending) -> SubmissionResult:
     if ending.status == "stopped":
         message = (
             f"The grader stopped checking this submission: {ending.message}, past its time limit plus a "
-            "margin, in code that no time limit inside the grader can interrupt. No other submission was "
-            "affected."
+            "margin, in code that no time limit inside the grader can interrupt."
+        )
+    elif ending.server_died:
+        message = (
+            f"The grader could not finish this submission: {ending.message}. This is not a grade: the work "
+            "was not checked."
         )
     else:
-        message = f"The grader could not finish this submission: {ending.message}. No other submission was affected."
+        message = (
+            f"The grader could not finish this submission: {ending.message}. This is not a grade: the work was "
+            "not checked. No other submission was affected."
+        )
     message += f" To grade it again: course grade ... --student {job.student}"
     res = _blank_result(job.student, job.solution.stem, read_notebook(job.solution), ending.status, message)
     res.notes = job.notes + res.notes
@@ -553,6 +577,7 @@ class Job:
     notes: list[str] = field(default_factory=list)  # every decision about this student's files, told in the feedback
     max_bytes: int = MAX_NOTEBOOK_BYTES  # the most the notebook may weigh without its outputs (--max-size)
     hide_hidden: bool = False  # --hide-hidden-inputs: a failed hidden test is named, not quoted
+    limits: Limits | None = None  # its set's time budgets (see `Limits.from_notebook`), or the teacher's
 
 
 def loose_stem(name: str) -> str:
@@ -696,6 +721,14 @@ def resolve_notebooks(
     return chosen, extra
 
 
+def folder_id(name: str) -> str:
+    """The id a folder's name gives: in NFC form, and inert (see `course_lib.runner.text`): bytes that are not
+    UTF-8 written as escapes (`\\xff`), control and bidirectional characters too, so that an id can be
+    stored, exported and printed whatever the folder is called."""
+    readable = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return inert(unicodedata.normalize("NFC", readable), 200)
+
+
 def student_key(sid: str) -> str:
     """What makes two ids the same student: Unicode form (NFC/NFD "José") and case ("Ada"/"ada") do not count."""
     return unicodedata.normalize("NFC", sid).casefold()
@@ -738,7 +771,7 @@ def discover(
 
     def preferred(e: os.DirEntry) -> tuple:
         """Of folders that are one id, the one named as the id is known, else in NFC form, comes first."""
-        nfc = unicodedata.normalize("NFC", e.name)
+        nfc = folder_id(e.name)
         return spelling.get(student_key(nfc), nfc) != e.name, nfc != e.name, e.name
 
     with os.scandir(submissions) as entries:
@@ -757,7 +790,7 @@ def discover(
                 "(with a roster, a listed id is graded whatever its name)"
             )
             continue
-        name = unicodedata.normalize("NFC", e.name)
+        name = folder_id(e.name)
         sid = spelling.get(student_key(name), name)
         if roster is not None:
             student, how = roster.find(sid)
@@ -869,25 +902,45 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _submitted_at(job: Job, root: Path) -> tuple[str | None, str | None, str | None]:
-    """(time, where it came from, file content hash) of a job's file: the time from the student's
-    `timestamp.txt` (nbgrader's format: its exchange and `course unpack` write it). A file's modification
-    time is not used: copying a folder resets it, and every student would look late."""
+def _submitted_at(job: Job, root: Path, book: Gradebook | None = None) -> tuple[str | None, str | None, str | None]:
+    """(time, where it came from, file content hash) of a job's file. A time belongs to (student, assignment),
+    never to a student's folder, and comes from the first of:
+
+    1. what `course unpack` recorded for this assignment's file (the same hash): the LMS's time, or none;
+    2. the time recorded when this same file was graded before (a regrade keeps it);
+    3. the assignment's own time file: `<assignment>.timestamp.txt` beside the notebook, or nbgrader's
+       `<student>/<assignment>/timestamp.txt` (nbgrader's format: its exchange and `course unpack` write them);
+    4. a `timestamp.txt` at the top of the student's folder, only where `course unpack` never wrote that
+       student's folder (a folder of one assignment made by hand or by nbgrader's tools).
+
+    None when there is none: a submission without a time is never penalised. A file's modification time is
+    never used: copying a folder resets it, and every student would look late."""
     if job.submission is None:
         return None, None, None
     raw, _, _ = read_submission(job.submission, root)
     digest = hashlib.sha256(raw).hexdigest() if raw is not None else None
-    stamp = None
-    for folder in (job.submission.parent, root / job.submission.relative_to(root).parts[0]):  # beside it, else the top
-        stamp = read_submission(folder / "timestamp.txt", root)[0]
-        if stamp:
-            break
-    if stamp:
+    assignment, top = job.solution.stem, root / job.submission.relative_to(root).parts[0]
+    if book is not None and digest is not None:
+        found = book.unpacked(job.student, assignment)
+        if found and found["sha256"] == digest and found["submitted_at"] is not None:  # "": the LMS gave no time
+            return found["submitted_at"] or None, "course unpack" if found["submitted_at"] else None, digest
+        when, source = book.graded_time(job.student, assignment, digest)
+        if when:
+            return when, source, digest
+    candidates = [job.submission.with_name(f"{assignment}.timestamp.txt")]
+    if job.submission.parent != top:
+        candidates.append(job.submission.parent / "timestamp.txt")
+    elif book is None or job.student not in book.unpacked_students():
+        candidates.append(top / "timestamp.txt")
+    for path in candidates:
+        stamp = read_submission(path, root)[0]
+        if not stamp:
+            continue
         try:
             when = parse_time(stamp.decode("utf-8", "replace").splitlines()[0], tz=timezone.utc)
-            return when.astimezone(timezone.utc).isoformat(timespec="seconds"), "timestamp.txt", digest
+            return when.astimezone(timezone.utc).isoformat(timespec="seconds"), path.name, digest
         except (ValueError, IndexError):
-            return None, "unreadable timestamp.txt", digest
+            return None, f"unreadable {path.name}", digest
     return None, None, digest
 
 
@@ -916,22 +969,26 @@ def _check_provenance(book: Gradebook, hashes: dict[str, tuple[Path, str]], allo
 
 @dataclass
 class Change:
-    """One student's score that a run changed (or, in a dry run, would change)."""
+    """One student's grade that a run changed (or, in a dry run, would change): what the LMS gets, the final."""
 
     student: str
     label: str  # "Zoë Müller (zm42)"
     assignment: str
-    old: float  # the exercises' points before (tests and marks)
+    old: float  # the final before: exercises and marks, less the late penalty, plus adjustments
     new: float
     max_score: float
     kind: str  # "regrade" (the same file graded again) | "new attempt" (another file) | "first file"
     exercises: list[tuple[str, float, float]] = field(default_factory=list)  # (exercise, old, new) that moved
+    parts: list[tuple[str, float, float]] = field(
+        default_factory=list
+    )  # (late penalty | marks | adjustments, old, new)
 
     def line(self) -> str:
-        moved = "; ".join(f"{e}: {num(a)} → {num(b)}" for e, a, b in self.exercises)
+        moved = [f"{what}: {num(a)} → {num(b)}" for what, a, b in self.parts]
+        moved += [f"{e}: {num(a)} → {num(b)}" for e, a, b in self.exercises]
         kind = "" if self.kind == "regrade" else f" [{self.kind}]"
-        moved = f" ({moved})" if moved else ""
-        return f"{self.label}, {self.assignment}: {num(self.old)} → {num(self.new)}{kind}{moved}"
+        shown = f" ({'; '.join(moved)})" if moved else ""
+        return f"{self.label}, {self.assignment}: final {num(self.old)} → {num(self.new)}{kind}{shown}"
 
     def as_dict(self) -> dict:
         return {
@@ -941,6 +998,7 @@ class Change:
             "new": self.new,
             "kind": self.kind,
             "exercises": [list(e) for e in self.exercises],
+            "parts": [list(p) for p in self.parts],
         }
 
 
@@ -948,58 +1006,57 @@ def _points_by_test(tests: list) -> dict[str, tuple[str, float]]:
     found = {}
     for t in tests:
         t = t if isinstance(t, dict) else t.__dict__
-        found[t["grade_id"]] = (t.get("exercise") or t["grade_id"], float(t["points"]))
+        if not t.get("manual"):
+            found[t["grade_id"]] = (t.get("exercise") or t["grade_id"], float(t["points"]))
     return found
 
 
-def score_changes(
+def grade_changes(
     before: dict[tuple[str, str], Row],
-    results: list[SubmissionResult],
+    after: dict[tuple[str, str], Row],
+    keys: list[tuple[str, str]],
     digests: dict[tuple[str, str], str | None],
     labels: dict[str, str],
     hashes: dict[tuple[str, str], str | None],
 ) -> list[Change]:
-    """The scores `results` change in the gradebook `before` (rows by (student, assignment)): old and new
-    points of the tests (marks of written answers are kept across a regrade), per exercise that moved.
-    `digests`: this run's file hash for each result; `hashes`: the file hash each old row graded."""
+    """The grades a run changed: for each (student, assignment) in `keys` that had a row `before`, the final
+    score as the LMS gets it (exercises, marks, late penalty, adjustments) in the gradebook `after` the run,
+    when it moved; with the parts that moved and the exercises whose points moved. `digests`: this run's file
+    hash for each key; `hashes`: the file hash each old row graded."""
     changes = []
-    for res in results:
-        key = (res.student_id, res.assignment)
-        old = before.get(key)
-        if old is None or res.status == "not submitted" and old.status != "not submitted":
-            continue  # a first grade, or a file gone (the earlier attempt is kept): nothing changes
-        new_points = _points_by_test(res.tests)
-        old_points = _points_by_test([t for t in old.tests if not t.get("manual")])
-        new_score = round(float(res.score) + (old.score - old.auto_score), 2)
-        if abs(new_score - old.score) < 1e-9:
-            continue
+    for key in keys:
+        old, new = before.get(key), after.get(key)
+        if old is None or new is None or abs(new.final - old.final) < 1e-9:
+            continue  # a first grade, or nothing the LMS would see moved
+        old_points, new_points = _points_by_test(old.tests), _points_by_test(new.tests)
         moved = [
             (new_points[g][0], old_points.get(g, ("", 0.0))[1], p)
             for g, (_, p) in new_points.items()
             if abs(old_points.get(g, ("", 0.0))[1] - p) > 1e-9
         ]
+        parts = [
+            (what, a, b)
+            for what, a, b in (
+                ("late penalty", old.late_penalty, new.late_penalty),
+                ("marks", old.score - old.auto_score, new.score - new.auto_score),
+                ("adjustments", old.manual, new.manual),
+            )
+            if abs(a - b) > 1e-9
+        ]
         same_file = digests.get(key) is not None and digests.get(key) == hashes.get(key)
         kind = "regrade" if same_file else "first file" if old.status == "not submitted" else "new attempt"
         changes.append(
-            Change(
-                res.student_id,
-                labels.get(res.student_id, res.student_id),
-                res.assignment,
-                old.score,
-                new_score,
-                old.max_score,
-                kind,
-                moved,
-            )
+            Change(key[0], labels.get(key[0], key[0]), key[1], old.final, new.final, new.max_score, kind, moved, parts)
         )
     return changes
 
 
 def summarize_changes(changes: list[Change], dry_run: bool = False, limit: int | None = 12) -> list[str]:
-    """The lines a run prints about the scores it changed: "52 scores changed (regraded, same files):
-    20 → 17 (50), 18 → 15 (2)", the exercises that moved, then one line per student."""
+    """The lines a run prints about the grades it changed, as the LMS gets them (finals): "52 grade(s)
+    changed (the same files graded again): final 20 → 17 (50), 18 → 15 (2)", how many students each
+    exercise and each part (late penalty, marks, adjustments) moved for, then one line per student."""
     if not changes:
-        return ["No score " + ("would change." if dry_run else "changed.")]
+        return ["No earlier grade " + ("would change." if dry_run else "changed.")]
     verb = "would change" if dry_run else "changed"
     lines = []
     for kind in ("regrade", "new attempt", "first file"):
@@ -1013,24 +1070,48 @@ def summarize_changes(changes: list[Change], dry_run: bool = False, limit: int |
             "new attempt": "new files handed in",
             "first file": "a first file after 'not submitted'",
         }[kind]
-        lines.append(f"{len(group)} score(s) {verb} ({what}): {shown}")
-    by_exercise: dict[str, list[float]] = {}
+        lines.append(f"{len(group)} grade(s) {verb} ({what}): final {shown}")
+    by_part: dict[str, list[float]] = {}
     for c in changes:
         for exercise, a, b in c.exercises:
-            by_exercise.setdefault(f"{c.assignment}, {exercise}", []).append(b - a)
-    for exercise, deltas in sorted(by_exercise.items()):
-        lost = sum(d < 0 for d in deltas)
-        gained = len(deltas) - lost
-        lines.append(
-            f"  {exercise}: "
-            + ", ".join(
-                x for x in (f"{lost} lost points" if lost else "", f"{gained} gained points" if gained else "") if x
-            )
-        )
+            by_part.setdefault(f"{c.assignment}, {exercise}", []).append(b - a)
+        for part, a, b in c.parts:
+            by_part.setdefault(f"{c.assignment}, {part}", []).append(b - a)
+    for what, deltas in sorted(by_part.items()):
+        up, down = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
+        told = [f"{down} student(s) down" if down else "", f"{up} student(s) up" if up else ""]
+        lines.append(f"  {what}: " + ", ".join(x for x in told if x))
     rows = [f"  {c.line()}" for c in changes]
     if limit is not None and len(rows) > limit:
         rows = rows[:limit] + [f"  ... and {len(rows) - limit} more (grades.json, runs: changes)"]
     return lines + rows
+
+
+def batch_trouble(results: list[SubmissionResult], unrecorded: list[str]) -> list[str]:
+    """What the teacher must look at after a batch, named: rows the grader could not check (a grader error or
+    a process stopped from outside: not grades), exercises a limit stopped, results that could not be recorded."""
+    lines = []
+    failed = [r for r in results if r.status in ("grader error", "stopped")]
+    if failed:
+        who = ", ".join(f"{r.student_id} ({r.assignment}, {r.status})" for r in failed)
+        ids = " ".join(f"--student {r.student_id}" for r in failed[:10])
+        lines.append(
+            f"{len(failed)} submission(s) could not be checked, which is not a grade: {who}; grade them again "
+            f"with: course grade ... {ids}"
+        )
+    limited = [
+        f"{r.student_id} ({r.assignment}: " + ", ".join(f"{t.exercise or t.grade_id} {t.cause}" for t in hit) + ")"
+        for r in results
+        if (hit := [t for t in r.tests if t.cause in LIMITS])
+    ]
+    if limited:
+        lines.append(
+            f"{len(limited)} submission(s) had exercises stopped by a limit (CPU time, memory, output, a crash): "
+            + "; ".join(limited)
+        )
+    if unrecorded:
+        lines.append(f"{len(unrecorded)} result(s) could not be recorded at all: " + "; ".join(unrecorded))
+    return lines
 
 
 def _unpacked_notes(book: Gradebook, res: SubmissionResult, digest: str | None) -> None:
@@ -1048,6 +1129,7 @@ def grade_all(
     *,
     jobs: int = 2,
     limits: Limits | None = None,
+    set_limits: bool = True,
     assignments: list[str] | None = None,
     sandbox: bool = True,
     progress=None,
@@ -1075,7 +1157,11 @@ def grade_all(
     hold every result in the gradebook.
     """
     limits = limits or Limits()
-    progress = progress or _say
+    given = progress or _say
+
+    def progress(line: str) -> None:  # whatever a line quotes (a folder's name, a file's), it steers no terminal
+        given(inert(line, None))
+
     submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
     command = command or "grade_all"
     warnings: list[str] = []
@@ -1116,11 +1202,19 @@ def grade_all(
             )
     else:
         warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
+    # Each set's own time budgets (calibrated so that its worked solution uses at most a quarter), unless the
+    # teacher gave the limits for this run.
+    by_set = {
+        sol: limits.from_notebook(read_notebook(sol)) if set_limits else limits for sol in {j.solution for j in todo}
+    }
     for job in todo:
-        job.max_bytes, job.hide_hidden = max_bytes, hide_hidden
+        job.max_bytes, job.hide_hidden, job.limits = max_bytes, hide_hidden, by_set[job.solution]
     scratch = None
-    if dry_run and not (out / "gradebook.db").exists():  # a dry run writes nothing, not even an empty gradebook
+    if dry_run:  # a dry run grades into a copy of the gradebook: what would change, and nothing written
         scratch = Path(tempfile.mkdtemp(prefix="course-dry-run-"))
+        if (out / "gradebook.db").exists():
+            with closing(open_gradebook(out)) as real, closing(sqlite3.connect(scratch / "gradebook.db")) as copy:
+                real.db.backup(copy)
     book = open_gradebook(scratch or out)
     try:
         said = _check_provenance(book, hashes, new_solutions or dry_run)
@@ -1141,23 +1235,10 @@ def grade_all(
         labels = {s.id: s.label for s in (the_roster.students if the_roster else [])}
         results: list[SubmissionResult] = []
         digests: dict[tuple[str, str], str | None] = {}
-        if dry_run:  # every submission graded, nothing kept or written: what would change, from the gradebook as it is
-
-            def collect(res: SubmissionResult, job: Job) -> None:
-                digests[(res.student_id, res.assignment)] = _submitted_at(job, submissions)[2]
-                results.append(res)
-
-            with _terminate_as_interrupt():
-                _run_jobs(todo, submissions, solutions, out, jobs, limits, sandbox, progress, collect)
-            results.sort(key=lambda r: (r.student_id, r.assignment))
-            changes = score_changes(before, results, digests, labels, old_files)
-            progress("Dry run: nothing was written to the gradebook or its exports.")
-            for line in summarize_changes(changes, dry_run=True, limit=None):
-                progress(line)
-            if said and not new_solutions:
-                progress("To grade with these solutions for real, run again with --new-solutions (and --reason).")
-            return results
-        kept, interrupted = _resumable(book, command, str(solutions), todo, submissions, hashes)
+        unrecorded: list[str] = []  # results that could not be committed, not even as a "grader error" row
+        kept, interrupted = set(), []  # what an interrupted run of this command finished (a dry run grades all)
+        if not dry_run:
+            kept, interrupted = _resumable(book, command, str(solutions), todo, submissions, hashes)
         if kept:
             progress(f"resuming: {len(kept)} submission(s) graded by the interrupted run of this command are kept")
             _before_interrupted(book, before, kept, interrupted)
@@ -1166,10 +1247,11 @@ def grade_all(
 
         def commit(res: SubmissionResult, job: Job) -> None:
             """Record one result now (the version it replaces into the history first): an interrupted batch keeps it."""
-            submitted_at, source_of_time, digest = _submitted_at(job, submissions)
+            submitted_at, source_of_time, digest = _submitted_at(job, submissions, book)
             digests[(res.student_id, res.assignment)] = digest
-            if source_of_time == "unreadable timestamp.txt":
-                res.notes.append("Your folder's timestamp.txt could not be read; no submission time was recorded.")
+            if source_of_time and source_of_time.startswith("unreadable "):
+                name = source_of_time.removeprefix("unreadable ")
+                res.notes.append(f"Your folder's {name} could not be read; no submission time was recorded.")
                 source_of_time = None
             if digest is None and book.has_file_graded(res.student_id, res.assignment):
                 warnings.append(
@@ -1201,17 +1283,31 @@ def grade_all(
                     sandbox,
                     progress,
                     commit,
+                    unrecorded,
                 )
         except KeyboardInterrupt:
-            write_exports(book, out)  # what was finished, so far
+            if not dry_run:
+                write_exports(book, out)  # what was finished, so far
             raise
         results.sort(key=lambda r: (r.student_id, r.assignment))
-        changes = score_changes(before, results, digests, labels, old_files)
-        for line in summarize_changes(changes):
+        after = {(r.student, r.assignment): r for r in book.rows()}
+        changes = grade_changes(
+            before, after, [(r.student_id, r.assignment) for r in results], digests, labels, old_files
+        )
+        if dry_run:
+            progress("Dry run: nothing was written to the gradebook or its exports.")
+        for line in summarize_changes(changes, dry_run=dry_run, limit=None if dry_run else 12):
             progress(line)
+        trouble = batch_trouble(results, unrecorded)
+        for line in trouble:
+            progress(line)
+        if dry_run:
+            if said and not new_solutions:
+                progress("To grade with these solutions for real, run again with --new-solutions (and --reason).")
+            return results
         for w in book.state_warnings():  # the gradebook as it is now (grades.json says the same)
             progress(f"warning: {w}")
-        book.finish_run(run, warnings, [c.as_dict() for c in changes])
+        book.finish_run(run, warnings + trouble, [c.as_dict() for c in changes])
         write_exports(book, out)
     finally:
         book.close()
@@ -1272,11 +1368,13 @@ def _before_interrupted(
             continue
         h = replaced[0]
         marks = old.score - old.auto_score  # the marks of written answers stay as they are across a regrade
+        score = round(h["score"] + marks, 2)
         before[key] = replace(
             old,
             status=h["status"],
             auto_score=h["score"],
-            score=round(h["score"] + marks, 2),
+            score=score,
+            final=round(max(0.0, score - old.late_penalty + old.manual), 2),
             tests=[*h["tests"], *(t for t in old.tests if t.get("manual"))],
         )
 
@@ -1341,6 +1439,13 @@ def _setup_imports(solution: Path) -> list[str]:
     return names
 
 
+def _outer_limit(limits: Limits) -> float:
+    """Wall-clock seconds after which a submission's checking process is killed from outside: only once
+    every limit inside has had its turn (the submission's backstop, each start of its kernel, an interrupt)."""
+    starts = (MAX_RESTARTS + 1) * limits.wall(limits.startup_cpu_s)
+    return limits.wall(limits.total_cpu_s) + starts + limits.wall(INTERRUPT_GRACE_S) + STOP_MARGIN_S
+
+
 def _run_jobs(
     todo: list[Job],
     submissions: Path,
@@ -1351,9 +1456,11 @@ def _run_jobs(
     sandbox: bool,
     progress,
     commit,
+    unrecorded: list[str],
 ) -> None:
     """Grade `todo`, each job in a process of its own (see `worker`), `jobs` at a time; `commit(result, job)`
-    each result as soon as its process (and every sandbox it started) has gone."""
+    each result as soon as its process (and every sandbox it started) has gone. A result that cannot be
+    committed even as a "grader error" row is named in `unrecorded`."""
     for path in budgets.remove_stale():
         progress(f"removed what an interrupted batch left: {path}")
     work_root, lock = budgets.locked_folder(budgets.BATCH_PREFIX)
@@ -1364,19 +1471,44 @@ def _run_jobs(
     protect = [solutions, submissions, out, work_root]
 
     def done(job: Job, res: SubmissionResult) -> None:
-        commit(res, job)  # first: a result that was printed is in the gradebook
+        """Commit, then print: a result that was printed is in the gradebook. Raises if it cannot be committed
+        (the batch tries the submission again at its end, see `worker.run_batch`)."""
+        commit(res, job)
         progress(
             f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} {res.status}"
         )
 
+    def done_anyway(job: Job, res: SubmissionResult) -> None:
+        """A row that must be written whatever happens: if it cannot be, a row that says why; if not even
+        that, the batch goes on and names the student in its summary (`unrecorded`)."""
+        try:
+            done(job, res)
+            return
+        except Exception as err:  # noqa: BLE001 - a failure of the grader must not stop the class
+            why = f"{type(err).__name__}: {inert(err, 300)}"
+        try:
+            message = (
+                f"The grader could not record this submission's result ({why}). This is not a grade: the work "
+                f"was not checked. To grade it again: course grade ... --student {job.student}"
+            )
+            done(
+                job, _blank_result(job.student, job.solution.stem, read_notebook(job.solution), "grader error", message)
+            )
+        except Exception as err:  # noqa: BLE001
+            unrecorded.append(
+                f"{job.student} ({job.solution.stem}): {why}; then {type(err).__name__}: {inert(err, 300)}"
+            )
+
     try:
         for job in todo:  # nothing to run: no process needed
             if job.submission is None:
-                done(job, _grade_job(job, limits, sandbox, protect, work_root, submissions))
-        # Killed only once its own limits have all had their turn: the total time, a last kernel start, an interrupt.
-        deadline = limits.total_timeout + limits.startup_timeout + INTERRUPT_GRACE_S + STOP_MARGIN_S
+                done_anyway(job, _grade_job(job, job.limits or limits, sandbox, protect, work_root, submissions))
         tasks = [
-            Task(i, (job, limits, sandbox, protect, work_root, submissions), deadline)
+            Task(
+                i,
+                (job, job.limits or limits, sandbox, protect, work_root, submissions),
+                _outer_limit(job.limits or limits),
+            )
             for i, job in enumerate(todo)
             if job.submission is not None
         ]
@@ -1389,7 +1521,7 @@ def _run_jobs(
             memory_mb=limits.memory_mb,
             preload=preload,
             on_result=lambda task, res: done(task.args[0], res),
-            on_failure=lambda task, ending: done(task.args[0], _ended_result(task.args[0], ending)),
+            on_failure=lambda task, ending: done_anyway(task.args[0], _ended_result(task.args[0], ending)),
         )
     finally:
         if group is not None:

@@ -48,9 +48,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from course_lib.runner.text import inert, inert_tree
+
 from .roster import Roster, Student
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (
@@ -92,6 +94,8 @@ ADDED_COLUMNS = {
     "adjustments": [("grader", "TEXT NOT NULL DEFAULT ''"), ("cap", "INTEGER NOT NULL DEFAULT 0")],
     "roster": [("status", "TEXT NOT NULL DEFAULT 'active'")],
     "runs": [("reason", "TEXT NOT NULL DEFAULT ''"), ("changes", "TEXT NOT NULL DEFAULT '[]'")],
+    "history": [("submitted_at", "TEXT")],  # the replaced version's submission time
+    "unpacked": [("submitted_at", "TEXT")],  # the submission time the LMS gave for this (student, assignment)
 }
 BIG_CHANGE = 0.1  # a regrade that moves a score by this share of its maximum or more is "big" (course report)
 
@@ -276,14 +280,19 @@ class Gradebook:
         with self.db:
             return self.db.execute(
                 "INSERT INTO runs (started_at, command, solutions, warnings, reason) VALUES (?, ?, ?, '[]', ?)",
-                (now(), command, solutions, reason),
+                (now(), inert(command), inert(solutions), inert(reason)),
             ).lastrowid
 
     def finish_run(self, run: int, warnings: list[str], changes: list[dict] | None = None) -> None:
         with self.db:
             self.db.execute(
                 "UPDATE runs SET finished_at=?, warnings=?, changes=? WHERE id=?",
-                (now(), json.dumps(warnings, ensure_ascii=False), json.dumps(changes or [], ensure_ascii=False), run),
+                (
+                    now(),
+                    json.dumps(inert_tree(list(warnings)), ensure_ascii=False),
+                    json.dumps(inert_tree(changes or []), ensure_ascii=False),
+                    run,
+                ),
             )
 
     def runs(self) -> list[dict]:
@@ -309,7 +318,7 @@ class Gradebook:
         reasons = {r["id"]: r["reason"] for r in self.runs()}
         cur = self.db.execute(
             "SELECT student, assignment, attempt, status, score, max_score, solutions_sha256, "
-            "graded_at, run, tests, replaced_at, replaced_by_run FROM history "
+            "graded_at, run, tests, replaced_at, replaced_by_run, submitted_at FROM history "
             "WHERE (? IS NULL OR student=?) AND (? IS NULL OR assignment=?) ORDER BY rowid",
             (student, student, assignment, assignment),
         )
@@ -326,6 +335,7 @@ class Gradebook:
             "tests",
             "replaced_at",
             "replaced_by_run",
+            "submitted_at",
         )
         found = []
         for r in cur:
@@ -363,12 +373,16 @@ class Gradebook:
                 attempt = last[0]  # the same file again (a regrade), or a first file after "not submitted"
             else:
                 attempt = last[0] + 1  # a new file: a new attempt; the earlier ones stay on record
-            tests = [t if isinstance(t, dict) else dict(t.__dict__) for t in result.tests]
-            manual = [t if isinstance(t, dict) else dict(t.__dict__) for t in getattr(result, "manual", [])]
+            # Learner text is made inert once more here, whatever route it came by: a row can always be stored.
+            tests = inert_tree([t if isinstance(t, dict) else dict(t.__dict__) for t in result.tests])
+            manual = inert_tree([t if isinstance(t, dict) else dict(t.__dict__) for t in getattr(result, "manual", [])])
+            notes = inert_tree(list(result.notes))
             # The version this replaces goes into the history first: an overwritten score is never lost.
             self.db.execute(
-                "INSERT INTO history SELECT student, assignment, attempt, status, score, max_score, "
-                "solutions_sha256, graded_at, run, tests, ?, ? FROM results "
+                "INSERT INTO history (student, assignment, attempt, status, score, max_score, solutions_sha256, "
+                "graded_at, run, tests, replaced_at, replaced_by_run, submitted_at) "
+                "SELECT student, assignment, attempt, status, score, max_score, "
+                "solutions_sha256, graded_at, run, tests, ?, ?, submitted_at FROM results "
                 "WHERE student=? AND assignment=? AND attempt=?",
                 (now(), run, student, assignment, attempt),
             )
@@ -381,10 +395,10 @@ class Gradebook:
                     student,
                     assignment,
                     attempt,
-                    result.status,
+                    inert(result.status, 100),
                     float(result.score),
                     float(result.max_score),
-                    file,
+                    None if file is None else inert(file, 1000),
                     submission_sha256,
                     submitted_at,
                     submitted_from,
@@ -394,7 +408,7 @@ class Gradebook:
                     float(result.seconds),
                     run,
                     json.dumps(tests, ensure_ascii=False),
-                    json.dumps(list(result.notes), ensure_ascii=False),
+                    json.dumps(notes, ensure_ascii=False),
                     json.dumps(manual, ensure_ascii=False),
                 ),
             )
@@ -440,6 +454,20 @@ class Gradebook:
             "MAX(attempt) FROM results y WHERE y.student=r.student AND y.assignment=r.assignment)"
         )
         return {(r[0], r[1]): r[2] for r in cur}
+
+    def graded_time(self, student: str, assignment: str, sha256: str) -> tuple[str | None, str | None]:
+        """(submitted_at, where it came from) recorded when this very file (by its hash) was graded before:
+        a regrade keeps the file's time, whatever has been unpacked into the folder since."""
+        r = self.db.execute(
+            "SELECT submitted_at, submitted_from FROM results WHERE student=? AND assignment=? AND "
+            "submission_sha256=? ORDER BY attempt DESC LIMIT 1",
+            (student, assignment, sha256),
+        ).fetchone()
+        return (r[0], r[1]) if r is not None else (None, None)
+
+    def unpacked_students(self) -> set[str]:
+        """Every student `course unpack` wrote a folder for, whatever the assignment."""
+        return {r[0] for r in self.db.execute("SELECT DISTINCT student FROM unpacked")}
 
     def has_file_graded(self, student: str, assignment: str) -> bool:
         return (
@@ -490,18 +518,34 @@ class Gradebook:
         late: bool,
         notes: list[str],
         skipped: str | None = None,
+        submitted_at: str | None = None,
     ) -> None:
         """What unpacking an LMS download did with one student's files (it reaches grades.json and the
-        feedback when `course grade` grades the file it wrote, or gives the row a reason when it wrote none)."""
+        feedback when `course grade` grades the file it wrote, or gives the row a reason when it wrote none),
+        and the submission time the LMS gave for that file (ISO 8601, UTC; None: it gave none, stored as ""
+        where an older version's records have NULL, time unknown). Each assignment has its own record:
+        unpacking another assignment never changes this one's time."""
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO unpacked VALUES (?,?,?,?,?,?,?,?)",
-                (student, assignment, entry, sha256, int(late), json.dumps(notes, ensure_ascii=False), skipped, now()),
+                "INSERT OR REPLACE INTO unpacked (student, assignment, entry, sha256, late, notes, skipped, "
+                "unpacked_at, submitted_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    student,
+                    assignment,
+                    inert(entry, 1000),
+                    sha256,
+                    int(late),
+                    json.dumps(inert_tree(list(notes)), ensure_ascii=False),
+                    None if skipped is None else inert(skipped),
+                    now(),
+                    submitted_at or "",
+                ),
             )
 
     def unpacked(self, student: str, assignment: str) -> dict | None:
         r = self.db.execute(
-            "SELECT entry, sha256, late, notes, skipped, unpacked_at FROM unpacked WHERE student=? AND assignment=?",
+            "SELECT entry, sha256, late, notes, skipped, unpacked_at, submitted_at FROM unpacked "
+            "WHERE student=? AND assignment=?",
             (student, assignment),
         ).fetchone()
         if r is None:
@@ -513,6 +557,7 @@ class Gradebook:
             "notes": json.loads(r[3]),
             "skipped": r[4],
             "unpacked_at": r[5],
+            "submitted_at": r[6],
         }
 
     # --- marks for manually graded answers --------------------------------------------------------------

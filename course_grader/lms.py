@@ -5,8 +5,12 @@ per student holding the notebook under the assignment's name. `unpack` reads the
 trusting it), finds each student's notebook, maps the student to the roster's id, and writes
 
     dest/<student_id>/<assignment>.ipynb     the newest notebook the student handed in
-    dest/<student_id>/timestamp.txt          its time, in nbgrader's format: 2026-11-23 14:03:07.000000 UTC
+    dest/<student_id>/<assignment>.timestamp.txt
+                                             its time, in nbgrader's format: 2026-11-23 14:03:07.000000 UTC
                                              (for Canvas only from its submissions API: `canvas_times`)
+
+Each assignment's time has a file of its own (and a record in the gradebook, `course unpack` keeps it with
+the file's hash), so unpacking week 13 into the same student folders leaves week 2's times as they were.
 
 or, with `output_layout="nbgrader"` (`course unpack --output-layout nbgrader --to submitted`), nbgrader's
 own layout, `dest/<student_id>/<assignment>/<assignment>.ipynb` with `timestamp.txt` beside it, which
@@ -61,7 +65,7 @@ student; `__MACOSX/`, `.DS_Store`, `Thumbs.db` and every hidden file or folder (
 with one summary warning.
 
 Safety (the zip is untrusted): nothing is written by an entry's name, only to
-`dest/<id>/<assignment>.ipynb` and `dest/<id>/timestamp.txt`, with ids checked as single safe folder
+`dest/<id>/<assignment>.ipynb` and `dest/<id>/<assignment>.timestamp.txt`, with ids checked as single safe folder
 names; entries with absolute names, `..`, or that are symbolic links are skipped with a warning;
 declared sizes are checked against `read_limit` (per notebook: one over it is not written, and the
 student's row says why) and `max_total_bytes` (all of them: a zip bomb stops everything) before
@@ -127,7 +131,8 @@ class UnpackReport:
     dest: Path  # the submissions folder written to
     students: dict[str, str] = field(default_factory=dict)  # id -> the zip entry written as its notebook
     kept: dict[str, str] = field(default_factory=dict)  # id -> the entry NOT written: its notebook was there
-    times: dict[str, str] = field(default_factory=dict)  # id -> the time written to timestamp.txt
+    times: dict[str, str] = field(default_factory=dict)  # id -> the time written to its time file (nbgrader's format)
+    when: dict[str, str] = field(default_factory=dict)  # id -> the same time in ISO 8601, UTC (the gradebook's)
     late: set[str] = field(default_factory=set)  # ids whose submission Canvas marked late
     warnings: list[str] = field(default_factory=list)  # each names the zip entry it is about
     decisions: dict[str, list[str]] = field(default_factory=dict)  # id -> what the student is told (feedback)
@@ -593,7 +598,7 @@ def _unpack(
     if layout == "canvas" and canvas_times is None:
         warnings.append(
             "Canvas writes the time it made the zip, not the submission time, into the zip: "
-            "no timestamp.txt is written, so `course deadline` cannot apply late penalties; "
+            "no submission time is recorded (and none is written), so `course deadline` cannot apply late penalties; "
             "Canvas's late flag is recorded (and told in the feedback), and Canvas's own late policy "
             "applies when you import the grades. For the submission times, save Canvas's submissions "
             "API as JSON and pass --canvas-times"
@@ -741,7 +746,7 @@ def _unpack(
         todo.append((sid, e, folder, home, target))
 
     # --- write: every notebook to a temporary file, then all renamed into place --------------------
-    made_folders, temps = [], []
+    made_folders, temps, stale = [], [], []
     budget = [max_total_bytes]
     try:
         dest.mkdir(parents=True, exist_ok=True)
@@ -775,19 +780,25 @@ def _unpack(
                 )
             temps.append((nb, target))
             report.sha256[sid] = _sha256(nb)
+            # This assignment's own time file: in nbgrader's layout its folder's timestamp.txt, otherwise
+            # <assignment>.timestamp.txt beside the notebook, so that unpacking another assignment into the same
+            # student folder never changes this one's time.
+            stamp_path = home / ("timestamp.txt" if output_layout == "nbgrader" else f"{assignment}.timestamp.txt")
             when = None
             if layout == "canvas":
                 found = (canvas_times or {}).get(e.key)
-                if found is None:
-                    continue  # the zip's times are the download's: no submission time is better than a wrong one
+                if found is None:  # the zip's times are the download's: no submission time is better than a wrong one
+                    stale.append(stamp_path)  # a time an earlier download wrote for this assignment no longer holds
+                    continue
                 when = found
             else:
                 when = _time(e.info, zone)
-            stamp = _write_text(home / "timestamp.txt", when.strftime(TIME_FORMAT) + "\n")
-            temps.append((stamp, home / "timestamp.txt"))
+            stamp = _write_text(stamp_path, when.strftime(TIME_FORMAT) + "\n")
+            temps.append((stamp, stamp_path))
             os.utime(nb, (when.timestamp(), when.timestamp()))
             os.utime(stamp, (when.timestamp(), when.timestamp()))
             report.times[sid] = when.strftime(TIME_FORMAT)
+            report.when[sid] = when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
     except BaseException:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
@@ -799,6 +810,8 @@ def _unpack(
         raise
     for tmp, final in temps:
         os.replace(tmp, final)
+    for path in stale:
+        path.unlink(missing_ok=True)
     for sid, e, *_ in todo:
         if sid not in report.skipped:
             report.students[sid] = e.name

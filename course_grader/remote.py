@@ -33,7 +33,8 @@ import time
 from typing import Any
 
 from course_lib.runner import wire
-from course_lib.runner.process import Kernel, KernelStopped
+from course_lib.runner.process import Budget, Kernel, KernelStopped, submission_clock
+from course_lib.runner.text import inert
 
 # nn.Module methods that never give a differentiable result: calling them needs no autograd node.
 BOOKKEEPING = {
@@ -95,7 +96,7 @@ def learner_error(reply: dict) -> Exception:
             cls = type(name, (LearnerError,), {"__module__": "learner"})
         if len(_errors) < MAX_CLASSES:
             _errors[(ename, base)] = cls
-    return cls(str(reply.get("evalue", ""))[:MAX_MESSAGE])
+    return cls(inert(reply.get("evalue", ""), MAX_MESSAGE))
 
 
 def _proxy_class(base: type, type_name: str) -> type:
@@ -112,18 +113,25 @@ def _proxy_class(base: type, type_name: str) -> type:
 
 
 class Session:
-    """The checker's connection to one kernel: requests within the current cell's deadline."""
+    """The checker's connection to one kernel: requests within the current cell's budget."""
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.deadline: float | None = None  # the end of the cell now running (set by the runner)
-        self.cut = False  # whether that end is the submission's total time limit
+        self.budget: Budget | None = None  # what the cell now running may still use (set by the runner)
         self.version: str | None = None  # the parameter version of the module called last
 
     def request(self, header: dict, buffers: list[bytes] = ()) -> tuple[dict, list[bytes]]:
-        deadline = self.deadline if self.deadline is not None else time.monotonic() + self.kernel.limits.cell_timeout
+        budget = self.budget
+        if budget is None:  # outside a cell (a stand-in released late): a cell's own budget
+            limits = self.kernel.limits
+            budget = Budget(
+                submission_clock(self.kernel),
+                limits.cell_cpu_s,
+                time.monotonic() + limits.wall(limits.cell_cpu_s),
+                limits=limits,
+            )
         with _alarm_held():
-            return self.kernel.request(header, buffers, deadline=deadline, cut=self.cut)
+            return self.kernel.request(header, buffers, budget=budget)
 
     def value(self, reply: dict, buffers: list[bytes], *, grad: bool = True) -> tuple[Any, wire.Decoder]:
         if not reply.get("ok"):
@@ -151,8 +159,8 @@ class Session:
         object.__setattr__(obj, "_session", self)
         object.__setattr__(obj, "_ref", ref)
         object.__setattr__(obj, "_generation", self.kernel.generation)
-        object.__setattr__(obj, "_text", str(text)[:300])
-        object.__setattr__(obj, "_type_name", str(type_name)[:100])  # the learner's type, whatever the class
+        object.__setattr__(obj, "_text", inert(text, 300))
+        object.__setattr__(obj, "_type_name", inert(type_name, 100))  # the learner's type, whatever the class
         if isinstance(name, str):
             object.__setattr__(obj, "__name__", name)
             object.__setattr__(obj, "__qualname__", name)
@@ -176,7 +184,7 @@ class Session:
         reply, buffers = self.request({"op": "get", "name": name})
         if not reply.get("found"):
             names = reply.get("names") if isinstance(reply.get("names"), list) else []
-            return False, "", None, [n for n in names[:MAX_NAMES] if isinstance(n, str)]
+            return False, "", None, [n for n in names[:MAX_NAMES] if isinstance(n, str) and n.isidentifier()]
         value, _ = self.value(reply, buffers)
         return True, str(reply.get("owner")), value, []
 
@@ -186,8 +194,17 @@ class Session:
         return self.value(reply, buffers)[0]
 
     def call(
-        self, proxy: Remote, args: tuple, kwargs: dict, *, attr: str | None = None, module: RemoteModule | None = None
+        self,
+        proxy: Remote,
+        args: tuple,
+        kwargs: dict,
+        *,
+        attr: str | None = None,
+        module: RemoteModule | None = None,
+        repeat: int | None = None,
     ) -> Any:
+        """Call the learner's object in the kernel; with `repeat`, that many times in one request (a list of
+        results: thousands of calls cost one round trip, not thousands; never part of an autograd graph)."""
         import torch
 
         self.check_alive(proxy)
@@ -207,8 +224,10 @@ class Session:
         mirrors = module._mirrors() if module is not None and attr not in BOOKKEEPING else []
         if module is not None:
             header["module"] = True
+        if repeat is not None:
+            header["repeat"], mirrors = int(repeat), []
         leaves = [t for t in enc.tensors if t.requires_grad] + [p for _, p in mirrors if p.requires_grad]
-        if torch.is_grad_enabled() and leaves:
+        if torch.is_grad_enabled() and leaves and repeat is None:
             header.update(track=True, params=[bool(p.requires_grad) for _, p in mirrors])
             job = _Job(self, header, enc)
             outputs = LearnerCall.apply(job, *leaves)
@@ -438,6 +457,10 @@ class RemoteCallable(Remote):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return object.__getattribute__(self, "_session").call(self, args, kwargs)
+
+    def __course_call_repeated__(self, n: int, *args: Any, **kwargs: Any) -> list:
+        """`checks.call_repeated`'s hook: n calls in one round trip to the kernel."""
+        return object.__getattribute__(self, "_session").call(self, args, kwargs, repeat=n)
 
 
 class _ModuleMethod:

@@ -25,8 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_lib.feedback import MANUAL_STATUS, MARKED, STATUSES, num
+from course_lib.feedback import MANUAL_STATUS, MARKED, STATUSES, md_text, num
 from course_lib.runner.notebook import write_atomic
+from course_lib.runner.text import inert
 
 from .gradebook import BIG_CHANGE, Gradebook, Row
 
@@ -104,8 +105,13 @@ class Attention:
         for key, title in self.TITLES.items():
             who = getattr(self, key)
             if who:
-                found.append(f"- **{title}** ({len(who)}): " + "; ".join(who))
+                found.append(f"- **{title}** ({len(who)}): " + "; ".join(md_text(w) for w in who))
         return found or ["- Nobody: every student handed in, and nothing needs a person."]
+
+
+def _cell(text: str) -> str:
+    """`text` (which may hold a learner's words) as the content of one Markdown table cell: see `md_text`."""
+    return md_text(inert(text)).replace("|", "/")
 
 
 def _cut(text: str, limit: int = HINT_CHARS) -> str:
@@ -180,10 +186,11 @@ def attention(rows: list[Row], assignment: str, labels: dict[str, str]) -> Atten
             why = (r.notes[0] if r.notes else r.status).rstrip(".")
             found.not_graded.append(f"{who}: {r.status}: {_cut(why, 120)}")
             continue
-        timed = [t.get("exercise") or t["grade_id"] for t in r.tests if "time limit" in (t.get("message") or "")]
+        # From how the cells ended (`cause`), never from what the messages say, which a learner can write.
+        timed = [t.get("exercise") or t["grade_id"] for t in r.tests if t.get("cause") == "timeout"]
         if timed:
             found.timed_out.append(f"{who} ({', '.join(timed)})")
-        helper = [t for t in r.tests if "in a cell you added" in (t.get("message") or "")]
+        helper = [t for t in r.tests if t.get("cause") == "added-cell"]
         if helper:
             lost = sum(t["max_points"] - t["points"] for t in helper)
             found.added_cell.append(f"{who} (-{num(lost)})")
@@ -256,8 +263,9 @@ def markdown(
             "|---|---|---|---|---|---|---|" + ("---|" if manual else "") + "---|",
         ]
         for e in exercises:
-            hints = "<br>".join(f"{n}× {e.hint_text(h).replace('|', '/')}" for h, n in e.hints.most_common(top)) or "–"
-            title = e.exercise.replace("|", "/") + (" (written)" if e.manual else "")
+            # A hint is quoted as the feedback quotes it: a learner's words in it are text, not Markdown or HTML.
+            hints = "<br>".join(f"{n}× {_cell(e.hint_text(h))}" for h, n in e.hints.most_common(top)) or "–"
+            title = _cell(e.exercise) + (" (written)" if e.manual else "")
             lines.append(
                 f"| {title} | {e.counts['passed']} ({e.pass_rate:.0%}) | {e.counts['partial']} "
                 f"| {e.counts['failed']} | {e.counts['not attempted']} | {e.counts['error']} "

@@ -30,8 +30,9 @@ import types
 from pathlib import Path
 
 from course_lib.runner import steps as kernel_steps
-from course_lib.runner.process import CellRun, KernelStopped, Limits
+from course_lib.runner.process import CHECK_EVERY_S, Budget, CellRun, KernelStopped, Limits
 from course_lib.runner.steps import RunReport, Step
+from course_lib.runner.text import inert
 
 from .remote import CellTimeout, Session, on_alarm, reset_alarm
 from .sandbox import Kernel
@@ -47,23 +48,30 @@ class _Capped(io.StringIO):
 
 
 @contextlib.contextmanager
-def _time_limit(deadline: float):
-    """SIGALRM at `deadline` (main thread only: elsewhere only the kernel's requests are limited)."""
+def _time_limit(budget: Budget):
+    """Stop the cell once `budget` is spent (main thread only: elsewhere only the kernel's requests are
+    limited). The checks' own CPU time is looked at every CHECK_EVERY_S of it (SIGPROF, which counts this
+    process's CPU time only); the kernel's while a request is in flight, by the request itself; the
+    wall-clock backstop by SIGALRM."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
-    def expire(signum, frame):
-        on_alarm()
+    def look(signum, frame):
+        if signum == signal.SIGALRM or budget.over():
+            on_alarm()
 
     reset_alarm()
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - time.monotonic()))
+    old = signal.signal(signal.SIGALRM, look), signal.signal(signal.SIGPROF, look)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, budget.wall_end - time.monotonic()))
+    signal.setitimer(signal.ITIMER_PROF, CHECK_EVERY_S, CHECK_EVERY_S)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGALRM, old[0])
+        signal.signal(signal.SIGPROF, old[1])
         reset_alarm()
 
 
@@ -138,8 +146,8 @@ class Checker:
         except SyntaxError:
             return False
 
-    def run(self, source: str, deadline: float, cut: bool, where: str = "<test cell>") -> CellRun:
-        self.session.deadline, self.session.cut = deadline, cut
+    def run(self, source: str, budget: Budget, where: str = "<test cell>") -> CellRun:
+        self.session.budget = budget
         self.session.kernel.begin_cell()
         try:
             code = _compile(source, where)
@@ -147,18 +155,14 @@ class Checker:
             return CellRun("error", "SyntaxError", f"{err.msg} ({where}, line {err.lineno})")
         out = _Capped()
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _time_limit(deadline):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _time_limit(budget):
                 self._bind_learner_names(code, _assigned(source))
                 exec(code, self.ns)  # noqa: S102 - the teacher's own cell
         except KernelStopped as err:
             return CellRun(err.status, err.status, err.message, out.getvalue())
         except CellTimeout:
-            message = (
-                "the submission used up its total time limit during this cell"
-                if cut
-                else f"the cell ran longer than the time limit ({self.session.kernel.limits.cell_timeout:g} s)"
-            )
-            return CellRun("timeout", "timeout", message, out.getvalue())
+            message = budget.message(budget.over() or "cpu")
+            return CellRun("timeout", "timeout", message, inert(out.getvalue()))
         except KeyboardInterrupt:
             raise
         except BaseException as err:  # noqa: BLE001 - a failed check, or the learner's value broke the test
@@ -166,9 +170,9 @@ class Checker:
 
             credit = err.credit if isinstance(err, CheckFailed) and not isinstance(err, NotAttempted) else None
             credit = credit if type(credit) is float and 0.0 <= credit < 1.0 else None
-            return CellRun("error", type(err).__name__, str(err), out.getvalue(), credit=credit)
+            return CellRun("error", type(err).__name__, inert(err), inert(out.getvalue()), credit=credit)
         finally:
-            self.session.deadline = None
+            self.session.budget = None
             for name, value in list(self.remote.items()):  # rebound by the teacher's cell: the teacher's now
                 if self.ns.get(name) is not value:
                     del self.remote[name]
@@ -197,6 +201,7 @@ def run_steps(
     protect: list[Path] = (),
     temp_root: Path | None = None,
     budget=None,
+    fresh_after_hidden: bool = False,
 ) -> RunReport:
     """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`); with `split`, the test
     cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel.
@@ -209,6 +214,8 @@ def run_steps(
     checker = Checker(Session(kernel))
     previous = core.set_answer_source(checker.answer)
     try:
-        return kernel_steps.run_steps(steps, limits=limits, kernel=kernel, checker=checker)
+        return kernel_steps.run_steps(
+            steps, limits=limits, kernel=kernel, checker=checker, fresh_after_hidden=fresh_after_hidden
+        )
     finally:
         core.set_answer_source(previous)

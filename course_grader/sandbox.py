@@ -426,6 +426,12 @@ class Kernel(process.Kernel):
             if used is not None:
                 self.group.set_limits(memory_bytes=used + (self.limits.memory_mb + 512) * 2**20)
 
+    def _cpu(self) -> float:
+        """The running kernel's CPU time: from its cgroup where one counts it (every process that was ever in
+        the sandbox, exited ones included), else from its process tree."""
+        counted = self.group.cpu_seconds() if self.group is not None else None
+        return counted if counted is not None else super()._cpu()
+
     def _over_memory_limit(self) -> bool:
         if self.group is not None and "memory" in self.group.folders and self.limits.memory_mb:
             return False  # the kernel enforces the cgroup's limit itself, counting what PSS cannot see

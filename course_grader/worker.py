@@ -39,11 +39,15 @@ from typing import Any, Callable
 
 import psutil
 
+from course_lib.runner.text import inert
+
 from .budgets import Group
 
 PRELOAD_ENV = "COURSE_GRADER_PRELOAD"  # modules the server imports once (see `preload`), comma-separated
 BASE_PRELOAD = ("numpy", "torch", "IPython.core.inputtransformer2", "course_lib.checks", "course_grader.grade")
 CHECKER_ALLOWANCE_MB = 1024  # the checking process's memory on top of its budget: the teacher's references, decoding
+GRADER_OOM_SCORE = -500  # the batch and its server: the OOM killer picks a learner's kernel long before them
+CHECKER_OOM_SCORE = 300  # a checking process (its kernels raise theirs to the maximum, see `kernel.set_limits`)
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Task:
     key: Any  # the caller's name for it
     args: tuple  # target(*args, budget=group)
     deadline_s: float  # wall-clock seconds from its start after which its process is killed
+    tries: list[str] = field(default_factory=list)  # how its earlier tries ended without a result
 
 
 @dataclass
@@ -60,6 +65,7 @@ class Ending:
     status: str  # "stopped" (killed at its deadline) or "grader error" (it died or failed)
     message: str
     seconds: float = 0.0
+    server_died: bool = False  # the server it was forked from ended meanwhile: no fault of the task's
 
 
 @dataclass
@@ -69,6 +75,7 @@ class _Running:
     conn: Any
     started: float
     group: Group | None
+    server: int | None = None  # the process id of the server it was forked from
     result: Any = None
     family: list = field(default_factory=list)  # its descendants, last seen (to end them if it dies)
     looked: float = 0.0
@@ -91,20 +98,44 @@ def run_batch(
     group: Group | None = None,
     memory_mb: int | None = None,
     preload: list[str] = (),
+    retries: int = 1,
 ) -> None:
     """Run `target(*task.args, budget=job_group)` for every task in a process of its own, `slots` at a time.
 
     `group`: the batch's cgroup (see `budgets.batch_group`), under which each task gets `job-N` (and in it
     `checker`, for its process); `memory_mb`: the process's address-space allowance (and, with a memory
-    cgroup, its limit). `preload`: modules the server imports, besides numpy, torch and the checks."""
+    cgroup, its limit). `preload`: modules the server imports, besides numpy, torch and the checks.
+
+    A failure of the grader is never a result: a task whose process could not start, ended without a
+    result (killed, crashed, its server gone), was stopped at its deadline, or whose result `on_result`
+    could not take (it raised), is tried again, `retries` times, once every other task has had its first
+    try; only then does `on_failure` get its `Ending`, which says how every try ended."""
     if preload:
         os.environ[PRELOAD_ENV] = ",".join(dict.fromkeys([*BASE_PRELOAD, *preload]))
+    _protect_from_oom_killer()
     ctx = context()
-    pending, running = deque(tasks), []
+    pending, running, again = deque(tasks), [], deque()
+
+    def failed(task: Task, ending: Ending) -> None:
+        if len(task.tries) < retries:
+            task.tries.append(ending.message)
+            again.append(task)
+            return
+        if task.tries:
+            earlier = "; ".join(f"try {i}: {why}" for i, why in enumerate(task.tries, 1))
+            ending.message += f" (it was tried {len(task.tries) + 1} times; {earlier})"
+        on_failure(task, ending)
+
     try:
-        while pending or running:
+        while pending or running or again:
+            if not pending and not running:  # every task has had its first try: now the second ones
+                pending, again = again, deque()
             while pending and len(running) < max(1, slots):
-                running.append(_start(ctx, pending.popleft(), target, group, memory_mb))
+                task = pending.popleft()
+                try:
+                    running.append(_start(ctx, task, target, group, memory_mb))
+                except Exception as err:  # noqa: BLE001 - the server that forks the processes died, or fork failed
+                    failed(task, _start_failure(err))
             waiting = [r.conn for r in running if r.conn is not None and r.result is None]
             waiting += [r.process.sentinel for r in running]
             wait(waiting, timeout=0.5)
@@ -114,12 +145,12 @@ def run_batch(
                 if r.process.exitcode is not None or not r.process.is_alive():
                     _collect(r)  # what it sent just before it ended
                     running.remove(r)
-                    _finish(r, on_result, on_failure)
+                    _finish(r, on_result, failed)
                 elif now - r.started > r.task.deadline_s:
                     _kill(r)
                     running.remove(r)
                     seconds = time.monotonic() - r.started
-                    on_failure(
+                    failed(
                         r.task,
                         Ending(
                             "stopped",
@@ -132,6 +163,39 @@ def run_batch(
     finally:
         for r in running:  # interrupted: end what is running; its tasks are neither done nor failed
             _kill(r)
+
+
+def _start_failure(err: BaseException) -> Ending:
+    """Why a checking process could not be started (the next start begins with a new server if it had ended)."""
+    why = f"its checking process could not be started ({type(err).__name__}: {inert(' '.join(str(err).split()), 300)})"
+    gone = not _alive(_server_pid())
+    if gone:
+        why += "; the grader's server process that starts them had ended (killed from outside, or for want of memory)"
+    return Ending("grader error", why, server_died=gone)
+
+
+def _server_pid() -> int | None:
+    """The process id of the forkserver the checking processes come from (None before the first start)."""
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+def _alive(pid: int | None) -> bool:
+    try:
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _protect_from_oom_killer() -> None:
+    """Make the batch and its server the last processes the kernel's OOM killer picks (where this user
+    may lower the score: root); the checking processes and kernels raise theirs again (see `_work`)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(GRADER_OOM_SCORE))
+    except OSError:
+        pass
 
 
 def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: int | None) -> _Running:
@@ -147,9 +211,16 @@ def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: in
         name=f"course-grade-{task.key}",
         daemon=False,
     )
-    process.start()
-    send.close()
-    return _Running(task, process, receive, time.monotonic(), job, looked=time.monotonic())
+    try:
+        process.start()
+    except BaseException:
+        receive.close()
+        if job is not None:
+            job.remove()
+        raise
+    finally:
+        send.close()
+    return _Running(task, process, receive, time.monotonic(), job, server=_server_pid(), looked=time.monotonic())
 
 
 def _collect(r: _Running) -> None:
@@ -174,7 +245,7 @@ def _look(r: _Running) -> None:
         pass
 
 
-def _finish(r: _Running, on_result, on_failure) -> None:
+def _finish(r: _Running, on_result, failed) -> None:
     r.process.join(timeout=5)
     seconds = time.monotonic() - r.started
     exitcode = r.process.exitcode
@@ -182,13 +253,34 @@ def _finish(r: _Running, on_result, on_failure) -> None:
     if r.conn is not None:
         r.conn.close()
     if r.result is not None and r.result[0] == "ok":
-        on_result(r.task, r.result[1])
+        try:
+            on_result(r.task, r.result[1])
+        except Exception as err:  # noqa: BLE001 - a result that cannot be recorded is the grader's failure
+            failed(
+                r.task,
+                Ending(
+                    "grader error",
+                    f"its result could not be recorded ({type(err).__name__}: {inert(err, 300)})",
+                    seconds,
+                ),
+            )
         return
     if r.result is not None:  # target raised: a bug in the grader, told with the last lines of its traceback
         lines = [ln for ln in str(r.result[1]).strip().splitlines() if ln.strip()]
-        on_failure(
-            r.task, Ending("grader error", f"the grader failed on it: {lines[-1] if lines else 'no message'}", seconds)
+        failed(
+            r.task,
+            Ending(
+                "grader error", f"the grader failed on it: {inert(lines[-1] if lines else 'no message', 300)}", seconds
+            ),
         )
+        return
+    if not _alive(r.server):  # its server ended (a kill, the OOM killer): it took this process with it
+        why = (
+            f"the grader's own server process (pid {r.server}), from which the checking processes are started, "
+            "ended while this submission was being checked, and took its checking process with it: a failure "
+            "of the grader, not of this submission"
+        )
+        failed(r.task, Ending("grader error", why, seconds, server_died=True))
         return
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
@@ -197,7 +289,7 @@ def _finish(r: _Running, on_result, on_failure) -> None:
             why += ": by someone's kill, or by the system for want of memory"
     else:
         why = f"the process checking it ended without a result (exit status {exitcode})"
-    on_failure(r.task, Ending("grader error", why, seconds))
+    failed(r.task, Ending("grader error", why, seconds))
 
 
 def _kill(r: _Running) -> None:
@@ -232,6 +324,11 @@ def _work(
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's: it ends this process when it must
     _die_with_parent()
+    try:  # the server's low score is not for this process: it goes before the batch when memory runs out
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(CHECKER_OOM_SCORE))
+    except OSError:
+        pass
     if checker is not None:
         checker.join()
     _limit_self(memory_mb, cpu_s)

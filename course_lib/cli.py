@@ -146,7 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_check = sub.add_parser("check", help="run your exercise notebook and show which exercises pass")
     p_check.add_argument("notebook", type=Path)
-    p_check.add_argument("--timeout", type=float, default=120, help="seconds per cell (default 120)")
+    p_check.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="CPU seconds per cell (default: the exercise set's own, 60 unless it says otherwise)",
+    )
     p_check.set_defaults(func=check_cmd)
 
     p_colab = sub.add_parser(
@@ -186,7 +191,9 @@ def check_cmd(args: argparse.Namespace) -> int:
     from course_lib.runner.notebook import NotebookError
     from course_lib.runner.process import Limits
 
-    limits = Limits(cell_timeout=args.timeout, total_timeout=max(600, 20 * args.timeout), memory_mb=0)
+    limits = None  # the set's own budgets
+    if args.timeout is not None:
+        limits = Limits(cell_cpu_s=args.timeout, total_cpu_s=max(600, 20 * args.timeout), memory_mb=0)
     skipped = []
     try:
         rows = check_notebook(args.notebook, limits, skipped=skipped)

@@ -42,6 +42,7 @@ MANUAL_NOTE = (
     "it is marked after you hand the notebook in"
 )
 NOT_ATTEMPTED_NAMES = {"NotAttempted"}
+LIMITS = ("timeout", "output-limit", "memory-limit", "died")  # how the grader, not a check, can stop a cell
 FAILED_NAMES = {"CheckFailed", "AssertionError"}
 
 ADDED_CELL = "added cell: not graded; move helpers into the answer cell that uses them"
@@ -56,6 +57,7 @@ class TestResult:
     max_points: float
     status: str  # one of STATUSES
     message: str = ""
+    cause: str = ""  # a limit that stopped the test or its answer cell (one of LIMITS), never the learner's words
 
 
 def num(x: float) -> str:
@@ -116,7 +118,7 @@ def classify(run: CellRun) -> tuple[str, str]:
         return "not attempted", run.evalue
     if run.ename in FAILED_NAMES:
         return "failed", run.evalue or "a check failed"
-    if run.status in ("timeout", "output-limit", "memory-limit", "died"):
+    if run.status in LIMITS:
         return "error", run.evalue
     return "error", f"{run.ename}: {run.evalue}".strip(": ")
 
@@ -125,11 +127,16 @@ def stopped(run: CellRun) -> str:
     """How an answer cell ended, as the rest of a sentence: "stopped with NameError: ...", or for a
     limit, "was stopped: the cell ran longer than the time limit (60 s)"."""
     message = classify(run)[1]
-    return (
-        f"was stopped: {message}"
-        if run.status in ("timeout", "output-limit", "memory-limit", "died")
-        else f"stopped with {message}"
-    )
+    return f"was stopped: {message}" if run.status in LIMITS else f"stopped with {message}"
+
+
+def limit_cause(run: CellRun, answer_runs: list[CellRun]) -> str:
+    """The limit (one of LIMITS) that stopped a test, or the answer cell it grades; "" if none did. Taken from
+    how the cells ended, never from what they said, so a learner's message cannot pass for a time limit."""
+    for r in [*answer_runs, run]:
+        if r.status in LIMITS:
+            return r.status
+    return ""
 
 
 def score(status: str, run: CellRun, max_points: float) -> tuple[str, float]:

@@ -20,6 +20,7 @@ The API (`__all__`), one function for each job:
 
     answer(variable)                            the learner's value, or NotAttempted
     call(name, fn, *args)                       call the learner's function; a crash becomes a message
+    call_repeated(name, fn, n, *args)           n calls in a row (one round trip under the grader)
     passed(name, detail)                        print the line of a check that passed
     check_all(*parts)                           a multi-part answer: every wrong part reported, credit per part
     check_close(name, value, expected)          numbers, arrays or tensors, to a tolerance
@@ -81,6 +82,7 @@ __all__ = [
     "Seals",
     "answer",
     "call",
+    "call_repeated",
     "check_all",
     "check_close",
     "check_count",
@@ -212,6 +214,26 @@ def call(name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         raise CheckFailed(name, f"expected a function, got {type(fn).__name__}.")
     try:
         return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise NotAttempted(name) from None
+    except CheckFailed:
+        raise
+    except Exception as err:  # the learner's code crashed: say where, not a traceback
+        shown = ", ".join([short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()])
+        raise CheckFailed(name, f"raised {type(err).__name__}: {err} when called as {name}({shown}).") from None
+
+
+def call_repeated(name: str, fn: Callable, n: int, *args: Any, **kwargs: Any) -> list:
+    """`call(name, fn, *args, **kwargs)` n times in a row, with the same argument objects each time (a random
+    generator passed in moves on from call to call): the n results. A check that samples a learner's
+    function thousands of times uses this: under `course grade` the learner's code runs in another
+    process, and all n calls cross to it at once instead of one by one (a stand-in for the learner's
+    function that can do so has a `__course_call_repeated__` method)."""
+    if not callable(fn):
+        raise CheckFailed(name, f"expected a function, got {type(fn).__name__}.")
+    batched = getattr(type(fn), "__course_call_repeated__", None)
+    try:
+        return list(batched(fn, n, *args, **kwargs)) if batched is not None else [fn(*args, **kwargs) for _ in range(n)]
     except NotImplementedError:
         raise NotAttempted(name) from None
     except CheckFailed:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .core import CheckFailed, Seals, call, check_all, check_close, check_function, check_shape, passed
+from .core import CheckFailed, Seals, call, call_repeated, check_all, check_close, check_function, check_shape, passed
 from .helpers import short
 
 _L02_END = "<end>"
@@ -328,8 +328,9 @@ def check_sampler(name: str, fn: Callable, dist: Mapping[Any, float] | None = No
             f"returned {short(first)}, expected one of the tokens {list(dist)}.",
             "return the token itself (a key of the dict), not its index or probability.",
         )
-    draws = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
-    again = [call(name, fn, dict(dist), rng) for rng in [np.random.default_rng(123)] for _ in range(40)]
+    # Each batch of draws is one call_repeated: one round trip to the learner's kernel under the grader.
+    draws = call_repeated(name, fn, 40, dict(dist), np.random.default_rng(123))
+    again = call_repeated(name, fn, 40, dict(dist), np.random.default_rng(123))
     if draws != again:
         raise CheckFailed(
             name,
@@ -337,7 +338,7 @@ def check_sampler(name: str, fn: Callable, dist: Mapping[Any, float] | None = No
             "draw with the `rng` argument (rng.choice or rng.random), not np.random.* or the random module.",
         )
     rng = np.random.default_rng(2024)
-    counts = Counter(call(name, fn, dict(dist), rng) for _ in range(n))
+    counts = Counter(call_repeated(name, fn, n, dict(dist), rng))
     freq = {tok: counts.get(tok, 0) / n for tok in dist}
     best = max(dist, key=dist.get)
     if freq[best] == 1.0 and dist[best] < 0.999:

@@ -91,8 +91,8 @@ def plan(nb: dict) -> tuple[list[Step], dict[int, int], list[Skipped]]:
 def check_notebook(path: Path, limits: Limits | None = None, skipped: list[Skipped] | None = None) -> list[TestResult]:
     """One row per test cell; `skipped`, if given, receives the code cells that were not run."""
     path = Path(path).resolve()
-    limits = limits or Limits(memory_mb=0)
     nb = read_notebook(path)
+    limits = limits or Limits(memory_mb=0).from_notebook(nb)
     steps, where, not_run = plan(nb)
     if skipped is not None:
         skipped[:] = not_run

@@ -29,10 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import wire
+from .text import inert
 
 try:  # the grader depends on psutil (memory limit, CPU time, stray children); `course check` does without
     import psutil
@@ -40,21 +41,82 @@ except ImportError:  # pragma: no cover - psutil comes with Jupyter's kernel
     psutil = None
 
 KERNEL_MODULE = "course_lib.runner.kernel"  # what `python -m` runs inside the new process
-INTERRUPT_GRACE_S = 5.0  # after an interrupt, how long a kernel has to stop before it is killed
+INTERRUPT_GRACE_S = 5.0  # CPU seconds a kernel has after an interrupt to stop, before it is killed
+CHECK_EVERY_S = 0.1  # how often a request in flight looks at the CPU used (one cgroup file, or the process tree)
 
 
 @dataclass
 class Limits:
-    cell_timeout: float = 60.0  # seconds of wall-clock time per cell
-    total_timeout: float = 600.0  # seconds for a whole submission (all cells, restarts included)
+    """What a submission may use. Time is CPU time: what the submission's own processes used (its kernel and
+    everything that kernel started, and the checks run for it), which a busy machine does not change; a
+    wall-clock backstop `wall_factor` times larger stops only a kernel that waits or sleeps."""
+
+    cell_cpu_s: float = 60.0  # CPU seconds per cell
+    total_cpu_s: float = 600.0  # CPU seconds for a whole submission (all cells, restarts included)
+    wall_factor: float = 5.0  # wall-clock backstop: this many times a CPU budget, whatever was used
+    wall_margin_s: float = 60.0  # and at least this much longer than the budget
     memory_mb: int = 2048  # memory a submission may allocate on top of the libraries
     output_bytes: int = 1_000_000  # output a single cell may produce (any stream, display updates included)
     file_mb: int = 64  # largest file the kernel may write
-    startup_timeout: float = 60.0  # seconds for the kernel to start
+    startup_cpu_s: float = 60.0  # CPU seconds for the kernel to start (Python, numpy, torch)
     processes: int = 64  # processes and threads inside the sandbox
     open_files: int = 256  # open file descriptors of the kernel
     scratch_mb: int = 256  # size of the sandbox's private /tmp (its home and scratch folder) and of /dev/shm
     message_mb: int = 64  # largest value passed between the learner's code and the checks
+
+    def wall(self, cpu_s: float) -> float:
+        """The wall-clock backstop of a CPU budget: only a kernel that waits or sleeps gets there."""
+        return max(cpu_s * self.wall_factor, cpu_s + self.wall_margin_s)
+
+    def from_notebook(self, nb: dict) -> Limits:
+        """These limits with the time budgets an exercise set declares (`metadata.course.limits`:
+        `cell_cpu_s`, `total_cpu_s`, chosen so that its worked solution uses at most a quarter)."""
+        meta = nb.get("metadata", {}).get("course", {}) if isinstance(nb.get("metadata"), dict) else {}
+        declared = meta.get("limits", {}) if isinstance(meta, dict) else {}
+        found = {
+            k: float(v)
+            for k, v in (declared if isinstance(declared, dict) else {}).items()
+            if k in ("cell_cpu_s", "total_cpu_s") and type(v) in (int, float) and 0 < v < 1e6
+        }
+        return replace(self, **found)
+
+
+class Budget:
+    """One cell's allowance (or one kernel start's): `cpu_s` seconds on `clock` (CPU seconds the submission
+    has used so far, see `Kernel.cpu_used`) from now, and a wall-clock end `wall_end` (time.monotonic())
+    past which it stops whatever it used. `cut`: the allowance is what is left of the submission's total,
+    not the cell's own."""
+
+    def __init__(self, clock, cpu_s: float, wall_end: float, *, cut: bool = False, limits: Limits | None = None):
+        self.clock, self.cpu_s, self.wall_end, self.cut, self.limits = clock, cpu_s, wall_end, cut, limits
+        self.started, self.start = clock(), time.monotonic()
+
+    def used(self) -> float:
+        return self.clock() - self.started
+
+    def over(self) -> str | None:
+        """ "cpu" (the CPU budget is spent), "wall" (the backstop: it waited or slept), or None."""
+        if self.used() > self.cpu_s:
+            return "cpu"
+        if time.monotonic() > self.wall_end:
+            return "wall"
+        return None
+
+    def message(self, why: str) -> str:
+        """What the learner is told when this budget stopped a cell."""
+        if why == "wall":
+            return (
+                f"the cell ran for {time.monotonic() - self.start:.0f} s of wall-clock time without finishing while "
+                f"using little CPU time ({self.used():.1f} s): it was waiting or sleeping"
+            )
+        if self.cut and self.limits is not None:
+            return f"the submission used up its total CPU time ({self.limits.total_cpu_s:g} s) during this cell"
+        return f"the cell used more CPU time than its limit ({self.cpu_s:g} s)"
+
+
+def submission_clock(kernel: Kernel):
+    """CPU seconds a submission has used: its kernels' (all starts) and this process's (the checks run for it)."""
+    return lambda: kernel.cpu_used() + time.process_time()
 
 
 @dataclass
@@ -171,6 +233,7 @@ class Kernel:
         self.generation = 0  # counts starts: handles from an earlier start are dead
         self._base_mb = 0.0
         self._last_memory_check = 0.0
+        self._last_cpu_check = 0.0
         self.request_id = 0  # replies carry the id of their request; a late reply to an abandoned one is dropped
         self.cpu_seconds = 0.0  # CPU time of the kernels started so far (measured when each one is shut down)
         self._received = bytearray()  # bytes of replies not yet used
@@ -195,8 +258,11 @@ class Kernel:
         self.sock.setblocking(False)
         self.out_fd = self.proc.stdout.fileno()
         os.set_blocking(self.out_fd, False)
+        budget = Budget(
+            self.cpu_used, self.limits.startup_cpu_s, time.monotonic() + self.limits.wall(self.limits.startup_cpu_s)
+        )
         try:
-            reply, _ = self._exchange(None, [], deadline=time.monotonic() + self.limits.startup_timeout, stage="start")
+            reply, _ = self._exchange(None, [], budget=budget, stage="start")
         except KernelStopped as err:
             tail = self.output_tail.decode(errors="replace").strip().splitlines()[-3:]
             self.shutdown()
@@ -218,7 +284,7 @@ class Kernel:
         return {
             "memory_mb": self.limits.memory_mb,
             "file_mb": self.limits.file_mb,
-            "cpu_s": int(self.limits.total_timeout * 2 + 60),
+            "cpu_s": int(self.limits.total_cpu_s * 2 + 60),
             "open_files": self.limits.open_files,
             "processes": 0,
             "message_mb": self.limits.message_mb,
@@ -319,8 +385,17 @@ class Kernel:
             except OSError:
                 pass
 
+    def cell_budget(self, cpu_s: float | None = None) -> Budget:
+        """A budget for one cell run on its own: `cpu_s` (default: the cell limit) of this kernel's CPU time."""
+        cpu_s = self.limits.cell_cpu_s if cpu_s is None else cpu_s
+        return Budget(self.cpu_used, cpu_s, time.monotonic() + self.limits.wall(cpu_s), limits=self.limits)
+
+    def cpu_used(self) -> float:
+        """CPU seconds this kernel has used since its first start: every earlier start's, and the running one's."""
+        return self.cpu_seconds + (self._cpu() if self.proc is not None else 0.0)
+
     def _cpu(self) -> float:
-        """CPU seconds used so far by the kernel and its children (for benchmarks)."""
+        """CPU seconds used so far by the running kernel and its children (without psutil: none counted)."""
         if psutil is None:
             return 0.0
         try:
@@ -364,11 +439,9 @@ class Kernel:
         self._drain_output()
         self.output_count = 0
 
-    def request(
-        self, header: dict, buffers: list[bytes] = (), *, deadline: float, cut: bool = False
-    ) -> tuple[dict, list[bytes]]:
-        """Send one request and wait for its reply until `deadline` (`cut`: which is the submission's
-        total time limit, not the cell's); `KernelStopped` if no normal reply comes."""
+    def request(self, header: dict, buffers: list[bytes] = (), *, budget: Budget) -> tuple[dict, list[bytes]]:
+        """Send one request and wait for its reply within the cell's `budget`; `KernelStopped` if no normal
+        reply comes."""
         if not self.alive():
             raise KernelStopped("died", "the kernel was not running", alive=False)
         self.request_id += 1
@@ -376,42 +449,49 @@ class Kernel:
         if self.pending_release:
             header["release"] = self.pending_release
             self.pending_release = []
-        return self._exchange(header, list(buffers), deadline=deadline, stage="request", cut=cut)
+        return self._exchange(header, list(buffers), budget=budget, stage="request")
 
     def _exchange(
-        self, header: dict | None, buffers: list[bytes], *, deadline: float, stage: str, cut: bool = False
+        self, header: dict | None, buffers: list[bytes], *, budget: Budget, stage: str
     ) -> tuple[dict, list[bytes]]:
         data = memoryview(wire.pack(header, buffers) if header is not None else b"")
         want_id = header.get("id") if header is not None else None
         status = None  # why we interrupted
-        interrupted_at = None
+        interrupted_at = interrupted_cpu = None
         limit_bytes = self.limits.message_mb * 2**20 + 2**20
+        timed_out = ""  # how the budget ran out: "cpu" or "wall"
+        ignored = False  # an interrupt that the kernel ignored for its grace (in CPU time, with a wall backstop)
         while True:
             now = time.monotonic()
-            if status is None and now > deadline:
-                status = "timeout"
+            if now > budget.wall_end or now - self._last_cpu_check > CHECK_EVERY_S:
+                self._last_cpu_check = now
+                if status is None:
+                    timed_out = budget.over() or ""
+                    status = "timeout" if timed_out else None
+                elif interrupted_at is not None:
+                    ignored = budget.used() - interrupted_cpu > INTERRUPT_GRACE_S
             if status is None and stage == "request" and self._over_output_limit():
                 status = "output-limit"
             if status is not None and interrupted_at is None:
-                interrupted_at = now
+                interrupted_at, interrupted_cpu = now, budget.used()
                 if stage == "start":
                     self.kill()
-                    raise KernelStopped(status, "it took too long to start", alive=False)
+                    raise KernelStopped(status, f"it took too long to start: {budget.message(timed_out)}", alive=False)
                 self.interrupt()
-            if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_S:
+            if interrupted_at is not None and (ignored or now - interrupted_at > self.limits.wall(INTERRUPT_GRACE_S)):
                 self.kill()  # it ignored the interrupt (a C loop, or SIGINT caught)
-                raise KernelStopped(status, self._message(status, cut), alive=False)
+                raise KernelStopped(status, self._message(status, budget, timed_out), alive=False)
             if stage == "request" and self.limits.memory_mb and now - self._last_memory_check > 0.25:
                 self._last_memory_check = now
                 if self._over_memory_limit():
                     self.kill()
-                    raise KernelStopped("memory-limit", self._message("memory-limit", cut), alive=False)
+                    raise KernelStopped("memory-limit", self._message("memory-limit", budget), alive=False)
             try:
                 readable, writable, _ = select.select(
                     [self.sock, self.out_fd], [self.sock] if len(data) else [], [], 0.05
                 )
             except (OSError, ValueError):
-                raise self._stopped(cut) from None
+                raise self._stopped(budget) from None
             if self.out_fd in readable:
                 self._drain_output()
             if writable:
@@ -421,7 +501,7 @@ class Kernel:
                     pass
                 except OSError:
                     self.kill()
-                    raise self._stopped(cut) from None
+                    raise self._stopped(budget) from None
             if self.sock in readable:
                 try:
                     chunk = self.sock.recv(1 << 20)
@@ -432,7 +512,7 @@ class Kernel:
                 if not chunk:
                     self.kill()
                     self._drain_output()
-                    raise self._stopped(cut)
+                    raise self._stopped(budget)
                 self._received += chunk
                 try:
                     found = self._next_reply(want_id, limit_bytes)
@@ -444,18 +524,18 @@ class Kernel:
                     break
             elif self.proc.poll() is not None:
                 self._drain_output()
-                raise self._stopped(cut)
+                raise self._stopped(budget)
         # Everything the kernel printed before it replied is in the pipe now: count it with this request.
         self._drain_output()
         if status is None and stage == "request" and self._over_output_limit():
             status = "output-limit"
         if status is not None:
-            raise KernelStopped(status, self._message(status, cut), alive=True)
+            raise KernelStopped(status, self._message(status, budget, timed_out), alive=True)
         return reply, out
 
-    def _stopped(self, cut: bool) -> KernelStopped:
+    def _stopped(self, budget: Budget) -> KernelStopped:
         status = self._why_died()
-        return KernelStopped(status, self._message(status, cut), alive=False)
+        return KernelStopped(status, self._message(status, budget), alive=False)
 
     def _over_output_limit(self) -> bool:
         return bool(self.limits.output_bytes) and self.output_count > self.limits.output_bytes
@@ -475,31 +555,28 @@ class Kernel:
                 return reply, out
         return None
 
-    def _message(self, status: str, cut: bool) -> str:
+    def _message(self, status: str, budget: Budget, timed_out: str = "cpu") -> str:
         return {
-            "timeout": "the submission used up its total time limit during this cell"
-            if cut
-            else f"the cell ran longer than the time limit ({self.limits.cell_timeout:g} s)",
+            "timeout": budget.message(timed_out or "cpu"),
             "output-limit": f"the cell printed more than the output limit ({self.limits.output_bytes} bytes)",
             "memory-limit": f"the cell used more memory than the limit ({self.limits.memory_mb} MB)",
             "died": "the kernel stopped (the code ended the Python process or crashed it)",
         }[status]
 
-    def run_cell(self, code: str, kind: str, *, deadline: float) -> tuple[CellRun, list[str]]:
-        """Run one cell; its outcome, and the names bound by answer cells so far.
+    def run_cell(self, code: str, kind: str, *, budget: Budget) -> tuple[CellRun, list[str]]:
+        """Run one cell within `budget`; its outcome, and the names bound by answer cells so far.
         Never raises for what the code does."""
         self.begin_cell()
-        own_end = time.monotonic() + self.limits.cell_timeout
         try:
-            reply, _ = self.request(
-                {"op": "run", "code": code, "kind": kind}, deadline=min(deadline, own_end), cut=deadline < own_end
-            )
+            reply, _ = self.request({"op": "run", "code": code, "kind": kind}, budget=budget)
         except KernelStopped as err:
             return CellRun(err.status, err.status, err.message), []
         learner = reply.get("learner", [])
-        learner = [n for n in learner[:10_000] if isinstance(n, str)] if isinstance(learner, list) else []
+        learner = learner[:10_000] if isinstance(learner, list) else []
+        learner = [n for n in learner if isinstance(n, str) and n.isidentifier()]
         if reply.get("failed"):
             credit = reply.get("credit")
             credit = float(credit) if type(credit) is float and 0.0 <= credit < 1.0 else None
-            return CellRun("error", str(reply.get("ename", "")), str(reply.get("evalue", "")), credit=credit), learner
+            ename, evalue = inert(reply.get("ename", ""), 200), inert(reply.get("evalue", ""))
+            return CellRun("error", ename, evalue, credit=credit), learner
         return CellRun("ok"), learner
