@@ -13,6 +13,8 @@ them is reaped here, and their CPU time adds up in this process's RUSAGE_CHILDRE
    2 cores at `--jobs 2` (86 were measured on an idle machine before each submission had a checking
    process of its own), the sandbox costing at most 10 %.
 2. lesson 09's set, the heaviest (its checks train and compare transformer blocks), in the sandbox.
+0. every exercise set's worked solution, graded in the sandbox: the CPU time of its costliest cell and in
+   all, against the set's budgets (at most a quarter: `--write-budgets` sets them to four times this).
 3. the same class of lesson 06 with one more submission that hits every limit (a loop that ignores
    interrupts, a memory hog, an output flood, a fork bomb beside 40 busy loops, memfd files, a kernel
    whose every reply is a set of colliding keys) against the class without it, alternating, with
@@ -232,6 +234,45 @@ def hostile_batch(assignment: str, copies: int, jobs: int, repeat: int, sandbox:
     ]
 
 
+def budgets(write: bool = False) -> list[tuple[str, float, str]]:
+    """For every exercise set: the CPU time its worked solution uses when graded in the sandbox (its costliest
+    cell, and in all) against the set's budgets (`metadata.course.limits`), as the share of the budget it
+    uses; the target is at most a quarter. `write`: set each set's budgets to four times what it used
+    (rounded up: cells to 5 s, at least 20; submissions to 30 s, at least 120), in its solution notebook."""
+    import math
+
+    from course_grader.grade import grade_submission
+    from course_lib.runner.notebook import read_notebook, write_atomic
+    from course_lib.runner.process import Limits
+
+    rows = []
+    for path in sorted((REPO / "solutions").glob("*.ipynb")):
+        nb = read_notebook(path)
+        limits = Limits().from_notebook(nb)
+        res = grade_submission(path, path, "solution", limits=limits, sandbox=True)
+        if res.score != res.max_score:
+            raise RuntimeError(f"{path.name}: the solution scored {res.score} / {res.max_score}")
+        if write:
+            cell = max(20, 5 * math.ceil(4 * res.max_cell_cpu / 5))
+            total = max(120, 30 * math.ceil(4 * res.cpu_seconds / 30))
+            nb.setdefault("metadata", {}).setdefault("course", {})["limits"] = {
+                "cell_cpu_s": cell,
+                "total_cpu_s": total,
+            }
+            write_atomic(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")  # the file's own key order
+            limits = Limits().from_notebook(nb)
+        share = max(res.max_cell_cpu / limits.cell_cpu_s, res.cpu_seconds / limits.total_cpu_s)
+        rows.append(
+            (
+                f"{path.stem}: a correct submission's CPU time against its budget",
+                share,
+                f"costliest cell {res.max_cell_cpu:.1f} of {limits.cell_cpu_s:g} CPU-s, in all {res.cpu_seconds:.1f} "
+                f"of {limits.total_cpu_s:g} (the share is the larger; target at most 0.25)",
+            )
+        )
+    return rows
+
+
 def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) -> list[tuple[str, float, str]]:
     """Rows (what, value, details); see the module's notes."""
     from course_grader import budgets
@@ -244,7 +285,8 @@ def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) 
     ok, why = sandbox_status()
     modes = [True, False] if ok else [False]
     loads: list[float] = []
-    rows = throughput("06_attention", copies, jobs, modes, repeat, used, loads)
+    rows = budgets() if ok else []
+    rows += throughput("06_attention", copies, jobs, modes, repeat, used, loads)
     rows += throughput("09_transformer_block", max(2, copies // 2), jobs, modes[:1], 1, used, loads)
     if ok:  # never without the sandbox: its fork bomb would meet no process limit
         rows += hostile_batch("06_attention", max(2, copies // 2), jobs, repeat, ok)
@@ -267,7 +309,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cpus", type=int, default=2, help="pin to this many CPUs (0: all)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--write-budgets",
+        action="store_true",
+        help="measure each exercise set's correct submission and write its CPU budgets (4x) into its solution notebook",
+    )
     args = parser.parse_args(argv)
+    if args.write_budgets:
+        for what, value, detail in budgets(write=True):
+            print(f"  {value:7.2f}  {what} ({detail})", flush=True)
+        return 0
     print("Grading (submissions per minute; target >= 60 at --jobs 2 on 2 cores, the sandbox costing <= 10 %):")
     for what, value, detail in run(args.copies, args.jobs, args.cpus or None, args.repeat):
         print(f"  {value:7.1f}  {what} ({detail})", flush=True)
