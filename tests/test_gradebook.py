@@ -698,30 +698,38 @@ def test_warnings_describe_the_gradebook_as_it_is_now(book, tmp_path):
     assert not json.loads((tmp_path / "out" / "grades.json").read_text())["warnings"], "gone once consistent again"
 
 
-def test_score_changes_say_old_and_new_per_exercise(book):
-    from course_grader.grade import score_changes, summarize_changes
+def test_grade_changes_compare_what_the_lms_gets_per_exercise_and_part(book):
+    """A regrade's summary compares the finals the LMS gets: exercises, marks, the late penalty, adjustments."""
+    from course_grader.grade import grade_changes, summarize_changes
 
-    for sid in ("ada", "bob", "cy"):
-        record(book, result(sid, 4.0), sha=sid)
+    book.set_deadline(Deadline("06_attention", datetime(2026, 12, 1, 12, tzinfo=UTC), 25.0, 50.0, 0.0))
+    for sid in ("ada", "bob", "cy", "dee"):
+        record(book, result(sid, 4.0), sha=sid)  # at 10:00 on the day: on time
     before = {(r.student, r.assignment): r for r in book.rows()}
-    new = [result("ada", 2.0), result("bob", 2.0), result("cy", 4.0)]
-    changes = score_changes(
-        before,
-        new,
-        {("ada", "06_attention"): "ada", ("bob", "06_attention"): "other", ("cy", "06_attention"): "cy"},
-        {"ada": "Ada Byron (ada)"},
-        book.file_hashes(),
-    )
+    hashes = book.file_hashes()
+    record(book, result("ada", 2.0), sha="ada")
+    record(book, result("bob", 2.0), sha="other")
+    record(book, result("cy", 4.0), sha="cy")
+    record(book, result("dee", 4.0), sha="dee", when="2026-12-02T10:00:00+00:00")  # a day late: -25% of 4
+    after = {(r.student, r.assignment): r for r in book.rows()}
+    keys = [(s, "06_attention") for s in ("ada", "bob", "cy", "dee")]
+    digests = {("ada", "06_attention"): "ada", ("bob", "06_attention"): "other", ("cy", "06_attention"): "cy"}
+    digests[("dee", "06_attention")] = "dee"
+    changes = grade_changes(before, after, keys, digests, {"ada": "Ada Byron (ada)"}, hashes)
     assert [(c.student, c.old, c.new, c.kind) for c in changes] == [
         ("ada", 4, 2, "regrade"),
         ("bob", 4, 2, "new attempt"),
-    ]
+        ("dee", 4, 3, "regrade"),
+    ], "cy's final did not move; dee's did, through the late penalty alone"
     assert changes[0].exercises == [("Exercise 2: By hand", 2.0, 0.0)]
+    assert changes[2].parts == [("late penalty", 0.0, 1.0)] and changes[2].exercises == []
     lines = summarize_changes(changes, dry_run=True)
-    assert lines[0] == "1 score(s) would change (the same files graded again): 4 → 2 (1)"
-    assert "  06_attention, Exercise 2: By hand: 2 lost points" in lines
-    assert "  Ada Byron (ada), 06_attention: 4 → 2 (Exercise 2: By hand: 2 → 0)" in lines
-    assert summarize_changes([]) == ["No score changed."]
+    assert lines[0] == "2 grade(s) would change (the same files graded again): final 4 → 2 (1), 4 → 3 (1)", lines
+    assert "  06_attention, Exercise 2: By hand: 2 student(s) down" in lines
+    assert "  06_attention, late penalty: 1 student(s) up" in lines
+    assert "  Ada Byron (ada), 06_attention: final 4 → 2 (Exercise 2: By hand: 2 → 0)" in lines
+    assert "  dee, 06_attention: final 4 → 3 (late penalty: 0 → 1)" in lines
+    assert summarize_changes([]) == ["No earlier grade changed."]
 
 
 # --- rosters as the LMSs export them -------------------------------------------------------------------
@@ -914,7 +922,9 @@ def test_the_report_names_who_needs_a_look_and_shows_the_distribution(book, tmp_
     book.set_roster(parse_roster("student_id,name\nada,Ada\nbob,Bob\ncy,Cy\ndi,Di\nel,El\n"))
     record(book, result("ada", 4.0))
     timed = [
-        Outcome("ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", "the cell ran longer than the time limit (60 s)"),
+        Outcome(
+            "ex1_test", "Exercise 1: Shapes", 0.0, 2.0, "error", "the cell used more CPU time than its limit", "timeout"
+        ),
         Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", ""),
     ]
     record(book, result("bob", 2.0, tests=timed))
@@ -927,10 +937,19 @@ def test_the_report_names_who_needs_a_look_and_shows_the_distribution(book, tmp_
             "error",
             "NameError: name 'f' is not defined\n`f` is "
             "defined in a cell you added (`def f`), which the grader does not run",
+            "added-cell",
         ),
-        Outcome("ex2_test", "Exercise 2: By hand", 2.0, 2.0, "passed", ""),
+        # a learner's own message that reads like a limit or an added cell: named by nothing but its words
+        Outcome(
+            "ex2_test",
+            "Exercise 2: By hand",
+            0.0,
+            2.0,
+            "failed",
+            "raised ValueError: the time limit; in a cell you added",
+        ),
     ]
-    record(book, result("cy", 2.0, tests=helper))
+    record(book, result("cy", 0.0, tests=helper))
     record(book, result("di", 0.0, status="unreadable", notes=["The submission could not be read: not JSON."]), sha="d")
     record(book, result("el", 0.0, status="not submitted"), sha=None)
     run = book.start_run("course grade", "/p", reason="fixed a test")
@@ -943,8 +962,7 @@ def test_the_report_names_who_needs_a_look_and_shows_the_distribution(book, tmp_
     assert found.regraded[0].startswith("Ada (ada): 4 → 2 (regraded ")
     text, _ = write_report(book, tmp_path / "out")
     assert "3 submission(s) graded, 1 could not be graded, 1 not submitted." in text, text
-    assert "Scores of the 3 graded submission(s), of 4: mean 2, median 2, lowest 2, highest 2." in text
-    assert "| 2 to under 2.4 | ████████████████████ 3 |" in text
+    assert "Scores of the 3 graded submission(s), of 4: mean 1.33, median 2, lowest 0, highest 2." in text, text
 
 
 def test_report_hints_keep_their_numbers_and_are_cut_between_words(book):

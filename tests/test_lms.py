@@ -120,8 +120,8 @@ def test_canvas_with_a_roster(canvas_zip, tmp_path):
     warned(report, "newstudent_LATE_77777_90008_06_attention.ipynb", "not in the roster", "'newstudent_77777'")
     warned(report, "absentee_88888", "no notebook", "absentee_88888_text.html")
     warned(report, "ignored 2 hidden or system file(s)", "__MACOSX/")
-    warned(report, "Canvas writes the time it made the zip", "no timestamp.txt")
-    assert not list(dest.glob("*/timestamp.txt")), (
+    warned(report, "Canvas writes the time it made the zip", "no submission time is recorded")
+    assert not list(dest.glob("*/*timestamp.txt")), (
         "the download time is not a submission time: late penalties must not use it"
     )
     assert not (dest / "absentee_88888").exists() and not (dest / "__MACOSX").exists()
@@ -206,7 +206,7 @@ def test_moodle_folder_per_participant(tmp_path):
     warned(report, "Ada Byron_503", "not in the roster")
     assert not any("onlinetext" in w for w in report.warnings)
     # zip times are local: 15:00 in Berlin in November (CET, UTC+1) is 14:00 UTC
-    assert (dest / "zm42" / "timestamp.txt").read_text() == "2026-11-23 14:00:00.000000 UTC\n"
+    assert (dest / "zm42" / f"{A}.timestamp.txt").read_text() == "2026-11-23 14:00:00.000000 UTC\n"
     want = dt.datetime(2026, 11, 23, 14, 0, 0, tzinfo=UTC).timestamp()
     assert (dest / "zm42" / f"{A}.ipynb").stat().st_mtime == want
     assert report.times["zm42"] == "2026-11-23 14:00:00.000000 UTC"
@@ -226,7 +226,7 @@ def test_moodle_flat_files(tmp_path):
     report = unpack(z, dest, assignment=A, tz="UTC")
     assert report.layout == "moodle"
     assert written(dest) == {"Zoe_Muller_501": "zoe", "John_Smith_601": "john a", "John_Smith_602": "john b"}
-    assert (dest / "Zoe_Muller_501" / "timestamp.txt").read_text() == "2026-11-23 14:03:06.000000 UTC\n"
+    assert (dest / "Zoe_Muller_501" / f"{A}.timestamp.txt").read_text() == "2026-11-23 14:03:06.000000 UTC\n"
 
 
 # --- plain --------------------------------------------------------------------------------------
@@ -297,11 +297,13 @@ def test_an_existing_notebook_is_kept_unless_overwrite(tmp_path):
     report = unpack(z, dest, assignment=A, tz="UTC")
     assert written(dest) == {"ab": "graded before", "cd": "cd"}
     assert report.kept == {"ab": "ab/06_attention.ipynb"} and "ab" not in report.students
-    assert not (dest / "ab" / "timestamp.txt").exists()
+    assert not (dest / "ab" / f"{A}.timestamp.txt").exists()
     assert "Kept 1 existing notebook(s)" in report.summary()
     report = unpack(z, dest, assignment=A, tz="UTC", overwrite=True)
     assert written(dest) == {"ab": "new", "cd": "cd"} and report.kept == {}
-    assert sorted(p.name for p in (dest / "ab").iterdir()) == [f"{A}.ipynb", "timestamp.txt"], "no temporary files left"
+    assert sorted(p.name for p in (dest / "ab").iterdir()) == [f"{A}.ipynb", f"{A}.timestamp.txt"], (
+        "no temporary files left"
+    )
 
 
 # --- hostile zips -------------------------------------------------------------------------------
@@ -547,7 +549,7 @@ def test_canvas_submission_times_from_its_api(tmp_path):
     assert times == {"12345": dt.datetime(2026, 11, 23, 21, 15, tzinfo=UTC)}
     z = make_zip(tmp_path / "c.zip", [("doejane_12345_90001_06_attention.ipynb", notebook("jane"))])
     report = unpack(z, tmp_path / "s", assignment=A, roster=ROSTER, canvas_times=times)
-    assert (tmp_path / "s" / "jd1" / "timestamp.txt").read_text() == "2026-11-23 21:15:00.000000 UTC\n"
+    assert (tmp_path / "s" / "jd1" / f"{A}.timestamp.txt").read_text() == "2026-11-23 21:15:00.000000 UTC\n"
     assert not any("Canvas writes the time it made the zip" in w for w in report.warnings)
     api.write_text('{"errors": [{"message": "Invalid access token."}]}')
     with pytest.raises(UnpackError, match="expected the list of submissions"):

@@ -256,7 +256,7 @@ def test_learner_type_names_do_not_pile_up_in_the_grader(monkeypatch):
     for i in range(5 * remote.MAX_CLASSES):
         remote.learner_error({"ename": f"Error{i}", "evalue": "x" * 50_000, "bases": ["ValueError"]})
     assert len(remote._errors) <= remote.MAX_CLASSES
-    assert len(str(remote.learner_error({"ename": "E", "evalue": "x" * 50_000}))) == remote.MAX_MESSAGE
+    assert len(str(remote.learner_error({"ename": "E", "evalue": "x" * 50_000}))) <= remote.MAX_MESSAGE
 
 
 # --- the learner's objects, held by a check ------------------------------------------------------------------
@@ -308,9 +308,9 @@ ellipsis_answer = ...
 @pytest.fixture(scope="module")
 def session():
     sandbox = sandbox_available()[0]
-    kernel = Kernel(Limits(cell_timeout=60, message_mb=16), sandbox=sandbox)
+    kernel = Kernel(Limits(cell_cpu_s=60, message_mb=16), sandbox=sandbox)
     kernel.start()
-    run, learner = kernel.run_cell(LEARNER, "answer", deadline=time.monotonic() + 120)
+    run, learner = kernel.run_cell(LEARNER, "answer", budget=kernel.cell_budget(120))
     assert run.ok, run
     yield Session(kernel)
     kernel.shutdown()
@@ -426,11 +426,11 @@ def test_answer_reads_the_learners_names_and_explains_a_missing_one(session):
 @pytest.mark.slow
 def test_a_test_cell_can_call_learner_names_directly(session):
     checker = Checker(session)
-    run = checker.run("assert square(4) == 16\nresult = square(2)", time.monotonic() + 30, False)
+    run = checker.run("assert square(4) == 16\nresult = square(2)", session.kernel.cell_budget(30))
     assert run.ok and checker.ns["result"] == 4, run
-    run = checker.run("square = lambda x: 0\nassert square(4) == 0", time.monotonic() + 30, False)
+    run = checker.run("square = lambda x: 0\nassert square(4) == 0", session.kernel.cell_budget(30))
     assert run.ok, "a name the teacher's cell binds is the teacher's"
-    run = checker.run("assert square(4) == 0", time.monotonic() + 30, False)
+    run = checker.run("assert square(4) == 0", session.kernel.cell_budget(30))
     assert run.ok, "and stays the teacher's in the next cell"
 
 
@@ -438,16 +438,16 @@ def test_a_test_cell_can_call_learner_names_directly(session):
 def test_a_learner_call_that_runs_too_long_is_interrupted(session):
     kernel = session.kernel
     run, _ = kernel.run_cell(
-        "def forever():\n    while True:\n        pass\n", "answer", deadline=time.monotonic() + 30
+        "def forever():\n    while True:\n        pass\n", "answer", budget=kernel.cell_budget(30)
     )
     assert run.ok
     forever = learner_value(session, "forever")
-    session.deadline = time.monotonic() + 1
+    session.budget = kernel.cell_budget(1)  # one CPU-second
     try:
         with pytest.raises(KernelStopped) as info:
             forever()
     finally:
-        session.deadline = None
+        session.budget = None
     assert info.value.status == "timeout" and info.value.alive and kernel.alive()
     assert learner_value(session, "square")(5) == 25, "the kernel still answers after the interrupt"
 
@@ -498,7 +498,7 @@ except OSError as err:
 def sandboxed():
     require_sandbox()
     kernel = Kernel(
-        Limits(cell_timeout=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16),
+        Limits(cell_cpu_s=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16),
         sandbox=True,
         protect=[SOLUTIONS],
     )
@@ -517,7 +517,7 @@ def test_the_sandbox_is_available_under_ci():
 @pytest.mark.slow
 def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     kernel, session = sandboxed
-    run, _ = kernel.run_cell(FACTS, "answer", deadline=time.monotonic() + 60)
+    run, _ = kernel.run_cell(FACTS, "answer", budget=kernel.cell_budget(60))
     assert run.ok, run
     facts = learner_value(session, "facts")
     assert facts["uid"] == 1000 and facts["capabilities"] == "0000000000000000", facts
@@ -568,7 +568,7 @@ for i in range(written + 1):
     if os.path.exists(f"/tmp/big{i}"):
         os.remove(f"/tmp/big{i}")
 """
-    run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+    run, _ = kernel.run_cell(code, "answer", budget=kernel.cell_budget(60))
     assert run.ok, run
     assert learner_value(session, "n_started") < 32, "the process limit must stop a flood of processes"
     assert learner_value(session, "spawn_error") == 11  # EAGAIN
@@ -599,10 +599,10 @@ def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
     require_sandbox()
     if budget is None or "memory" not in budget.folders:
         pytest.skip("no memory cgroup can be made here")
-    kernel = Kernel(Limits(cell_timeout=30, memory_mb=256), sandbox=True, budget=budget, seccomp=False)
+    kernel = Kernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True, budget=budget, seccomp=False)
     kernel.start()
     try:
-        run, _ = kernel.run_cell(MEMFD_HOG, "answer", deadline=time.monotonic() + 60)
+        run, _ = kernel.run_cell(MEMFD_HOG, "answer", budget=kernel.cell_budget(60))
     finally:
         kernel.shutdown()
     assert run.status == "memory-limit" and "more memory than the limit" in run.evalue, run
@@ -615,13 +615,13 @@ def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
     require_sandbox()
     if budget is None or "cpu" not in budget.folders:
         pytest.skip("no cpu cgroup can be made here")
-    kernel = Kernel(Limits(cell_timeout=30, processes=32), sandbox=True, budget=budget)
+    kernel = Kernel(Limits(cell_cpu_s=30, processes=32), sandbox=True, budget=budget)
     kernel.start()
     try:
         run, _ = kernel.run_cell(
             "import subprocess\n_p = [subprocess.Popen(['sleep', '30']) for _ in range(3)]",
             "answer",
-            deadline=time.monotonic() + 60,
+            budget=kernel.cell_budget(60),
         )
         assert run.ok, run
         sleepers = [p for p in psutil.Process(kernel.proc.pid).children(recursive=True) if p.name() == "sleep"]
@@ -647,7 +647,7 @@ def test_forked_children_that_share_pages_are_counted_once():
     """medium: the RSS watchdog counted shared copy-on-write pages once per process, a false
     memory-limit for legitimate multiprocessing; it now counts PSS (here without any cgroup)."""
     require_sandbox()
-    kernel = Kernel(Limits(cell_timeout=30, memory_mb=256), sandbox=True)
+    kernel = Kernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True)
     kernel.start()
     code = (
         "import os, time\nb = bytearray(200 * 2**20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nkids = []\n"
@@ -655,11 +655,11 @@ def test_forked_children_that_share_pages_are_counted_once():
         "    kids.append(pid)\ntime.sleep(2)\nfor pid in kids:\n    os.waitpid(pid, 0)\n"
     )
     try:
-        run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+        run, _ = kernel.run_cell(code, "answer", budget=kernel.cell_budget(60))
         hog, _ = kernel.run_cell(
             "b2 = bytearray(900 * 2**20)\nfor i in range(0, len(b2), 4096):\n    b2[i] = 1\n",
             "answer",
-            deadline=time.monotonic() + 60,
+            budget=kernel.cell_budget(60),
         )
     finally:
         kernel.shutdown()
@@ -674,7 +674,7 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
     require_sandbox()
     hidden = REPO / ".venv" / f"course-protect-test-{os.getpid()}"
     (hidden / "secret").mkdir(parents=True)
-    kernel = Kernel(Limits(cell_timeout=30), sandbox=True, protect=[hidden])
+    kernel = Kernel(Limits(cell_cpu_s=30), sandbox=True, protect=[hidden])
     try:
         kernel.start()
         code = (
@@ -682,7 +682,7 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
             f"try:\n    open({str(hidden / 'x')!r}, 'w').write('x' * 10**6)\nexcept OSError:\n    pass\n"
             "else:\n    raise AssertionError('written')\n"
         )
-        run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+        run, _ = kernel.run_cell(code, "answer", budget=kernel.cell_budget(60))
     finally:
         kernel.shutdown()
         shutil.rmtree(hidden, ignore_errors=True)
@@ -693,7 +693,7 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
 def test_nothing_the_learner_started_survives_the_sandbox():
     require_sandbox()
     marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
-    kernel = Kernel(Limits(cell_timeout=30), sandbox=True)
+    kernel = Kernel(Limits(cell_cpu_s=30), sandbox=True)
     kernel.start()
     code = f'''
 import os, subprocess
@@ -704,7 +704,7 @@ if os.fork() == 0:  # a daemon: new session, parent gone
         os.execvp("sleep", ["sleep", "{marker}2"])
     os._exit(0)
 '''
-    run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 60)
+    run, _ = kernel.run_cell(code, "answer", budget=kernel.cell_budget(60))
     assert run.ok, run
     time.sleep(0.5)
     mine = lambda: [

@@ -40,6 +40,13 @@ def route(kind: str, x: int, budget=None):
         return "allocated"
     if kind == "cgroup":  # which cgroups the checking process is in
         return open("/proc/self/cgroup").read()
+    if kind.startswith("once:"):  # killed on its first try only (the marker file remembers the try)
+        marker = Path(kind.removeprefix("once:"))
+        if not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "slow":
+        time.sleep(2)
     return x * 2
 
 
@@ -73,10 +80,64 @@ def test_one_stuck_dead_or_failing_task_costs_only_itself():
     assert endings["2-killed"].status == "grader error" and "killed (SIGKILL)" in endings["2-killed"].message
     raised = endings["4-raises"]
     assert raised.status == "grader error" and "ValueError: a bug in the checks" in raised.message, raised
-    assert seconds < 90, f"the batch took {seconds:.0f} s"
+    for ending in endings.values():  # tried again at the end of the batch before a failure is final
+        assert "(it was tried 2 times; try 1: " in ending.message, ending.message
+    assert seconds < 120, f"the batch took {seconds:.0f} s"
     if group is not None:  # the checking process is in its job's own group
         assert f"course-grade-{os.getpid()}/job-7-cgroup/checker" in in_groups, in_groups
         assert not any(os.path.exists(f) for f in folders), "the batch's groups are removed"
+
+
+def test_a_task_whose_process_dies_once_is_tried_again_and_gets_its_result(tmp_path):
+    """A checking process that dies without a verdict (killed, the OOM killer) is not a result: the task is
+    tried again once the others have had their turn, and a second try that works is what counts."""
+    tasks = [Task("once", (f"once:{tmp_path / 'tried'}", 1), 60), Task("ok", ("ok", 2), 60)]
+    results, endings = {}, {}
+    run_batch(
+        tasks,
+        route,
+        slots=2,
+        on_result=lambda task, value: results.setdefault(task.key, value),
+        on_failure=lambda task, ending: endings.setdefault(task.key, ending),
+    )
+    assert results == {"once": 2, "ok": 4} and not endings, (results, endings)
+    assert tasks[0].tries and "killed (SIGKILL)" in tasks[0].tries[0], tasks[0].tries
+
+
+def test_the_server_killed_at_a_start_or_during_a_check_costs_no_task(monkeypatch):
+    """medium: the forkserver all checking processes come from was a single point of failure. Killed while a
+    process was being started, the batch died (an uncaught EOFError) with no results; killed while tasks
+    ran, each of them was a failure. Now a start that fails, and every task the server took with it, are
+    tried again, with a new server."""
+    from multiprocessing import forkserver
+
+    from course_grader import worker
+
+    real_start, starts = worker._start, []
+
+    def start(*args):
+        starts.append(1)
+        if len(starts) == 3:  # the server dies just as this task's process is being started
+            os.kill(forkserver._forkserver._forkserver_pid, signal.SIGKILL)
+            time.sleep(0.2)
+        return real_start(*args)
+
+    monkeypatch.setattr(worker, "_start", start)
+    killed = []
+
+    def on_result(task, value):
+        results[task.key] = value
+        if not killed:  # the first result is in, and another task is being checked: the server dies again
+            killed.append(forkserver._forkserver._forkserver_pid)
+            os.kill(killed[0], signal.SIGKILL)
+
+    tasks = [Task(f"t{i}", ("slow", i), 60) for i in range(5)]
+    results, endings = {}, {}
+    run_batch(
+        tasks, route, slots=2, on_result=on_result, on_failure=lambda task, ending: endings.setdefault(task.key, ending)
+    )
+    assert results == {f"t{i}": 2 * i for i in range(5)} and not endings, (results, endings)
+    assert any("server" in why for t in tasks for why in t.tries), [t.tries for t in tasks]
 
 
 # --- budgets ----------------------------------------------------------------------------------------------------
