@@ -14,8 +14,10 @@
   started ends when the grader kills the sandbox;
 - limits set by the kernel before any learner code runs: processes, open files, file size,
   address space, CPU seconds;
-- a seccomp filter (see `budgets.seccomp_filter`): no memfd_create, memfd_secret or shmget, whose
-  memory no RSS or address-space limit sees;
+- a seccomp filter (see `budgets.seccomp_filter`): no sockets but Unix ones (no TCP or UDP, not even
+  on the loopback that bwrap brings up), no memfd_create, memfd_secret or shmget (memory that no RSS
+  or address-space limit sees), no io_uring, userfaultfd, perf, bpf, ptrace, process_vm_*, keyrings,
+  message queues, new namespaces or mounts;
 - where the host allows it, a cgroup of its own for each start of the kernel (see `budgets`): a
   memory limit that counts everything (shared memory and tmpfs too), a process count and a CPU
   share. The launcher joins it before bwrap starts, so the sandbox is counted from its first page.

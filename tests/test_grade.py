@@ -466,6 +466,22 @@ attention_steps_1_20 = attention_steps_1_100 = 99
                 "time.sleep(1)\nfor _pid in _kids:\n    os.waitpid(_pid, 0)\n" + RIGHT["ex6"],
             }
         ),
+        # TCP on the sandbox's own loopback, whose socket buffers a v1 memory cgroup does not count (1,000 MB were
+        # held past a ~640 MB limit); io_uring, the kernel's usual attack surface. Harmless where they are allowed.
+        "kernel_surface": learner(
+            {
+                "ex3_answer": "import socket\n_server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+                "_server.bind(('127.0.0.1', 0))\n_server.listen(4)\n_held = []\nfor _ in range(4):\n"
+                "    _c = socket.create_connection(_server.getsockname())\n    _c.setblocking(False)\n"
+                "    try:\n        while True:\n            _c.send(b'x' * 65536)\n"
+                "    except BlockingIOError:\n        _held.append(_c)\n" + RIGHT["ex3"],
+                "ex4_answer": "import ctypes, os\n_libc = ctypes.CDLL(None, use_errno=True)\n"
+                "_params = ctypes.create_string_buffer(120)\n"
+                f"_fd = _libc.syscall({IO_URING_SETUP}, 8, _params)\n"
+                "if _fd < 0:\n    raise OSError(ctypes.get_errno(), 'io_uring_setup refused')\n"
+                "os.close(_fd)\n" + RIGHT["ex4"],
+            }
+        ),
         # a 60 MB reply header of empty lists (31x its size once parsed)
         "listbomb": learner(
             {"ex7_answer": FORGED_REPLY + 'attention_steps_1_20 = "LISTBOMB"\nattention_steps_1_100 = 1\n'}
@@ -498,6 +514,8 @@ attention_steps_1_20 = attention_steps_1_100 = 99
         "zzz_honest": learner(),
     }
 
+
+IO_URING_SETUP = 425  # the same number on x86-64 and arm64
 
 # A kernel whose encoder sends sets and dicts of colliding keys for the marker strings (the learner's own code
 # runs the kernel's side of the protocol, so it can send anything).
@@ -1022,6 +1040,21 @@ def test_memory_that_no_process_maps_is_refused_or_counted(graded):
         assert "more memory than the limit" in t["ex3_test"]["message"], t["ex3_test"]
     else:
         pytest.skip("neither the seccomp filter nor a memory cgroup works here: memfd memory is not counted")
+
+
+@pytest.mark.slow
+def test_sockets_and_the_kernels_attack_surface_are_refused(graded):
+    """medium: TCP on the sandbox's loopback held 1,000 MB of socket buffers outside the kernel's v1 memory
+    cgroup, never killed. low: io_uring_setup gave a descriptor. The seccomp filter refuses both (EPERM);
+    that costs the submission its two exercises, nobody else anything."""
+    from course_grader.sandbox import seccomp_usable
+
+    if not seccomp_usable():
+        pytest.skip("the seccomp filter cannot be used here")
+    r, t = graded["results"]["kernel_surface"], results_of(graded, "kernel_surface")
+    assert t["ex3_test"]["status"] == "error" and "PermissionError" in t["ex3_test"]["message"], t["ex3_test"]
+    assert "[Errno 1] io_uring_setup refused" in t["ex4_test"]["message"], t["ex4_test"]
+    assert r["status"] == "graded" and r["score"] == 10, r
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ import numpy as np
 import psutil
 import pytest
 import torch
-from grading_helpers import REPO, SOLUTIONS, require_sandbox, sandbox_available
+from grading_helpers import IN_CI, REPO, SOLUTIONS, require_sandbox, sandbox_available
 
 from course_grader import budgets
 from course_grader.remote import Session
@@ -494,6 +494,133 @@ except OSError as err:
 """
 
 
+# A probe of every system call the sandbox refuses, and of TCP and UDP on the loopback, run where the learner's
+# code runs: as a function of the answer cell (`probe_everywhere`) and as a program of its own (for execve).
+SYSCALL_PROBE = r'''
+import ctypes, json, os, socket, subprocess, sys, threading
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _raw(nr, *args):
+    ctypes.set_errno(0)
+    result = _libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return result, ctypes.get_errno()
+
+
+# Arguments that do nothing where a call is allowed (a NULL pointer, a bad descriptor, a key that does
+# not exist, flags that only query), so that the probe harms nothing on a host without the filter.
+_ARGS = {
+    "memfd_create": (0, 0), "memfd_secret": (0,), "shmget": (0x5EC, 4096, 0),
+    "io_uring_setup": (1, 0), "io_uring_enter": (-1, 0, 0, 0, 0, 0), "io_uring_register": (-1, 0, 0, 0),
+    "userfaultfd": (0o2000001,), "perf_event_open": (0, 0, -1, -1, 0), "bpf": (0, 0, 0), "modify_ldt": (0, 0, 0),
+    "ptrace": (2, 0, 0, 0), "process_vm_readv": (os.getpid(), 0, 0, 0, 0, 0),
+    "process_vm_writev": (os.getpid(), 0, 0, 0, 0, 0), "pidfd_getfd": (-1, 0, 0),
+    "keyctl": (-1, 0, 0, 0, 0), "add_key": (0, 0, 0, 0, 0), "request_key": (0, 0, 0, 0),
+    "msgget": (0x5EC, 0), "msgsnd": (-1, 0, 0, 0), "msgrcv": (-1, 0, 0, 0, 0o4000), "msgctl": (-1, 2, 0),
+    "mq_open": (0, 0, 0, 0), "mq_unlink": (0,), "mq_timedsend": (-1, 0, 0, 0, 0),
+    "mq_timedreceive": (-1, 0, 0, 0, 0), "mq_notify": (-1, 0), "mq_getsetattr": (-1, 0, 0),
+    "unshare": (0,), "setns": (-1, 0), "mount": (0, 0, 0, 0, 0), "umount2": (0, 0x100), "pivot_root": (0, 0),
+    "chroot": (0,), "open_tree": (-1, 0, 0), "move_mount": (-1, 0, -1, 0, 0), "fsopen": (0, 0),
+    "fsconfig": (-1, 0, 0, 0, 0), "fsmount": (-1, 0, 0), "fspick": (-1, 0, 0), "mount_setattr": (-1, 0, 0, 0, 0),
+    "open_tree_attr": (-1, 0, 0, 0, 0), "init_module": (0, 0, 0), "finit_module": (-1, 0, 0),
+    "delete_module": (0, 0), "kexec_load": (0, 0, 0, 0), "kexec_file_load": (-1, -1, 0, 0, 0),
+    "acct": (0,), "swapon": (0, 0), "swapoff": (0,), "reboot": (0, 0, 0, 0), "sethostname": (0, 0),
+    "setdomainname": (0, 0), "settimeofday": (0, 0), "clock_settime": (0, 0), "syslog": (10, 0, 0),
+    "quotactl": (0, 0, 0, 0), "quotactl_fd": (-1, 0, 0, 0), "iopl": (0,), "ioperm": (0, 0, 0), "uselib": (0,),
+    "open_by_handle_at": (-1, 0, 0), "fanotify_init": (0, 0), "vhangup": (),
+}
+
+
+def _errno_of(make):
+    try:
+        made = make()
+    except OSError as err:
+        return err.errno
+    for thing in made if isinstance(made, tuple) else (made,):
+        thing.close()
+    return "ok"
+
+
+def _tcp_on_loopback(host, family):
+    with socket.socket(family, socket.SOCK_STREAM) as server:
+        server.bind((host, 0))
+        server.listen(1)
+        with socket.create_connection(server.getsockname()[:2], timeout=2) as client:
+            client.sendall(b"x" * 65536)
+    return socket.socket(socket.AF_UNIX)  # something to close
+
+
+def _udp_on_loopback(host, family):
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.sendto(b"x", (host, 9))
+    return socket.socket(socket.AF_UNIX)
+
+
+def probe(numbers):
+    """name -> "ok" or the errno each probe got."""
+    found = {}
+    for name, args in _ARGS.items():
+        if name not in numbers:
+            continue
+        result, err = _raw(numbers[name], *args)
+        if result >= 0 and name in ("memfd_secret", "userfaultfd", "fanotify_init", "io_uring_setup"):
+            os.close(result)
+        found[name] = "ok" if result >= 0 else err
+    for name, flags in (("clone_newuser", 0x10000000), ("clone_newnet", 0x40000000)):
+        result, err = _raw(numbers["clone"], flags | 17, 0, 0, 0, 0)  # | SIGCHLD: a fork into a new namespace
+        if result == 0:
+            os._exit(0)
+        if result > 0:
+            os.waitpid(result, 0)
+        found[name] = "ok" if result >= 0 else err
+    found["clone3"] = _raw(numbers["clone3"], 0, 0)[1]
+    found["personality_query"] = "ok" if _raw(numbers["personality"], 0xFFFFFFFF)[0] >= 0 else "refused"
+    result, err = _raw(numbers["personality"], _raw(numbers["personality"], 0xFFFFFFFF)[0])  # set it as it is
+    found["personality_set"] = "ok" if result >= 0 else err
+    for family, fname, host in ((socket.AF_INET, "ipv4", "127.0.0.1"), (socket.AF_INET6, "ipv6", "::1")):
+        found[f"tcp_{fname}"] = _errno_of(lambda: _tcp_on_loopback(host, family))
+        found[f"udp_{fname}"] = _errno_of(lambda: _udp_on_loopback(host, family))
+    result, err = _raw(numbers["socket"], 2 | (1 << 32), 1, 0)  # AF_INET, for the kernel reads an int
+    if result >= 0:
+        os.close(result)
+    found["socket_inet_high_bits"] = "ok" if result >= 0 else err
+    found["netlink"] = _errno_of(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+    found["packet"] = _errno_of(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
+    found["socketpair_inet"] = _errno_of(lambda: socket.socketpair(socket.AF_INET))
+    found["socketpair_unix"] = _errno_of(socket.socketpair)
+    found["socket_unix"] = _errno_of(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+    return found
+
+
+def probe_everywhere(numbers, source):
+    """The probe in this thread, in another thread, in a forked child and in a new program (execve)."""
+    seen = {"main": probe(numbers)}
+    thread = threading.Thread(target=lambda: seen.__setitem__("thread", probe(numbers)))
+    thread.start()
+    thread.join()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write_end, json.dumps(probe(numbers)).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        seen["fork"] = json.loads(f.read())
+    os.waitpid(pid, 0)
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", source, json.dumps(numbers)], capture_output=True, text=True, timeout=60
+    )
+    seen["execve"] = json.loads(out.stdout) if out.returncode == 0 else out.stderr[-2000:]
+    return seen
+
+
+if __name__ == "__main__" and len(sys.argv) == 2 and sys.argv[1].startswith("{"):
+    print(json.dumps(probe(json.loads(sys.argv[1]))))
+'''
+
+
 @pytest.fixture(scope="module")
 def sandboxed():
     require_sandbox()
@@ -540,6 +667,54 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     assert "solutions" not in facts["ppid_cmdline"] and "--ro-bind" not in facts["ppid_cmdline"], facts["ppid_cmdline"]
     if seccomp_usable():  # info: "Seccomp 0 (no filter)"; critical: memfd memory outside every limit
         assert facts["seccomp"] == "2" and facts["memfd"] == 1, facts  # a filter; EPERM
+
+
+# What each probe must get inside the sandbox: EPERM (1), except these.
+PROBE_EXPECTED = {"clone3": 38, "personality_query": "ok", "socketpair_unix": "ok", "socket_unix": "ok"}
+PROBED_CALLS = (
+    "io_uring_setup io_uring_enter io_uring_register userfaultfd perf_event_open bpf ptrace process_vm_readv "
+    "process_vm_writev keyctl add_key request_key msgget msgsnd msgrcv msgctl mq_open mq_unlink mq_timedsend "
+    "mq_timedreceive mq_notify mq_getsetattr personality_set kexec_load kexec_file_load init_module finit_module "
+    "delete_module mount umount2 open_tree move_mount fsopen fsconfig fsmount fspick pivot_root unshare setns "
+    "clone_newuser clone_newnet clone3 memfd_create memfd_secret shmget tcp_ipv4 udp_ipv4 tcp_ipv6 udp_ipv6 "
+    "socket_inet_high_bits netlink packet socketpair_inet socketpair_unix socket_unix personality_query"
+).split()
+
+
+@pytest.mark.slow
+def test_the_sandbox_refuses_what_no_exercise_needs_in_every_thread_child_and_program(sandboxed):
+    """medium: loopback TCP buffers (1,000 MB) escaped the kernel's v1 memory cgroup. low: io_uring,
+    userfaultfd, SysV and POSIX message queues, personality, process_vm_readv and ptrace reached the kernel.
+    Each fails with EPERM in the kernel's process, in a thread, in a forked child and in a program it
+    starts; Unix sockets, threads, processes and multiprocessing still work, and the kernel still answers."""
+    if not seccomp_usable():
+        if IN_CI:
+            pytest.fail("CI must grade with the seccomp filter, but this host refuses it")
+        pytest.skip("the seccomp filter cannot be used here")
+    kernel, session = sandboxed
+    code = (
+        SYSCALL_PROBE
+        + f"syscall_probe = probe_everywhere({budgets.seccomp_numbers()!r}, {SYSCALL_PROBE!r})\n"
+        + "import multiprocessing, threading, torch\n"
+        + "with multiprocessing.get_context('fork').Pool(2) as _pool:\n"
+        + "    pool_result = _pool.map(abs, [-1, -2, -3])\n"
+        + "_a, _b = multiprocessing.Pipe()\n_a.send('through a Unix socket pair')\npipe_result = _b.recv()\n"
+        + "torch.set_num_threads(2)\nmatmul_result = float((torch.ones(256, 256) @ torch.ones(256, 256)).sum())\n"
+    )
+    run, _ = kernel.run_cell(code, "answer", deadline=time.monotonic() + 120)
+    assert run.ok, run
+    seen = learner_value(session, "syscall_probe")
+    main = seen["main"]
+    assert set(PROBED_CALLS) <= set(main), f"not probed: {sorted(set(PROBED_CALLS) - set(main))}"
+    wrong = {name: got for name, got in main.items() if got != PROBE_EXPECTED.get(name, 1)}
+    assert not wrong, f"these probes did not get EPERM (1) or what PROBE_EXPECTED says: {wrong}"
+    for where in ("thread", "fork", "execve"):
+        assert seen[where] == main, f"the filter does not hold the same way in a {where}: {seen[where]} != {main}"
+    assert learner_value(session, "pool_result") == [1, 2, 3], "multiprocessing works"
+    assert learner_value(session, "pipe_result") == "through a Unix socket pair"
+    assert learner_value(session, "matmul_result") == 256.0**3, "torch runs on two threads"
+    after, _ = kernel.run_cell("after_probe = sum(pool_result)", "answer", deadline=time.monotonic() + 30)
+    assert after.ok and kernel.alive() and learner_value(session, "after_probe") == 6, f"the kernel still runs: {after}"
 
 
 @pytest.mark.slow
