@@ -163,6 +163,13 @@ def register(sub) -> list[str]:
         "(for hidden tests you reuse)",
     )
     p_grade.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="grade part K of N of the class (by a hash of the student id: the same on every machine), one "
+        "part per job of a job array; `course merge` joins the parts' gradebooks",
+    )
+    p_grade.add_argument(
         "--id-column", default=None, help="the --roster column that holds the student ids (default: see the guide)"
     )
 
@@ -425,6 +432,13 @@ def grade_cmd(args: argparse.Namespace) -> int:
     if not solutions.is_dir():
         print(f"ERROR: no solutions folder at {solutions}")
         return 2
+    shard = None
+    if args.shard is not None:
+        k, sep, n = args.shard.partition("/")
+        if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            print(f"ERROR: --shard takes K/N with 1 <= K <= N, e.g. 2/8 (part 2 of 8); got {args.shard!r}")
+            return 2
+        shard = (int(k), int(n))
     limits = Limits(memory_mb=args.memory, output_bytes=args.max_output)
     given = {"cell_cpu_s": args.timeout, "total_cpu_s": args.total_timeout}
     limits = replace(limits, **{k: v for k, v in given.items() if v is not None})
@@ -449,6 +463,7 @@ def grade_cmd(args: argparse.Namespace) -> int:
             max_bytes=int(args.max_size * 2**20),
             hide_hidden=args.hide_hidden_inputs,
             id_column=args.id_column,
+            shard=shard,
         )
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")

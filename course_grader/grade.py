@@ -729,6 +729,14 @@ def folder_id(name: str) -> str:
     return inert(unicodedata.normalize("NFC", readable), 200)
 
 
+def in_shard(sid: str, k: int, n: int) -> bool:
+    """Whether student `sid` is in part `k` of `n` (1 <= k <= n) of a class graded in parts (`course grade
+    --shard K/N`, one part per job of a job array): by a hash of the id as `student_key` reads it, so the
+    same on every machine and in every run, and every student in exactly one part."""
+    digest = hashlib.sha256(student_key(sid).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % n == k - 1
+
+
 def student_key(sid: str) -> str:
     """What makes two ids the same student: Unicode form (NFC/NFD "José") and case ("Ada"/"ada") do not count."""
     return unicodedata.normalize("NFC", sid).casefold()
@@ -1142,6 +1150,7 @@ def grade_all(
     max_bytes: int = MAX_NOTEBOOK_BYTES,
     hide_hidden: bool = False,
     id_column: str | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> list[SubmissionResult]:
     """Grade the class's submissions into the gradebook `out/gradebook.db`, then rewrite its exports.
 
@@ -1177,6 +1186,12 @@ def grade_all(
             known_ids = sorted({r.student for r in book.rows()})
     todo, found_warnings = discover(submissions, solutions, assignments, the_roster, students, known_ids)
     warnings += found_warnings
+    if shard is not None:
+        everyone, todo = todo, [job for job in todo if in_shard(job.student, *shard)]
+        if everyone and not todo:  # a small class, many parts: this one is empty, which is no error
+            progress(f"shard {shard[0]}/{shard[1]}: none of the {len({j.student for j in everyone})} students")
+            with closing(open_gradebook(out)):
+                return []
     if not todo:
         raise ValueError(f"nothing to grade in {submissions}" + (": " + "; ".join(warnings[:5]) if warnings else ""))
     # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
