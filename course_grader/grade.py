@@ -1190,8 +1190,9 @@ def grade_all(
         everyone, todo = todo, [job for job in todo if in_shard(job.student, *shard)]
         if everyone and not todo:  # a small class, many parts: this one is empty, which is no error
             progress(f"shard {shard[0]}/{shard[1]}: none of the {len({j.student for j in everyone})} students")
-            with closing(open_gradebook(out)):
-                return []
+            if not dry_run:  # an empty gradebook for `course merge`
+                open_gradebook(out).close()
+            return []
     if not todo:
         raise ValueError(f"nothing to grade in {submissions}" + (": " + "; ".join(warnings[:5]) if warnings else ""))
     # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
