@@ -595,6 +595,7 @@ def inputs_digest(repo: Path) -> str:
     digest = hashlib.sha256()
     files = [repo / "README.md", repo / "constraints.txt", *lessons(repo), *exercise_sets(repo)]
     files += [repo / g for g in GUIDES] + sorted((repo / "docs").rglob("*"))
+    files += sorted(p for p in (repo / "notebooks").rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)  # diagrams
     for path in files:
         if path.is_file() and "_build" not in path.relative_to(repo).parts:
             digest.update(path.relative_to(repo).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")

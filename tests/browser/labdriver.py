@@ -317,7 +317,12 @@ READ_CELLS_JS = r"""
                     .forEach(e => e.remove());
                 info.math = md.querySelectorAll('mjx-container').length;
                 info.text = copy.textContent;
+                info.images = [...md.querySelectorAll('img')].map(
+                    i => ({src: (i.getAttribute('src') || '').slice(0, 120), complete: i.complete,
+                           width: i.naturalWidth}));
             }
+            // Markdown images the cell's source asks for: ![alt](path)
+            info.image_refs = (src.match(/!\[[^\]]*\]\([^)]+\)/g) || []).length;
         }
         return info;
     });
@@ -385,6 +390,14 @@ def cell_problems(cell: dict, ran: bool = True) -> list[str]:
         if not cell.get("rendered"):
             problems.append(f"{where}: Markdown not rendered")
         else:
+            images = cell.get("images", [])
+            problems += [
+                f"{where}: an image did not load: {i['src']!r}"
+                for i in images
+                if not (i["complete"] and i["width"] > 0)
+            ]
+            if len(images) < cell.get("image_refs", 0):
+                problems.append(f"{where}: {cell['image_refs']} image(s) in its source, {len(images)} on the page")
             raw = RAW_TEX.search(cell["text"])
             if raw:
                 start = max(raw.start() - 30, 0)
@@ -401,7 +414,8 @@ def wait_rendered(page: Page) -> None:
         page.page.wait_for_function(
             r"""() => {
                 const nb = window.jupyterapp.shell.currentWidget.content.node;
-                const imgs = [...nb.querySelectorAll('.jp-OutputArea-output img')];
+                const imgs = [...nb.querySelectorAll('.jp-OutputArea-output img, .jp-RenderedMarkdown img')];
+                imgs.forEach(i => { i.loading = 'eager'; });  // a lazy image far down the page never loads
                 if (!imgs.every(i => i.complete && i.naturalWidth > 0)) return false;
                 const mds = [...nb.querySelectorAll('.jp-RenderedMarkdown')].map(md => {
                     const c = md.cloneNode(true);

@@ -150,6 +150,13 @@ async () => {
 """
 
 
+def _markdown_images(path: Path) -> list[str]:
+    """The file names of the images a notebook's Markdown cells show (the lessons' diagrams)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return [posixpath.basename(target) for target in re.findall(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)", text)]
+
+
 def _widget_outputs(path: Path) -> int:
     nb = json.loads(path.read_text(encoding="utf-8"))
     return sum(
@@ -292,10 +299,14 @@ def test_page_renders_offline_with_its_figures_maths_and_links(page, tab, shots)
         f"{page} on the site: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems) + (f"\nscreenshots: {shots}")
     )
     if page.startswith("notebooks/"):
-        expected = _widget_outputs(REPO / "notebooks" / (Path(page).stem + ".ipynb"))
+        notebook = REPO / "notebooks" / (Path(page).stem + ".ipynb")
+        expected = _widget_outputs(notebook)
         assert len(info["widgets"]) == expected, (
             f"{page}: the notebook stores {expected} widget(s), the page shows {len(info['widgets'])}"
         )
+        shown = [posixpath.basename(urlsplit(i["src"]).path) for i in info["images"] if i["ok"]]
+        missing = [name for name in _markdown_images(notebook) if name not in shown]
+        assert not missing, f"{page}: the notebook's Markdown shows {missing}, the page does not (images: {shown})"
 
 
 def test_search_finds_softmax(tab, shots):
