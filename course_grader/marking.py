@@ -13,7 +13,7 @@ or teaching assistant; by default one, under the login name):
 - a question's page shows its prompt, the model answer and the rubric (from the solution notebook
   that graded it; the rubric is the answer cell's `metadata.course.rubric`, a list of
   `{"points": 2, "text": "..."}`), then every student's answer, framed as the student's and with the
-  characters that could reorder the page's text shown as what they are, each with a form: points, a
+  characters that could reorder the page's text written out as escapes, each with a form: points, a
   rubric item (which gives its points when no points are typed) and a comment for the student;
 - a mark is stored in the gradebook at once (`Gradebook.add_mark`) under the name of the grader whose
   address the browser opened (never a name typed in the form), joins the score, and the exports
@@ -39,7 +39,6 @@ import re
 import secrets
 import signal
 import threading
-import unicodedata
 import urllib.parse
 from contextlib import closing
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from pathlib import Path
 
 from course_lib.feedback import MANUAL_STATUS, MARKED, num
 from course_lib.runner.notebook import NotebookError, grade_id, read_notebook, source
+from course_lib.runner.text import inert
 
 from .export import write_exports
 from .gradebook import Gradebook, Mark, StaleMark, open_gradebook, whoami
@@ -69,7 +69,6 @@ form.mark label { font-weight: 600; } textarea { width: 100%; min-height: 3.2rem
 figure.handed-in { margin: .6rem 0; border: 2px dashed #0072B2; border-radius: 4px; padding: 0 .5rem .3rem; }
 figure.handed-in figcaption { font-size: 12px; font-weight: 600; color: #0072B2; padding-top: .2rem; }
 figure.handed-in .answer { unicode-bidi: isolate; }
-.hidden { border: 1px solid #B00020; color: #B00020; border-radius: 3px; padding: 0 .15rem; font-size: 12px; }
 .record { background: #eaf6f1; padding: .3rem .6rem; } .tried { background: #fdf3e1; padding: .3rem .6rem; }
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -147,34 +146,17 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-# Characters that change how the text around them is shown without being seen themselves: the bidi
-# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), the bidi marks, other control
-# characters, and lone surrogates (not text at all). A learner's text shows each as a visible tag, so
-# an answer cannot reorder what follows it on the page or hide what it holds.
-HIDDEN = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _tag(ch: str) -> str:
-    return f"⟨U+{ord(ch):04X}⟩"
-
-
 def _plain(text) -> str:
-    """A learner's (or an LMS's) text for a heading or an attribute: every hidden character made visible."""
-    return HIDDEN.sub(lambda m: _tag(m[0]), str(text).replace("\r\n", "\n"))
+    """A learner's (or an LMS's) text, as any page shows it: inert (course_lib.runner.text), so its bidi
+    overrides and isolates and its control characters are visible escapes (`\\u202e`) that cannot reorder
+    the page around them, and a lone surrogate is U+FFFD. The gradebook already stores learner text so;
+    this also covers a gradebook written before it did, and the roster's names."""
+    return inert(str(text).replace("\r\n", "\n"), None)
 
 
 def learner_html(text) -> str:
-    """A learner's text as HTML: escaped, every hidden character a visible, labelled tag."""
-    parts, at = [], 0
-    text = str(text).replace("\r\n", "\n")
-    for m in HIDDEN.finditer(text):
-        ch = m[0]
-        name = "a lone surrogate" if "\ud800" <= ch <= "\udfff" else unicodedata.name(ch, "a control character")
-        parts.append(_e(text[at : m.start()]))
-        parts.append(f"<span class=hidden title='{_e(name)}'>{_tag(ch)}</span>")
-        at = m.end()
-    parts.append(_e(text[at:]))
-    return "".join(parts)
+    """A learner's text as HTML: inert, then escaped."""
+    return _e(_plain(text))
 
 
 def _page(title: str, body: str, grader: str = "") -> bytes:
@@ -480,7 +462,7 @@ def _graders(names: list[str] | str) -> list[Grader]:
     names = [n.strip() for n in names] or [whoami()]
     seen: set[str] = set()
     for name in names:
-        if not name or HIDDEN.search(name):
+        if not name or inert(name) != name:
             raise ValueError(f"--grader needs a name, printable, e.g. --grader 'Ana Ruiz'; got {name!r}")
         if name.casefold() in seen:
             raise ValueError(f"--grader {name!r} is given twice: each grader gets one address")

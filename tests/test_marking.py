@@ -265,7 +265,12 @@ def test_the_gradebook_refuses_a_mark_given_from_an_older_state_of_the_answer(tm
 
 def test_an_answer_cannot_pass_for_the_page_or_reorder_it(tmp_path):
     spoof = "Good.\u202e.skram lluf :00:01 62-11-6202 no rehcaeT yb 2 / 2 dekraM\u202c\n\u2067x\u2069 \x1b[2K done"
-    srv = start(marking_class(tmp_path, {**ANSWERS, "bob": spoof}), ["Teacher"])
+    out = marking_class(tmp_path, {**ANSWERS, "bob": spoof})  # stored as the grader stores learner text
+    # zoë's answer as a gradebook written before learner text was made inert holds it: the page's own turn
+    with closing(sqlite3.connect(out / "gradebook.db")) as db, db:
+        [manual] = db.execute("SELECT manual FROM results WHERE student='zoë'").fetchone()
+        db.execute("UPDATE results SET manual=? WHERE student='zoë'", (manual.replace("Um die", "\u202eUm die"),))
+    srv = start(out, ["Teacher"])
     try:
         body = request(srv, QUESTION_PATH, cookie=login(srv))[2]
     finally:
@@ -273,20 +278,19 @@ def test_an_answer_cannot_pass_for_the_page_or_reorder_it(tmp_path):
         srv.server_close()
     for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\x1b":
         assert ch not in body, f"{ch!r} reaches the page as it is"
-    for shown in ("⟨U+202E⟩", "⟨U+202C⟩", "⟨U+2067⟩", "⟨U+2069⟩", "⟨U+001B⟩"):
-        assert f">{shown}</span>" in body, f"{shown} is not shown where the answer holds it"
-    assert "title='RIGHT-TO-LEFT OVERRIDE'" in body, "a shown character says what it is"
-    framed = re.search(
-        r"<figure class=handed-in><figcaption>Handed in by Bob Smith \(bob\), shown as the student wrote it"
-        r".*?</figure>",
-        body,
-        flags=re.S,
-    )
-    assert framed and "dekraM" in framed[0], "the answer sits in a frame that says it is the student's"
+    for shown in ("\\u202e.skram", "dekraM\\u202c", "\\u2067x\\u2069", "\\x1b[2K", "\\u202eUm die Varianz"):
+        assert shown in body, f"{shown} is not written out where the answer holds it"
+    frames = {}
+    for student, who in (("bob", "Bob Smith \\(bob\\)"), ("zoë", "Zoë Müller \\(zoë\\)")):
+        frames[student] = re.search(
+            rf"<figure class=handed-in><figcaption>Handed in by {who}, shown as the student wrote it.*?</figure>",
+            body,
+            flags=re.S,
+        )
+        assert frames[student], f"{student}'s answer is not in a frame that says it is the student's"
+    assert "dekraM" in frames["bob"][0] and "Varianz" in frames["zoë"][0], "each answer inside its own frame"
     assert body.count("dekraM") == 1 and "<p class=done>" not in body, "nothing outside the frame claims a mark"
-    # Text a gradebook should never hold (another part of the grader cleans it on the way in) does not
-    # stop the page either.
-    assert learner_html("a\ud800b<") == "a<span class=hidden title='a lone surrogate'>⟨U+D800⟩</span>b&lt;"
+    assert learner_html("a\ud800b<\u202e") == "a\ufffdb&lt;\\u202e", learner_html("a\ud800b<\u202e")
 
 
 # --- removed adjustments stay on record ---------------------------------------------------------------------
@@ -341,7 +345,7 @@ def test_removing_an_adjustment_keeps_who_removed_it_what_and_when(server, capsy
 # --- an older gradebook ----------------------------------------------------------------------------------------
 
 
-def test_a_gradebook_written_before_schema_3_opens_and_works(tmp_path):
+def test_a_gradebook_written_at_schema_2_opens_and_works(tmp_path):
     """A gradebook as schema 2 wrote it (two marks of ada's answer, adjustments 1 and 2 kept, 3 deleted by the
     old --remove) opens: its marks and adjustments count as before, removals and stale pages work."""
     out = marking_class(tmp_path / "fresh")  # the solution notebook the old gradebook's rows point to
@@ -365,14 +369,14 @@ def test_a_gradebook_written_before_schema_3_opens_and_works(tmp_path):
             ("Ben Okafor", 1.0, None),
         ]
         assert [(a.id, a.removed_at) for a in book.adjustments(removed=True)] == [(1, None), (2, None)]
-        assert book.meta("schema") == str(SCHEMA_VERSION) == "3"
+        assert book.meta("schema") == str(SCHEMA_VERSION) == "4"
         book.remove_adjustment(2, "Prof. Keller", "not earned")
         assert [a.id for a in book.adjustments()] == [1]
         [ada] = [t for r in book.rows() if r.student == "ada" for t in r.tests if t.get("manual")]
         with pytest.raises(StaleMark):
             book.add_mark("ada", ASSIGNMENT, QUESTION, 2, grader="Ana Ruiz", answer_sha256=ada["answer_sha256"], seen=1)
         book.add_mark("ada", ASSIGNMENT, QUESTION, 2, grader="Ana Ruiz", answer_sha256=ada["answer_sha256"], seen=2)
-    with closing(open_gradebook(old)) as book:  # and again, now that it is schema 3
+    with closing(open_gradebook(old)) as book:  # and again, now that it is schema 4
         rows = {r.student: r for r in book.rows()}
         assert (rows["ada"].score, rows["cy"].final) == (4.0, 2.0), (rows["ada"].score, rows["cy"].final)
     srv = start(old, ["Teacher"])
