@@ -198,13 +198,25 @@ def register(sub) -> list[str]:
     p_adjust.add_argument("student", nargs="?")
     p_adjust.add_argument("assignment", nargs="?")
     p_adjust.add_argument("points", nargs="?", type=float, help="e.g. 2 or -1.5")
-    p_adjust.add_argument("--reason", default="", help="shown to the student in the feedback")
-    p_adjust.add_argument("--grader", default="", help="who makes the adjustment (default: your login name)")
+    p_adjust.add_argument(
+        "--reason", default="", help="shown to the student in the feedback (with --remove: why, kept on record)"
+    )
+    p_adjust.add_argument(
+        "--grader", default="", help="who makes (or, with --remove, removes) the adjustment (default: your login name)"
+    )
     p_adjust.add_argument(
         "--cap", action="store_true", help="the final score stays at most the assignment's maximum (no extra credit)"
     )
-    p_adjust.add_argument("--list", action="store_true", help="show every adjustment, numbered")
-    p_adjust.add_argument("--remove", type=int, metavar="N", help="remove adjustment number N")
+    p_adjust.add_argument("--list", action="store_true", help="show every adjustment that counts, numbered")
+    p_adjust.add_argument(
+        "--removed", action="store_true", help="with --list: the removed ones too, with who removed them and when"
+    )
+    p_adjust.add_argument(
+        "--remove",
+        type=int,
+        metavar="N",
+        help="stop counting adjustment N (it stays on record with who removed it, when and --reason)",
+    )
     p_adjust.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
     p_export = sub.add_parser(
@@ -312,7 +324,14 @@ def register(sub) -> list[str]:
 
     p_mark = sub.add_parser("mark", help="mark written answers in your browser: one question, the whole class")
     p_mark.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
-    p_mark.add_argument("--grader", default="", help="your name, recorded with each mark (default: your login name)")
+    p_mark.add_argument(
+        "--grader",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a grader (repeat it for each teaching assistant): each gets an address of their own, and the marks "
+        "saved from it are recorded under NAME (default: one address, under your login name)",
+    )
     p_mark.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     p_mark.add_argument("--list", action="store_true", help="print how many answers are marked, and stop")
 
@@ -536,10 +555,17 @@ def adjust_cmd(args: argparse.Namespace) -> int:
 
     from .export import write_exports
 
+    args.list = args.list or args.removed
     with closing(_gradebook(args.out)) as book:
         if args.remove is not None:
-            book.remove_adjustment(args.remove)
-            print(f"removed adjustment {args.remove}")
+            a = book.remove_adjustment(args.remove, args.grader, args.reason)
+            sign = "+" if a.points >= 0 else ""
+            row = next((r for r in book.rows() if (r.student, r.assignment) == (a.student, a.assignment)), None)
+            print(
+                f"removed adjustment {a.id}: {a.student} {a.assignment} {sign}{num(a.points)} ({a.reason}); "
+                f"kept on record as removed by {a.removed_by} at {a.removed_at[:16].replace('T', ' ')} UTC"
+                + (f"; final score now {num(row.final)} / {num(row.max_score)}" if row else "")
+            )
         elif args.student is not None:
             if args.assignment is None or args.points is None:
                 raise ValueError(
@@ -568,13 +594,23 @@ def adjust_cmd(args: argparse.Namespace) -> int:
         elif not args.list:
             raise ValueError("give STUDENT ASSIGNMENT POINTS --reason TEXT, or --list, or --remove N")
         if args.list:
-            for a in book.adjustments():
+            for a in book.adjustments(removed=args.removed):
                 sign = "+" if a.points >= 0 else ""
                 cap = " (capped)" if a.cap else ""
+                removed = (
+                    f"  [removed {a.removed_at[:16].replace('T', ' ')} by {a.removed_by}"
+                    + (f": {a.removed_reason}" if a.removed_reason else "")
+                    + "]"
+                    if a.removed_at
+                    else ""
+                )
                 print(
                     f"{a.id:>4}  {a.created_at[:16].replace('T', ' ')}  {a.grader or '?':<12} {a.student:<20} "
-                    f"{a.assignment:<24} {sign}{num(a.points):<6} {a.reason}{cap}"
+                    f"{a.assignment:<24} {sign}{num(a.points):<6} {a.reason}{cap}{removed}"
                 )
+            hidden = len(book.adjustments(removed=True)) - len(book.adjustments())
+            if hidden and not args.removed:
+                print(f"({hidden} removed adjustment(s) not shown: --list --removed shows them, with who and when)")
         if args.remove is not None or args.student is not None:
             write_exports(book, args.out)
     return 0
@@ -742,4 +778,4 @@ def mark_cmd(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(lines) or "No manually graded answers in the gradebook.")
         return 0
-    return serve(args.out, grader=args.grader, port=args.port)
+    return serve(args.out, graders=args.grader, port=args.port)

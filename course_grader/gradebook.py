@@ -16,7 +16,8 @@ Adjustments live here too and are applied in every export:
   `timestamp.txt` (nbgrader's format: its exchange and `course unpack` write it); a file's
   modification time is not used (copying resets it), so a submission without one is never penalised,
   and `course deadline` says how many such rows there are;
-- manual points (+ or -) with a reason, per student and assignment.
+- manual points (+ or -) with a reason, per student and assignment, and who gave them. Removing one
+  (`course adjust --remove N`) keeps it on record, no longer counted, with who removed it, when and why.
 
     final = max(0, score - late penalty + manual points)
 
@@ -29,9 +30,14 @@ when and why their work was regraded.
 Also kept here: the roster (with each student's status: active, dropped, or an LMS's test student),
 what `course unpack` decided about each student's files (`unpacked`: renamed, skipped, marked late
 by the LMS, too large), and the marks people gave to manually graded answers (`marks`: points, a
-rubric item, a comment, the grader's name), which join the score:
+rubric item, a comment, the grader, and the mark the grader's page showed when they gave it), which
+join the score. Marks are only ever added: a later mark of the same answer counts, the earlier ones
+stay on record.
 
     score = the tests' points + the marks;    final = max(0, score - late penalty + manual points)
+
+Changes to these tables are migrations (`ADDED_COLUMNS`): an older gradebook gets the new columns when
+it is opened, and a gradebook written by a newer grader is refused rather than misread.
 
 Exports are rewritten whole and atomically from the gradebook, never appended to, so a crash
 halfway leaves the previous complete files.
@@ -52,7 +58,7 @@ from course_lib.runner.text import inert, inert_tree
 
 from .roster import Roster, Student
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 3: submission times per (student, assignment); 4: removed adjustments kept, marks.replaces
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (
@@ -91,12 +97,20 @@ CREATE TABLE IF NOT EXISTS marks (
 # Columns added since schema 1 (an older gradebook gets them on opening, with these defaults).
 ADDED_COLUMNS = {
     "results": [("manual", "TEXT NOT NULL DEFAULT '[]'")],
-    "adjustments": [("grader", "TEXT NOT NULL DEFAULT ''"), ("cap", "INTEGER NOT NULL DEFAULT 0")],
+    "adjustments": [
+        ("grader", "TEXT NOT NULL DEFAULT ''"),
+        ("cap", "INTEGER NOT NULL DEFAULT 0"),
+        ("removed_at", "TEXT"),  # NULL while it counts (schema 4)
+        ("removed_by", "TEXT NOT NULL DEFAULT ''"),
+        ("removed_reason", "TEXT NOT NULL DEFAULT ''"),
+    ],
+    "marks": [("replaces", "INTEGER")],  # the mark on record that it replaced (schema 4)
     "roster": [("status", "TEXT NOT NULL DEFAULT 'active'")],
     "runs": [("reason", "TEXT NOT NULL DEFAULT ''"), ("changes", "TEXT NOT NULL DEFAULT '[]'")],
     "history": [("submitted_at", "TEXT")],  # the replaced version's submission time
     "unpacked": [("submitted_at", "TEXT")],  # the submission time the LMS gave for this (student, assignment)
 }
+MARK_COLUMNS = "id, student, assignment, grade_id, points, rubric, comment, grader, answer_sha256, created_at, replaces"
 BIG_CHANGE = 0.1  # a regrade that moves a score by this share of its maximum or more is "big" (course report)
 
 
@@ -190,6 +204,9 @@ class Adjustment:
     created_at: str
     grader: str = ""  # who made it (`course adjust --grader`, by default the login name)
     cap: bool = False  # `--cap`: the final score stays at most the assignment's maximum
+    removed_at: str | None = None  # `course adjust --remove`: kept on record, no longer counted
+    removed_by: str = ""
+    removed_reason: str = ""
 
 
 @dataclass
@@ -206,6 +223,21 @@ class Mark:
     grader: str
     answer_sha256: str  # the answer it was given for: a changed answer needs marking again
     created_at: str
+    replaces: int | None = None  # the mark of this answer on record when it was given (None: the first)
+
+
+class StaleMark(ValueError):
+    """A mark given from a page that showed another state of the answer's marks than the one on record
+    (someone marked it since the page was loaded): it is refused, and `on_record` is the mark that counts."""
+
+    def __init__(self, student: str, grade_id: str, on_record: Mark | None):
+        self.on_record = on_record
+        if on_record is None:
+            said = "the mark your page showed is no longer on record"
+        else:
+            when = on_record.created_at[:16].replace("T", " ")
+            said = f"{on_record.grader} marked it {on_record.points:g} since your page was loaded ({when} UTC)"
+        super().__init__(f"{student}'s answer to {grade_id}: {said}; your mark was not saved")
 
 
 @dataclass
@@ -573,8 +605,13 @@ class Gradebook:
         comment: str = "",
         grader: str = "",
         answer_sha256: str,
+        seen: int | None = None,
     ) -> int:
-        """A person's mark for one manually graded answer (the latest mark for an answer counts)."""
+        """A person's mark for one manually graded answer (the latest mark for an answer counts); its id.
+
+        `seen` is the id of the latest mark of this answer that the grader was shown (0: none). When it
+        is given and another mark has been saved since (another grader's, or the same grader's in
+        another tab), this one is refused with StaleMark: the grader decides again, knowing both."""
         if not math.isfinite(points) or points < 0:
             raise ValueError(f"a mark is a number of points, 0 or more; got {points}")
         entry = self.manual_answer(student, assignment, grade_id)
@@ -583,9 +620,14 @@ class Gradebook:
         if points > entry["max_points"]:
             raise ValueError(f"{grade_id} is worth at most {entry['max_points']:g} points; got {points:g}")
         with self.db:
+            # Compare and add in one write transaction: two graders saving at once cannot both pass.
+            self.db.execute("BEGIN IMMEDIATE")
+            latest = self.latest_mark(student, assignment, grade_id)
+            if seen is not None and (latest.id if latest else 0) != seen:
+                raise StaleMark(student, grade_id, latest)
             return self.db.execute(
                 "INSERT INTO marks (student, assignment, grade_id, points, rubric, comment, grader, "
-                "answer_sha256, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                "answer_sha256, created_at, replaces) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     student,
                     assignment,
@@ -596,16 +638,26 @@ class Gradebook:
                     grader.strip() or whoami(),
                     answer_sha256,
                     now(),
+                    latest.id if latest else None,
                 ),
             ).lastrowid
 
     def marks(self, assignment: str | None = None) -> list[Mark]:
+        """Every mark ever given (oldest first), the overwritten ones too."""
         cur = self.db.execute(
-            "SELECT id, student, assignment, grade_id, points, rubric, comment, grader, "
-            "answer_sha256, created_at FROM marks WHERE (? IS NULL OR assignment=?) ORDER BY id",
+            f"SELECT {MARK_COLUMNS} FROM marks WHERE (? IS NULL OR assignment=?) ORDER BY id",
             (assignment, assignment),
         )
         return [Mark(*r) for r in cur]
+
+    def latest_mark(self, student: str, assignment: str, grade_id: str) -> Mark | None:
+        """The latest mark given to (student, assignment, grade_id), whichever answer it was for."""
+        r = self.db.execute(
+            f"SELECT {MARK_COLUMNS} FROM marks WHERE student=? AND assignment=? AND grade_id=? "
+            "ORDER BY id DESC LIMIT 1",
+            (student, assignment, grade_id),
+        ).fetchone()
+        return Mark(*r) if r else None
 
     def manual_answer(self, student: str, assignment: str, grade_id: str) -> dict | None:
         """The manually graded answer `grade_id` in the latest attempt, as the marking page shows it."""
@@ -647,16 +699,32 @@ class Gradebook:
                 values,
             ).lastrowid
 
-    def remove_adjustment(self, adjustment_id: int) -> None:
+    def remove_adjustment(self, adjustment_id: int, grader: str = "", reason: str = "") -> Adjustment:
+        """Stop counting adjustment `adjustment_id`. It stays on record with who removed it (`grader`, by
+        default the login name), when and why; returns it as it is now."""
         with self.db:
-            if self.db.execute("DELETE FROM adjustments WHERE id=?", (adjustment_id,)).rowcount == 0:
-                raise ValueError(f"there is no adjustment number {adjustment_id} (see `course adjust --list`)")
+            done = self.db.execute(
+                "UPDATE adjustments SET removed_at=?, removed_by=?, removed_reason=? WHERE id=? AND removed_at IS NULL",
+                (now(), grader.strip() or whoami(), reason.strip(), adjustment_id),
+            ).rowcount
+        found = next((a for a in self.adjustments(removed=True) if a.id == adjustment_id), None)
+        if found is None:
+            raise ValueError(f"there is no adjustment number {adjustment_id} (see `course adjust --list`)")
+        if not done:
+            raise ValueError(
+                f"adjustment {adjustment_id} was already removed, by {found.removed_by} on "
+                f"{found.removed_at[:16].replace('T', ' ')} UTC (see `course adjust --list --removed`)"
+            )
+        return found
 
-    def adjustments(self) -> list[Adjustment]:
+    def adjustments(self, removed: bool = False) -> list[Adjustment]:
+        """The adjustments that count, oldest first; with `removed`, the removed ones too (they never count)."""
         cur = self.db.execute(
-            "SELECT id, student, assignment, points, reason, created_at, grader, cap FROM adjustments ORDER BY id"
+            "SELECT id, student, assignment, points, reason, created_at, grader, cap, removed_at, removed_by, "
+            "removed_reason FROM adjustments WHERE (? OR removed_at IS NULL) ORDER BY id",
+            (int(removed),),
         )
-        return [Adjustment(*r[:7], bool(r[7])) for r in cur]
+        return [Adjustment(*r[:7], bool(r[7]), *r[8:]) for r in cur]
 
     # --- the roster ---------------------------------------------------------------------------------
 

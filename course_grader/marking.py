@@ -2,26 +2,34 @@
 
 Manually graded answers (nbgrader's `grade: true, solution: true`, "explain in two sentences why we
 divide by √d_k") are collected by `course grade` as "to be marked". `course mark --out grades` starts a
-small web app on this machine and prints its address:
+small web app on this machine and prints an address for each grader (`--grader NAME`, once per teacher
+or teaching assistant; by default one, under the login name):
 
-    Marking page: http://127.0.0.1:8765/?token=3bX...   (Ctrl-C to stop)
+    Marking page for Ana Ruiz: http://127.0.0.1:8765/?token=3bX...
+    Marking page for Ben Okafor: http://127.0.0.1:8765/?token=Q9f...
 
 - the first page lists every manually graded question of every assignment, with how many answers are
   marked and by whom;
 - a question's page shows its prompt, the model answer and the rubric (from the solution notebook
   that graded it; the rubric is the answer cell's `metadata.course.rubric`, a list of
-  `{"points": 2, "text": "..."}`), then every student's answer, each with a form: points, a rubric
-  item (which gives its points when no points are typed), a comment for the student, and the
-  grader's name (a teacher or a teaching assistant: remembered by the browser, recorded with the mark);
-- a mark is stored in the gradebook at once (`Gradebook.add_mark`), joins the score, and the exports
+  `{"points": 2, "text": "..."}`), then every student's answer, framed as the student's and with the
+  characters that could reorder the page's text written out as escapes, each with a form: points, a
+  rubric item (which gives its points when no points are typed) and a comment for the student;
+- a mark is stored in the gradebook at once (`Gradebook.add_mark`) under the name of the grader whose
+  address the browser opened (never a name typed in the form), joins the score, and the exports
   (grades.csv, grades.json, the feedback files) are rewritten; the latest mark of an answer counts,
-  and a changed answer (a new attempt) must be marked again.
+  and a changed answer (a new attempt) must be marked again;
+- each form says which mark of its answer the page showed. A save from a page loaded before someone
+  else (or the same grader in another tab) marked that answer is refused, and the page that answers
+  it shows both marks, the one on record (who, when) and the one just tried, so that the grader
+  decides and saves again knowingly.
 
 Safety: it listens on 127.0.0.1 only and answers only requests for that host; the first visit must
-carry the printed token (a cookie keeps it, HttpOnly and SameSite=Strict), every form carries it too,
-and a page allows no scripts and loads nothing from elsewhere (its styles are inline). Several graders
-on one machine share the server (each types their name); graders elsewhere reach it through an SSH
-tunnel (`ssh -L 8765:127.0.0.1:8765 teacher@host`), never over the network directly.
+carry a printed token (a cookie keeps it, HttpOnly and SameSite=Strict), and that token is who the
+browser marks as; every form carries a key of the same grader's, so a page loaded as one grader
+cannot save as another. A page allows no scripts and loads nothing from elsewhere (its styles are
+inline). Graders elsewhere reach it through an SSH tunnel (`ssh -L 8765:127.0.0.1:8765
+teacher@host`), never over the network directly; give each grader only their own address.
 """
 
 from __future__ import annotations
@@ -33,15 +41,17 @@ import signal
 import threading
 import urllib.parse
 from contextlib import closing
+from dataclasses import dataclass
 from http import cookies
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from course_lib.feedback import MANUAL_STATUS, MARKED, num
 from course_lib.runner.notebook import NotebookError, grade_id, read_notebook, source
+from course_lib.runner.text import inert
 
 from .export import write_exports
-from .gradebook import Gradebook, open_gradebook, whoami
+from .gradebook import Gradebook, Mark, StaleMark, open_gradebook, whoami
 
 CSS = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 1rem 1.5rem; color: #1b1b1b; }
@@ -55,6 +65,11 @@ table { border-collapse: collapse; } td, th { padding: .3rem .7rem; border-botto
 form.mark { display: grid; grid-template-columns: 8rem 1fr; gap: .4rem .8rem; align-items: start; }
 form.mark label { font-weight: 600; } textarea { width: 100%; min-height: 3.2rem; }
 .error { color: #B00020; font-weight: 600; } .done { color: #006B4F; }
+.who { background: #eef4fa; padding: .4rem .8rem; border-radius: 4px; }
+figure.handed-in { margin: .6rem 0; border: 2px dashed #0072B2; border-radius: 4px; padding: 0 .5rem .3rem; }
+figure.handed-in figcaption { font-size: 12px; font-weight: 600; color: #0072B2; padding-top: .2rem; }
+figure.handed-in .answer { unicode-bidi: isolate; }
+.record { background: #eaf6f1; padding: .3rem .6rem; } .tried { background: #fdf3e1; padding: .3rem .6rem; }
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
@@ -131,15 +146,34 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _page(title: str, body: str) -> bytes:
+def _plain(text) -> str:
+    """A learner's (or an LMS's) text, as any page shows it: inert (course_lib.runner.text), so its bidi
+    overrides and isolates and its control characters are visible escapes (`\\u202e`) that cannot reorder
+    the page around them, and a lone surrogate is U+FFFD. The gradebook already stores learner text so;
+    this also covers a gradebook written before it did, and the roster's names."""
+    return inert(str(text).replace("\r\n", "\n"), None)
+
+
+def learner_html(text) -> str:
+    """A learner's text as HTML: inert, then escaped."""
+    return _e(_plain(text))
+
+
+def _page(title: str, body: str, grader: str = "") -> bytes:
+    who = (
+        f"<p class=who>Marking as <b>{_e(grader)}</b>: every mark saved from this browser is recorded under this "
+        "name (it comes from the address you opened).</p>"
+        if grader
+        else ""
+    )
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
         f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{CSS}</style></head>"
-        f"<body>{body}</body></html>"
-    ).encode("utf-8")
+        f"<body>{who}{body}</body></html>"
+    ).encode("utf-8", "replace")  # a text this page was not meant to hold never stops it
 
 
-def index_page(book: Gradebook) -> bytes:
+def index_page(book: Gradebook, grader: str = "") -> bytes:
     qs = questions(book)
     if not qs:
         body = (
@@ -147,7 +181,7 @@ def index_page(book: Gradebook) -> bytes:
             "some (cells with nbgrader's <code>grade: true, solution: true</code>) with <code>course grade</code>."
             "</p>"
         )
-        return _page("Marking", body)
+        return _page("Marking", body, grader)
     rows = []
     for (assignment, gid), q in qs.items():
         waiting = sum(1 for _, t in q["answers"] if t["status"] == MANUAL_STATUS)
@@ -163,22 +197,93 @@ def index_page(book: Gradebook) -> bytes:
         "<table><tr><th>Assignment</th><th>Question</th><th>Points</th><th>Marked</th><th>To mark</th>"
         f"<th>Students</th></tr>{''.join(rows)}</table>"
     )
-    return _page("Marking", body)
+    return _page("Marking", body, grader)
 
 
-def question_page(book: Gradebook, assignment: str, gid: str, token: str, grader: str, message: str = "") -> bytes:
-    q = questions(book).get((assignment, gid))
-    if q is None:
-        return _page(
-            "Not found",
-            f"<p class=error>No question {_e(gid)} in {_e(assignment)}.</p><p><a href='/'>All questions</a></p>",
-        )
-    info = question_source(q["solutions_path"], gid)
+def _when(stamp) -> str:
+    return str(stamp or "")[:16].replace("T", " ") + " UTC"
+
+
+def _mark_line(m: Mark | dict, max_points: float, css: str = "done") -> str:
+    """ "Marked 2 / 2 by Ana Ruiz on 2026-11-27 10:02 UTC: rubric item; comment", from a Mark or a marked answer."""
+    get = m.get if isinstance(m, dict) else lambda key, default=None: getattr(m, key, default)
+    when = get("marked_at") or get("created_at")
+    text = f"Marked {num(get('points'))} / {num(max_points)} by {_e(get('grader', '?'))} on {_e(_when(when))}"
+    detail = "; ".join(_e(x) for x in (get("rubric", ""), get("comment", "")) if x)
+    return f"<p class={css}>{text}{': ' + detail if detail else ''}</p>"
+
+
+def _who(r) -> str:
+    return _plain(f"{r.name} ({r.student})" if r.name else r.student)
+
+
+def _anchor(student: str) -> str:
+    return "s-" + re.sub(r"[^A-Za-z0-9_-]", "_", student)
+
+
+def _form(
+    assignment: str,
+    gid: str,
+    r,
+    t: dict,
+    rubric: list[dict],
+    key: str,
+    seen: int,
+    *,
+    values: dict | None = None,
+    button: str = "",
+) -> str:
+    """The form that marks one answer. `seen` is the id of the answer's latest mark as this page shows it
+    (0: none); `values` pre-fills it (a refused save, shown again)."""
+    who, anchor = _who(r), _anchor(r.student)
+    if values is None:
+        marked = t["status"] == MARKED
+        values = {
+            "points": num(t["points"]) if marked else "",
+            "rubric": next((str(i) for i, x in enumerate(rubric) if marked and x.get("text") == t.get("rubric")), ""),
+            "comment": t.get("comment", "") if marked else "",
+        }
+    options = "<option value=''>(none)</option>" + "".join(
+        f"<option value='{i}'"
+        + (" selected" if str(i) == values.get("rubric") else "")
+        + f">{num(x['points'])}: {_e(x.get('text', ''))}</option>"
+        for i, x in enumerate(rubric)
+    )
+    return (
+        f"<form class=mark method=post action='/mark' aria-label='mark {_e(who)}'>"
+        f"<input type=hidden name=key value='{_e(key)}'>"
+        f"<input type=hidden name=a value='{_e(assignment)}'><input type=hidden name=q value='{_e(gid)}'>"
+        f"<input type=hidden name=student value='{_e(r.student)}'>"
+        f"<input type=hidden name=answer value='{_e(t.get('answer_sha256', ''))}'>"
+        f"<input type=hidden name=seen value='{seen}'>"
+        f"<label for='p-{_e(anchor)}'>Points (of {num(t['max_points'])})</label>"
+        f"<input id='p-{_e(anchor)}' name=points type=number min=0 max='{num(t['max_points'])}' step=0.25 "
+        f"value='{_e(values.get('points', ''))}'>"
+        f"<label for='r-{_e(anchor)}'>Rubric</label><select id='r-{_e(anchor)}' name=rubric>{options}</select>"
+        f"<label for='c-{_e(anchor)}'>Comment</label>"
+        f"<textarea id='c-{_e(anchor)}' name=comment>{_e(values.get('comment', ''))}</textarea>"
+        f"<span></span><button type=submit>{_e(button or 'Save the mark for ' + who)}</button></form>"
+    )
+
+
+def _answer(r, t: dict) -> str:
+    """The learner's answer, framed as theirs: nothing in it can pass for the page's own text."""
+    return (
+        f"<figure class=handed-in><figcaption>Handed in by {_e(_who(r))}, shown as the student wrote it (their "
+        f"text, not this page's)</figcaption><div class=answer dir=auto>{learner_html(t.get('answer', ''))}</div>"
+        "</figure>"
+    )
+
+
+def _question_head(assignment: str, q: dict, info: dict) -> list[str]:
     parts = [f"<p><a href='/'>All questions</a></p><h1>{_e(assignment)}: {_e(q['exercise'])}</h1>"]
-    if message:
-        parts.append(f"<p class=error>{_e(message)}</p>")
     if info["problem"]:
         parts.append(f"<p class=error>{_e(info['problem'])}</p>")
+    return parts
+
+
+def _question_text(info: dict) -> list[str]:
+    parts = []
     if info["prompt"]:
         parts.append(f"<h2>The question</h2><div class=prompt>{_e(info['prompt'])}</div>")
     if info["model"]:
@@ -186,57 +291,109 @@ def question_page(book: Gradebook, assignment: str, gid: str, token: str, grader
     if info["rubric"]:
         items = "".join(f"<li><b>{num(x['points'])}</b>: {_e(x.get('text', ''))}</li>" for x in info["rubric"])
         parts.append(f"<h2>Rubric</h2><ul>{items}</ul>")
+    return parts
+
+
+def _latest_ids(book: Gradebook, assignment: str, gid: str) -> dict[str, int]:
+    """student -> the id of their answer's latest mark (whichever answer it was given to)."""
+    return {m.student: m.id for m in book.marks(assignment) if m.grade_id == gid}
+
+
+def question_page(book: Gradebook, assignment: str, gid: str, grader: str, key: str, message: str = "") -> bytes:
+    """A question's page for `grader`, whose forms carry `key`."""
+    q = questions(book).get((assignment, gid))
+    if q is None:
+        return _page(
+            "Not found",
+            f"<p class=error>No question {_e(gid)} in {_e(assignment)}.</p><p><a href='/'>All questions</a></p>",
+            grader,
+        )
+    info = question_source(q["solutions_path"], gid)
+    parts = _question_head(assignment, q, info)
+    if message:
+        parts.insert(1, f"<p class=error>{_e(message)}</p>")
+    parts += _question_text(info)
     waiting = sum(1 for _, t in q["answers"] if t["status"] == MANUAL_STATUS)
     parts.append(f"<h2>Answers ({waiting} to mark, {len(q['answers'])} students)</h2>")
+    latest = _latest_ids(book, assignment, gid)
     for r, t in q["answers"]:
-        who = f"{r.name} ({r.student})" if r.name else r.student
-        anchor = "s-" + re.sub(r"[^A-Za-z0-9_-]", "_", r.student)
         status = t["status"]
-        head = f"<h3 id='{_e(anchor)}'>{_e(who)} · <span class=status>{_e(status)}</span></h3>"
+        head = f"<h3 id='{_e(_anchor(r.student))}'>{_e(_who(r))} · <span class=status>{_e(status)}</span></h3>"
         if status not in (MANUAL_STATUS, MARKED):
-            parts.append(
-                f"<div class=card>{head}<p>{_e(t.get('message') or status)}: 0 points, nothing to mark.</p></div>"
-            )
+            why = _e(_plain(t.get("message") or status))
+            parts.append(f"<div class=card>{head}<p>{why}: 0 points, nothing to mark.</p></div>")
             continue
-        done = ""
-        if status == MARKED:
-            done = (
-                f"<p class=done>Marked {num(t['points'])} / {num(t['max_points'])} by {_e(t.get('grader', '?'))} "
-                f"on {_e(str(t.get('marked_at', ''))[:16].replace('T', ' '))}"
-                + (f": {_e(t.get('rubric'))}" if t.get("rubric") else "")
-                + "</p>"
-            )
-        options = "<option value=''>(none)</option>" + "".join(
-            f"<option value='{i}'"
-            + (" selected" if x.get("text") == t.get("rubric") else "")
-            + f">{num(x['points'])}: {_e(x.get('text', ''))}</option>"
-            for i, x in enumerate(info["rubric"])
-        )
-        form = (
-            f"<form class=mark method=post action='/mark' aria-label='mark {_e(who)}'>"
-            f"<input type=hidden name=token value='{_e(token)}'>"
-            f"<input type=hidden name=a value='{_e(assignment)}'><input type=hidden name=q value='{_e(gid)}'>"
-            f"<input type=hidden name=student value='{_e(r.student)}'>"
-            f"<input type=hidden name=answer value='{_e(t.get('answer_sha256', ''))}'>"
-            f"<label for='p-{_e(anchor)}'>Points (of {num(t['max_points'])})</label>"
-            f"<input id='p-{_e(anchor)}' name=points type=number min=0 max='{num(t['max_points'])}' step=0.25 "
-            f"value='{num(t['points']) if status == MARKED else ''}'>"
-            f"<label for='r-{_e(anchor)}'>Rubric</label><select id='r-{_e(anchor)}' name=rubric>{options}</select>"
-            f"<label for='c-{_e(anchor)}'>Comment</label>"
-            f"<textarea id='c-{_e(anchor)}' name=comment>{_e(t.get('comment', ''))}</textarea>"
-            f"<label for='g-{_e(anchor)}'>Grader</label>"
-            f"<input id='g-{_e(anchor)}' name=grader value='{_e(grader)}' required>"
-            f"<span></span><button type=submit>Save the mark for {_e(who)}</button></form>"
-        )
-        parts.append(
-            f"<div class='card{' marked' if status == MARKED else ''}'>{head}"
-            f"<div class=answer>{_e(t.get('answer', ''))}</div>{done}{form}</div>"
-        )
-    return _page(f"{assignment}: {q['exercise']}", "".join(parts))
+        done = _mark_line(t, t["max_points"]) if status == MARKED else ""
+        form = _form(assignment, gid, r, t, info["rubric"], key, latest.get(r.student, 0))
+        card = "card marked" if status == MARKED else "card"
+        parts.append(f"<div class='{card}'>{head}{_answer(r, t)}{done}{form}</div>")
+    return _page(f"{assignment}: {q['exercise']}", "".join(parts), grader)
 
 
-def save_mark(book: Gradebook, out: Path, form: dict[str, str]) -> tuple[str, str, str]:
-    """Store the mark a form sent; (assignment, question, student). Raises ValueError with what is wrong."""
+def conflict_page(book: Gradebook, form: dict[str, str], grader: str, key: str, err: StaleMark) -> bytes:
+    """What a refused save answers: the answer, the mark on record (who, when) and the mark just tried, and
+    the form again, filled in as it was sent and now knowing the mark on record, to save it deliberately."""
+    assignment, gid, student = form.get("a", ""), form.get("q", ""), form.get("student", "")
+    q = questions(book).get((assignment, gid))
+    found = next(((r, t) for r, t in (q or {}).get("answers", []) if r.student == student), None)
+    if found is None:  # the answer itself is gone: nothing left to decide here
+        return question_page(book, assignment, gid, grader, key, str(err))
+    r, t = found
+    info = question_source(q["solutions_path"], gid)
+    rubric = info["rubric"]
+    try:
+        item = rubric[int(form.get("rubric", ""))]
+    except (ValueError, IndexError):
+        item = None
+    tried = {
+        "points": form.get("points", "").strip() or (num(item["points"]) if item else "?"),
+        "grader": grader,
+        "rubric": item.get("text", "") if item else "",
+        "comment": form.get("comment", "").strip(),
+    }
+    mine = f"<p class=tried>Your mark, not saved: {_e(tried['points'])} / {num(t['max_points'])}" + (
+        ": " + "; ".join(_e(x) for x in (tried["rubric"], tried["comment"]) if x)
+        if tried["rubric"] or tried["comment"]
+        else ""
+    )
+    mine += "</p>"
+    on_record = err.on_record
+    theirs = (
+        _mark_line(on_record, t["max_points"], "record")
+        if on_record is not None
+        else "<p class=record>No mark is on record for this answer now.</p>"
+    )
+    who = _who(r)
+    parts = _question_head(assignment, q, info)
+    parts.append(
+        f"<p class=error>Not saved: {_e(who)}'s answer was marked by "
+        f"{_e(on_record.grader if on_record else 'someone')} since your page was loaded. Both marks are below: "
+        "save yours again to replace the one on record, or keep theirs.</p>"
+    )
+    back = "/question?" + urllib.parse.urlencode({"a": assignment, "q": gid}) + "#" + _anchor(student)
+    form_html = _form(
+        assignment,
+        gid,
+        r,
+        t,
+        rubric,
+        key,
+        on_record.id if on_record else 0,
+        values={"points": form.get("points", ""), "rubric": form.get("rubric", ""), "comment": form.get("comment", "")},
+        button=f"Save my mark for {who} instead",
+    )
+    parts.append(
+        f"<div class='card conflict'><h3 id='{_e(_anchor(student))}'>{_e(who)}</h3>{_answer(r, t)}"
+        f"<h4>On record</h4>{theirs}<h4>Yours</h4>{mine}{form_html}"
+        f"<p><a href='{_e(back)}'>Keep the mark on record, back to the question</a></p></div>"
+    )
+    parts += _question_text(info)  # below the decision to make, for reference
+    return _page(f"Not saved: {assignment}: {q['exercise']}", "".join(parts), grader)
+
+
+def save_mark(book: Gradebook, out: Path, form: dict[str, str], *, grader: str) -> tuple[str, str, str]:
+    """Store the mark a form sent, as `grader`'s; (assignment, question, student). Raises StaleMark when the
+    answer was marked since the form's page was loaded, ValueError with what is wrong otherwise."""
     assignment, gid, student = form.get("a", ""), form.get("q", ""), form.get("student", "")
     q = questions(book).get((assignment, gid))
     entry = next((t for r, t in (q or {}).get("answers", []) if r.student == student), None)
@@ -249,9 +406,12 @@ def save_mark(book: Gradebook, out: Path, form: dict[str, str]) -> tuple[str, st
         )
     if entry["status"] not in (MANUAL_STATUS, MARKED):
         raise ValueError(f"{student} did not answer {gid}: there is nothing to mark")
-    grader = form.get("grader", "").strip()
-    if not grader:
-        raise ValueError("type your name as the grader: it is recorded with the mark")
+    seen = form.get("seen", "").strip()
+    if not seen.isdigit():
+        raise ValueError(
+            f"the form does not say which mark of {student}'s answer its page showed (got {seen!r}); "
+            "reload the page and mark again"
+        )
     rubric = question_source(q["solutions_path"], gid)["rubric"]
     item = None
     if form.get("rubric", "").strip():
@@ -278,6 +438,7 @@ def save_mark(book: Gradebook, out: Path, form: dict[str, str]) -> tuple[str, st
         comment=form.get("comment", ""),
         grader=grader,
         answer_sha256=entry.get("answer_sha256", ""),
+        seen=int(seen),
     )
     write_exports(book, out)
     return assignment, gid, student
@@ -286,19 +447,63 @@ def save_mark(book: Gradebook, out: Path, form: dict[str, str]) -> tuple[str, st
 # --- the server --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Grader:
+    """One person who marks: their name, the token of their address (then of their browser's cookie), and
+    the key their pages' forms carry (so that the token itself is never written into a page)."""
+
+    name: str
+    token: str
+    key: str
+
+
+def _graders(names: list[str] | str) -> list[Grader]:
+    names = [names] if isinstance(names, str) else list(names)
+    names = [n.strip() for n in names] or [whoami()]
+    seen: set[str] = set()
+    for name in names:
+        if not name or inert(name) != name:
+            raise ValueError(f"--grader needs a name, printable, e.g. --grader 'Ana Ruiz'; got {name!r}")
+        if name.casefold() in seen:
+            raise ValueError(f"--grader {name!r} is given twice: each grader gets one address")
+        seen.add(name.casefold())
+    return [Grader(name, secrets.token_urlsafe(24), secrets.token_urlsafe(24)) for name in names]
+
+
 class MarkingServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, out: Path, grader: str, port: int = 0):
+    def __init__(self, out: Path, graders: list[str] | str = (), port: int = 0):
         self.out = Path(out)
-        self.token = secrets.token_urlsafe(24)
-        self.grader = grader or whoami()
+        self.graders = _graders(graders)
         self.lock = threading.Lock()  # one mark (and its exports) at a time
         super().__init__(("127.0.0.1", port), Handler)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/?token={self.token}"
+    def url(self, grader: Grader | str | None = None) -> str:
+        """The address of `grader` (a Grader or a name; the first grader by default)."""
+        g = self.grader(grader) if isinstance(grader, str) else grader or self.graders[0]
+        return f"http://127.0.0.1:{self.server_address[1]}/?token={g.token}"
+
+    def grader(self, name: str) -> Grader:
+        found = next((g for g in self.graders if g.name == name), None)
+        if found is None:
+            raise KeyError(f"no grader {name!r}: the graders are {', '.join(g.name for g in self.graders)}")
+        return found
+
+    def by_token(self, token: str) -> Grader | None:
+        """The grader whose token this is, compared in constant time with every grader's."""
+        found = None
+        for g in self.graders:
+            if secrets.compare_digest(token.encode(), g.token.encode()):
+                found = g
+        return found
+
+    def by_key(self, key: str) -> Grader | None:
+        found = None
+        for g in self.graders:
+            if secrets.compare_digest(key.encode(), g.key.encode()):
+                found = g
+        return found
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -320,6 +525,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _forbidden(self, text: str) -> None:
+        self._send(403, _page("Forbidden", f"<p class=error>{text}</p>"))
+
     def _cookie(self, name: str) -> str:
         jar = cookies.SimpleCookie()
         try:
@@ -329,63 +537,54 @@ class Handler(BaseHTTPRequestHandler):
         return urllib.parse.unquote(jar[name].value) if name in jar else ""
 
     def _allowed(self) -> bool:
-        """Only this machine, by the name it was given (no DNS rebinding), with the token."""
+        """Only this machine, by the name it was given (no DNS rebinding)."""
         port = self.server.server_address[1]
         if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
-            self._send(
-                403,
-                _page(
-                    "Forbidden",
-                    "<p class=error>Open the address that <code>course mark</code> printed (127.0.0.1).</p>",
-                ),
-            )
+            self._forbidden("Open the address that <code>course mark</code> printed (127.0.0.1).")
             return False
         return True
 
-    def _authorised(self, query: dict) -> bool:
-        token = self.server.token
-        if secrets.compare_digest(self._cookie("course_mark"), token):
-            return True
-        if secrets.compare_digest(query.get("token", [""])[0], token):
-            return True
-        self._send(
-            403,
-            _page(
-                "Forbidden",
-                "<p class=error>This page needs the token: open the whole address "
-                "<code>course mark</code> printed, with <code>?token=...</code>.</p>",
-            ),
-        )
-        return False
+    def _signed_in(self) -> Grader | None:
+        """The grader this browser marks as: the one whose token its cookie holds."""
+        return self.server.by_token(self._cookie("course_mark"))
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         if not self._allowed():
             return
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
-        if not self._authorised(query):
-            return
-        if "token" in query:  # keep the token in a cookie, and out of the address bar and the history
+        if "token" in query:  # a grader's address: its token goes into a cookie, out of the address bar
+            grader = self.server.by_token(query["token"][0])
+            if grader is None:
+                self._forbidden(
+                    "This address's token is not one this marking page printed (it prints new ones each time it "
+                    "starts): open the address <code>course mark</code> printed for you."
+                )
+                return
             rest = {k: v for k, v in query.items() if k != "token"}
             target = url.path + ("?" + urllib.parse.urlencode(rest, doseq=True) if rest else "")
             self._send(
                 303,
                 b"",
-                {
-                    "Location": target,
-                    "Set-Cookie": f"course_mark={self.server.token}; HttpOnly; SameSite=Strict; Path=/",
-                },
+                {"Location": target, "Set-Cookie": f"course_mark={grader.token}; HttpOnly; SameSite=Strict; Path=/"},
             )
             return
-        grader = self._cookie("course_grader") or self.server.grader
+        grader = self._signed_in()
+        if grader is None:
+            self._forbidden(
+                "This page needs your token: open the whole address <code>course mark</code> printed for you, "
+                "with <code>?token=...</code>."
+            )
+            return
         with closing(open_gradebook(self.server.out)) as book:
             if url.path == "/":
-                self._send(200, index_page(book))
+                self._send(200, index_page(book, grader.name))
             elif url.path == "/question":
                 a, q = query.get("a", [""])[0], query.get("q", [""])[0]
-                self._send(200, question_page(book, a, q, self.server.token, grader, query.get("error", [""])[0]))
+                message = query.get("error", [""])[0]
+                self._send(200, question_page(book, a, q, grader.name, grader.key, message))
             else:
-                self._send(404, _page("Not found", "<p><a href='/'>All questions</a></p>"))
+                self._send(404, _page("Not found", "<p><a href='/'>All questions</a></p>", grader.name))
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         if not self._allowed():
@@ -400,37 +599,42 @@ class Handler(BaseHTTPRequestHandler):
                 self.rfile.read(length).decode("utf-8", "replace"), keep_blank_values=True
             ).items()
         }
-        if self.path != "/mark" or not secrets.compare_digest(form.get("token", ""), self.server.token):
-            self._send(403, _page("Forbidden", "<p class=error>A mark must come from a marking page.</p>"))
+        grader, sent_by = self._signed_in(), self.server.by_key(form.get("key", ""))
+        if self.path != "/mark" or grader is None or sent_by is None:
+            self._forbidden("A mark must come from a marking page, in a browser that opened a grader's address.")
+            return
+        if sent_by != grader:  # another grader's address was opened in this browser since the page was loaded
+            self._forbidden(
+                f"This page was loaded as {_e(sent_by.name)}, but this browser now marks as {_e(grader.name)}: "
+                f"nothing was saved. <a href='/'>Reload the pages</a> to mark as {_e(grader.name)}, or open "
+                f"{_e(sent_by.name)}'s own address to mark as them."
+            )
             return
         back = {"a": form.get("a", ""), "q": form.get("q", "")}
         try:
             with self.server.lock, closing(open_gradebook(self.server.out)) as book:
-                assignment, gid, student = save_mark(book, self.server.out, form)
+                try:
+                    assignment, gid, student = save_mark(book, self.server.out, form, grader=grader.name)
+                except StaleMark as err:  # shown at once, from the gradebook as it is now
+                    self._send(409, conflict_page(book, form, grader.name, grader.key, err))
+                    return
         except ValueError as err:
             target = "/question?" + urllib.parse.urlencode({**back, "error": str(err)})
             self._send(303, b"", {"Location": target})
             return
-        print(
-            f"marked {student}, {assignment} {gid}: {form.get('points') or 'rubric'} by {form.get('grader')}",
-            flush=True,
-        )
-        anchor = "#s-" + re.sub(r"[^A-Za-z0-9_-]", "_", student)
-        grader = urllib.parse.quote(form.get("grader", "").strip())
-        self._send(
-            303,
-            b"",
-            {
-                "Location": "/question?" + urllib.parse.urlencode(back) + anchor,
-                "Set-Cookie": f"course_grader={grader}; SameSite=Strict; Path=/",
-            },
-        )
+        print(f"marked {student}, {assignment} {gid}: {form.get('points') or 'rubric'} by {grader.name}", flush=True)
+        self._send(303, b"", {"Location": "/question?" + urllib.parse.urlencode(back) + "#" + _anchor(student)})
 
 
-def serve(out: Path, grader: str = "", port: int = 0) -> int:
-    """Run the marking server until Ctrl-C; print its address first."""
-    server = MarkingServer(out, grader, port)
-    print(f"Marking page: {server.url}   (Ctrl-C to stop)", flush=True)
+def serve(out: Path, graders: list[str] | str = (), port: int = 0) -> int:
+    """Run the marking server until Ctrl-C; print each grader's address first."""
+    server = MarkingServer(out, graders, port)
+    for g in server.graders:
+        print(f"Marking page for {g.name}: {server.url(g)}", flush=True)
+    print(
+        "Give each grader only their own address: it is who their marks are recorded as. (Ctrl-C to stop)",
+        flush=True,
+    )
 
     def stop(signum, frame):
         raise KeyboardInterrupt  # `kill` ends it as Ctrl-C does: with the summary

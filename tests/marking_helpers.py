@@ -75,15 +75,16 @@ def solution_notebook() -> dict:
     }
 
 
-def marking_class(root: Path) -> Path:
-    """root/solutions/06_attention.ipynb and root/grades/gradebook.db with its exports; returns root/grades."""
+def marking_class(root: Path, answers: dict[str, str] | None = None) -> Path:
+    """root/solutions/06_attention.ipynb and root/grades/gradebook.db with its exports (the students'
+    answers: ANSWERS, or `answers`); returns root/grades."""
     solution = root / "solutions" / f"{ASSIGNMENT}.ipynb"
     solution.parent.mkdir(parents=True, exist_ok=True)
     solution.write_text(json.dumps(solution_notebook(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     out = root / "grades"
     with closing(open_gradebook(out)) as book:
         book.set_roster(parse_roster("student_id,name\nada,Ada Byron\nbob,Bob Smith\ncy,Cy Young\nzoë,Zoë Müller\n"))
-        for sid, text in ANSWERS.items():
+        for sid, text in (answers or ANSWERS).items():
             blank = text == "YOUR ANSWER HERE"
             manual = [
                 ManualAnswer(

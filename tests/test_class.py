@@ -589,8 +589,9 @@ def test_two_graders_mark_the_written_answers(classroom, capsys):
                 "points": "",
                 "rubric": "0",
                 "comment": "Exactly: cancelling.",
-                "grader": "Ana Ruiz (TA)",
+                "seen": "0",
             },
+            grader="Ana Ruiz (TA)",
         )
         save_mark(
             book,
@@ -602,8 +603,9 @@ def test_two_graders_mark_the_written_answers(classroom, capsys):
                 "points": "1.5",
                 "rubric": "1",
                 "comment": "Say what the squares stop.",
-                "grader": "Ben Okafor",
+                "seen": "0",
             },
+            grader="Ben Okafor",
         )
         with pytest.raises(ValueError, match="did not answer"):
             save_mark(
@@ -614,11 +616,13 @@ def test_two_graders_mark_the_written_answers(classroom, capsys):
                     "q": "ex4_answer",
                     "student": classroom["by_kind"]["blank"],
                     "points": "1",
-                    "grader": "Ana",
+                    "seen": "0",
                 },
+                grader="Ana",
             )
         with pytest.raises(ValueError, match="at most 2"):
-            save_mark(book, out, {"a": QUIZ, "q": "ex4_answer", "student": right[2], "points": "3", "grader": "Ana"})
+            form = {"a": QUIZ, "q": "ex4_answer", "student": right[2], "points": "3", "seen": "0"}
+            save_mark(book, out, form, grader="Ana")
         marks = book.marks(QUIZ)
     assert [(m.student, m.points, m.grader) for m in marks] == [
         (right[0], 2.0, "Ana Ruiz (TA)"),
