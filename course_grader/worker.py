@@ -132,10 +132,14 @@ def run_batch(
                 pending, again = again, deque()
             while pending and len(running) < max(1, slots):
                 task = pending.popleft()
-                try:
-                    running.append(_start(ctx, task, target, group, memory_mb))
-                except Exception as err:  # noqa: BLE001 - the server that forks the processes died, or fork failed
-                    failed(task, _start_failure(err))
+                for attempt in (1, 2):  # a start that fails did not run the task: start it again at once, once
+                    try:
+                        running.append(_start(ctx, task, target, group, memory_mb))
+                        break
+                    except Exception as err:  # noqa: BLE001 - the server that forks the processes died, or fork failed
+                        ending = _start_failure(err)  # a dead server is made sure of: the next start makes a new one
+                        if attempt == 2:
+                            failed(task, ending)
             waiting = [r.conn for r in running if r.conn is not None and r.result is None]
             waiting += [r.process.sentinel for r in running]
             wait(waiting, timeout=0.5)
@@ -166,10 +170,12 @@ def run_batch(
 
 
 def _start_failure(err: BaseException) -> Ending:
-    """Why a checking process could not be started (the next start begins with a new server if it had ended)."""
+    """Why a checking process could not be started. A broken connection to the server means it has ended
+    (or is ending): it is made sure of, so that the next start begins with a new one."""
     why = f"its checking process could not be started ({type(err).__name__}: {inert(' '.join(str(err).split()), 300)})"
-    gone = not _alive(_server_pid())
+    gone = isinstance(err, (EOFError, ConnectionError, FileNotFoundError)) or not _alive(_server_pid())
     if gone:
+        _end_server(_server_pid())
         why += "; the grader's server process that starts them had ended (killed from outside, or for want of memory)"
     return Ending("grader error", why, server_died=gone)
 
@@ -186,6 +192,20 @@ def _alive(pid: int | None) -> bool:
         return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def _end_server(pid: int | None) -> None:
+    """Make sure the server `pid` is gone (killed if it lingers) and wait until it is, so that the next start
+    finds it dead and starts a new one: multiprocessing restarts its forkserver only once it has exited."""
+    if pid is None or pid != _server_pid():  # not the server in use (already replaced): nothing to do
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+    end = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < end:
+        time.sleep(0.02)
 
 
 def _protect_from_oom_killer() -> None:
@@ -275,6 +295,7 @@ def _finish(r: _Running, on_result, failed) -> None:
         )
         return
     if not _alive(r.server):  # its server ended (a kill, the OOM killer): it took this process with it
+        _end_server(r.server)  # gone for good before the next start, which then begins a new one
         why = (
             f"the grader's own server process (pid {r.server}), from which the checking processes are started, "
             "ended while this submission was being checked, and took its checking process with it: a failure "

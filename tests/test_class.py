@@ -664,7 +664,7 @@ def test_a_broken_hidden_test_is_previewed_regraded_with_a_reason_and_fixed(clas
     )
     assert code == 0, text
     assert "Dry run: nothing was written" in text, text
-    assert "3 score(s) would change (the same files graded again): 8 → 6 (3)" in text, text
+    assert "3 grade(s) would change (the same files graded again): final 8 → 6 (3)" in text, text
     assert f"Lastname02, Sam ({few[0]}), {QUIZ}: 8 → 6 (Exercise 3: The answer: 2 → 0)" in text, text
     assert "--new-solutions" in text and rows_of(out) == before, "a dry run writes nothing"
 
@@ -689,7 +689,7 @@ def test_a_broken_hidden_test_is_previewed_regraded_with_a_reason_and_fixed(clas
         "1",
         *sandbox,
     )
-    assert code == 0 and "3 score(s) changed (the same files graded again): 8 → 6 (3)" in text, text
+    assert code == 0 and "3 grade(s) changed (the same files graded again): final 8 → 6 (3)" in text, text
     assert "the grades come from 2 versions of the solutions" in text, text
     data = json.loads((out / "grades.json").read_text())
     assert any("2 versions of the solutions" in w for w in data["warnings"]), data["warnings"]
@@ -719,7 +719,7 @@ def test_a_broken_hidden_test_is_previewed_regraded_with_a_reason_and_fixed(clas
         "1",
         *sandbox,
     )
-    assert code == 0 and "3 score(s) changed (the same files graded again): 6 → 8 (3)" in text, text
+    assert code == 0 and "3 grade(s) changed (the same files graded again): final 6 → 8 (3)" in text, text
     assert "versions of the solutions" not in text, "the class is consistent again: no warning"
     data = json.loads((out / "grades.json").read_text())
     assert not any("versions of the solutions" in w for w in data["warnings"]), data["warnings"]
@@ -755,7 +755,7 @@ def test_regrade_one_student_adjust_with_a_grader_and_the_report(classroom, caps
         "1",
         *classroom["sandbox"],
     )
-    assert code == 0 and "1 score(s) changed (new files handed in): 6 → 8 (1)" in text, text
+    assert code == 0 and "1 grade(s) changed (new files handed in): final 6 → 8 (1)" in text, text
     after = rows_of(out)
     assert (after[(fixer, QUIZ)]["score"], after[(fixer, QUIZ)]["attempt"]) == ("8", "2")
     assert [k for k in rows if rows[k] != after[k]] == [(fixer, QUIZ)]

@@ -893,7 +893,7 @@ def test_signals_reach_only_the_sandbox(graded):
     r = graded["results"]["signals"]
     assert r["score"] == 16 and r["status"] == "graded", r
     died = [s for s, x in graded["results"].items() if x["status"] in ("grader error", "stopped")]
-    assert died == ["zz_killed"], f"no checking process may die but the one killed on purpose: {died}"
+    assert died == [], f"no checking process may die (the one killed on purpose is checked again): {died}"
 
 
 @pytest.mark.slow
@@ -995,16 +995,14 @@ def test_an_interrupted_batch_keeps_what_it_finished_and_the_same_command_resume
 
 
 @pytest.mark.slow
-def test_killing_one_checking_process_costs_only_its_own_submission(graded):
+def test_killing_one_checking_process_costs_nobody_a_point(graded):
     """critical: a dead worker broke the process pool; every submission still queued got 0 as a
-    'grader error'. Each submission is checked in a process of its own: the one killed (as a teacher
-    kills a stuck one) gets a clear row, nobody else loses a point."""
+    'grader error'. Each submission is checked in a process of its own, and a process that dies without a
+    result (killed here, as a teacher kills a stuck one) is not a grade: the submission is checked again at
+    the end of the batch and gets what its work earns; nobody else loses a point."""
     assert len(graded["second"]["killed"]) == 1, graded["second"]["killed"]
     r = graded["results"]["zz_killed"]
-    assert r["status"] == "grader error" and r["score"] == 0, r
-    note = " ".join(r["notes"])
-    assert "killed (SIGKILL)" in note and "No other submission was affected" in note, note
-    assert "--student zz_killed" in note, "the row says how to grade it again"
+    assert r["status"] == "graded" and r["score"] == 16, r
     assert graded["results"]["zzz_honest"]["score"] == 16
 
 
