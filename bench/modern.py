@@ -261,8 +261,8 @@ def low_precision_error(T: int = 1024, heads: int = 4, d: int = 64, scale: float
         g = torch.Generator().manual_seed(0)
         q, k, v = (torch.randn(1, heads, T, d, generator=g) for _ in range(3))
         q = q * scale  # large scores: where low-precision running sums go wrong
-        exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
         low = [t.to(dtype) for t in (q, k, v)]
+        exact = F.scaled_dot_product_attention(*[t.double() for t in low], is_causal=True)  # same rounded inputs
         with torch.no_grad():
             ours = (tiled_attention(*low, causal=True, block_size=128).double() - exact).abs().max().item()
             sdpa = (F.scaled_dot_product_attention(*low, is_causal=True).double() - exact).abs().max().item()

@@ -15,7 +15,7 @@ dimensions, context 64) with 2 key/value heads (grouped-query attention), RMSNor
 The checkpoint (``course_lib/checkpoints/modern_gpt_shakespeare.pt``, about 3 MB) holds what
 `train_gpt.save_checkpoint` saves; `load_checkpoint` turns it back into a model.
 
-    python -m course_lib.train_modern_gpt --variants     # lesson 12's table, a few minutes on a CPU
+    python -m course_lib.train_modern_gpt --variants     # lesson 12's table, about 8 CPU minutes
 
 trains lesson 11's block and five variants, one change at a time (RMSNorm, SwiGLU, rotary, no biases,
 tied embeddings), then QK-norm, grouped- and multi-query attention, and grouped- and multi-query

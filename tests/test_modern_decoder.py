@@ -239,8 +239,8 @@ def test_tiled_attention_in_low_precision_keeps_float32_statistics(dtype):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 4, 512, 64, generator=g) for _ in range(3))
     q = q * 8  # large scores: where running sums rounded to 8 or 11 bits go wrong
-    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
     low = [t.to(dtype) for t in (q, k, v)]
+    exact = F.scaled_dot_product_attention(*[t.double() for t in low], is_causal=True)  # the same rounded inputs
     out = tiled_attention(*low, causal=True, block_size=64)
     assert out.dtype == dtype, f"the output should keep the inputs' dtype {dtype}, got {out.dtype}"
     ours = (out.double() - exact).abs().max().item()
