@@ -271,7 +271,9 @@ def low_precision_error(T: int = 1024, heads: int = 4, d: int = 64, scale: float
                 "what": (
                     f"causal attention in {str(dtype)[6:]}, {heads} heads of {d}, T = {T:,}, scores x{scale:g} (cpu)"
                 ),
-                "reference": "F.scaled_dot_product_attention in the same dtype; both against float64 on the same inputs",
+                "reference": (
+                    "F.scaled_dot_product_attention in the same dtype; both against float64 on the same inputs"
+                ),
                 "course": f"tiled: max error {ours:.2e}",
                 "reference time": f"sdpa: max error {sdpa:.2e}",
                 "ratio": f"{ours / sdpa:.2f}x error",
