@@ -1,6 +1,6 @@
 """Start a learner's kernel inside a bubblewrap sandbox (Linux).
 
-`Kernel(limits, sandbox=True).start()` runs `course_lib.runner.kernel` under `bwrap`:
+`SandboxedKernel(limits, sandbox=True).start()` runs `course_lib.runner.kernel` under `bwrap`:
 
 - new user, PID, network, IPC, UTS and cgroup namespaces; an unprivileged uid inside (and, when
   the grader runs as root, an unprivileged uid outside too: nobody), no capabilities, no nested
@@ -14,7 +14,7 @@
   started ends when the grader kills the sandbox;
 - limits set by the kernel before any learner code runs: processes, open files, file size,
   address space, CPU seconds;
-- a seccomp filter (see `budgets.seccomp_filter`): no sockets but Unix ones (no TCP or UDP, not even
+- a seccomp filter (see `seccomp.seccomp_filter`): no sockets but Unix ones (no TCP or UDP, not even
   on the loopback that bwrap brings up), no memfd_create, memfd_secret or shmget (memory that no RSS
   or address-space limit sees), no io_uring, userfaultfd, perf, bpf, ptrace, process_vm_*, keyrings,
   message queues, new namespaces or mounts;
@@ -24,7 +24,7 @@
 
 Everything else (the socket pair that is the kernel's only link to the grader, the output pipe
 that the grader reads, counts and caps, the time, output and memory limits) is the learner-side
-kernel's (`course_lib.runner.process.Kernel`), which this class extends. With `sandbox=False`
+kernel's (`course_lib.runner.process.KernelProcess`), which this class extends. With `sandbox=False`
 (`course grade --no-sandbox`) it is that kernel as it is: a plain child process, with the same
 limits except the process count and the seccomp filter (its cgroup, where there is one, too).
 """
@@ -45,7 +45,8 @@ import psutil
 from course_lib.runner import process
 from course_lib.runner.process import Limits, data_dir, kernel_env, package_dir
 
-from .budgets import STAGE_PREFIX, FolderLock, Group, locked_folder, seccomp_filter
+from .budgets import STAGE_PREFIX, FolderLock, Group, describe, locked_folder
+from .seccomp import seccomp_filter
 
 LIBRARY_ALLOWANCE_MB = 1024  # a kernel's cgroup before it is ready: Python, numpy and torch on top of the limit
 _STARTS = itertools.count(1)  # names each kernel start's cgroup in this process
@@ -78,7 +79,7 @@ def sandbox_status() -> tuple[bool, str]:
 
 
 def seccomp_usable() -> bool:
-    """Whether sandboxes here start with the seccomp filter (see `budgets.seccomp_filter`)."""
+    """Whether sandboxes here start with the seccomp filter (see `seccomp.seccomp_filter`)."""
     return seccomp_filter() is not None and _try_sandbox(seccomp=True)[0]
 
 
@@ -354,8 +355,8 @@ def _pipe_with(data: bytes) -> int:
 # --- one kernel ---------------------------------------------------------------------------------------
 
 
-class Kernel(process.Kernel):
-    """One learner kernel, in the sandbox (`sandbox=True`) or not: see `course_lib.runner.process.Kernel`.
+class SandboxedKernel(process.KernelProcess):
+    """One learner kernel, in the sandbox (`sandbox=True`) or not: see `course_lib.runner.process.KernelProcess`.
 
     `protect` lists folders that must not be visible in the sandbox even if they sit inside one
     that is bound (the solutions, the submissions, the output folder). `cwd` (without the sandbox)
@@ -469,3 +470,10 @@ class Kernel(process.Kernel):
             self.group.remove()
             self.group = None
         super()._cleanup()
+
+
+def doctor_lines() -> list[tuple[str, str]]:
+    """`course doctor`'s lines about grading: the sandbox, and each budget a sandbox gets here."""
+    ok, why = sandbox_status()
+    lines = [("grading sandbox", ("ok: " if ok else "NOT available: ") + why)]
+    return lines + describe(seccomp=ok and seccomp_usable())
