@@ -441,7 +441,7 @@ def grade_cmd(args: argparse.Namespace) -> int:
     """`course grade SUBMISSIONS_DIR`: see course_grader.grade."""
     from course_lib.runner.process import Limits
 
-    from .grade import NO_SANDBOX_WARNING, grade_all
+    from .batch import NO_SANDBOX_WARNING, GradeOptions, grade_all
     from .roster import RosterError
 
     solutions = _default_dir(args.solutions, "solutions")
@@ -464,26 +464,24 @@ def grade_cmd(args: argparse.Namespace) -> int:
     if args.no_sandbox:
         print(NO_SANDBOX_WARNING, file=sys.stderr)
     try:
-        results = grade_all(
-            args.submissions,
-            solutions,
-            args.out,
+        options = GradeOptions(
             jobs=args.jobs,
             limits=limits,
             set_limits=args.timeout is None and args.total_timeout is None,
             assignments=args.assignment,
             sandbox=not args.no_sandbox,
             roster=args.roster,
+            id_column=args.id_column,
             students=args.student,
+            shard=shard,
             new_solutions=args.new_solutions,
-            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
             dry_run=args.dry_run,
             reason=args.reason,
+            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
             max_bytes=int(args.max_size * 2**20),
             hide_hidden=args.hide_hidden_inputs,
-            id_column=args.id_column,
-            shard=shard,
         )
+        results = grade_all(args.submissions, solutions, args.out, options)
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")
         return 2
@@ -551,7 +549,7 @@ def deadline_cmd(args: argparse.Namespace) -> int:
 
 def adjust_cmd(args: argparse.Namespace) -> int:
     """`course adjust STUDENT ASSIGNMENT POINTS --reason TEXT`: see course_grader.gradebook."""
-    from course_lib.feedback import num
+    from course_lib.runner.feedback import num
 
     from .export import write_exports
 

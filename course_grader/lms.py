@@ -57,7 +57,7 @@ stay apart) and a warning names the entry; so do students the roster lacks, and 
 there is no roster (the warnings are the map back from folder to entry).
 
 Files: of a student's notebooks, those named like the assignment once case, punctuation and what
-copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `grade.loose_stem`, the
+copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `discover.loose_stem`, the
 rule `course grade` follows too) are the candidates, else all of them; the newest (Canvas: the
 upload order; otherwise the zip time, then the resubmission number) is written, and the student is
 told which one was graded and which were not. Files that are not notebooks are skipped with one warning per
@@ -554,7 +554,7 @@ def _unpack(
     output_layout: str,
     canvas_times: dict[str, dt.datetime] | None,
 ) -> UnpackReport:
-    from .grade import loose_stem  # the rule `course grade` uses to match names
+    from .discover import loose_stem  # the rule `course grade` uses to match names
 
     warnings: list[str] = []
     decisions: dict[str, list[str]] = {}

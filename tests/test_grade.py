@@ -47,9 +47,9 @@ from grading_helpers import (
     write,
 )
 
+from course_grader.batch import GradeOptions, grade_all
 from course_grader.build import build_exercise
 from course_grader.export import safe_name
-from course_grader.grade import grade_all
 from course_lib.runner.notebook import read_notebook
 from course_lib.runner.process import Limits
 
@@ -1159,9 +1159,8 @@ def graded_course(tmp_path_factory):
     in_sandbox = sandbox_available()[0]
     if not in_sandbox and IN_CI:
         require_sandbox()  # fails: CI grades in the sandbox
-    results = grade_all(
-        subs, SOLUTIONS, tmp / "out", jobs=2, limits=Limits(), sandbox=in_sandbox, progress=lambda line: None
-    )
+    options = GradeOptions(jobs=2, limits=Limits(), sandbox=in_sandbox)
+    results = grade_all(subs, SOLUTIONS, tmp / "out", options, progress=lambda line: None)
     return {(r.student_id, r.assignment): r for r in results}
 
 

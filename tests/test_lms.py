@@ -499,7 +499,7 @@ def test_safe_id():
 def test_a_newer_final_copy_is_the_one_graded_by_unpack_and_grade_alike(tmp_path):
     """X.ipynb next to a newer X_final.ipynb: the same rule in both (the newest of the notebooks named
     like the assignment), and the student is told which one counted."""
-    from course_grader.grade import resolve_notebooks
+    from course_grader.discover import resolve_notebooks
 
     z = make_zip(
         tmp_path / "c.zip",
