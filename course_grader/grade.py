@@ -366,11 +366,13 @@ def grade_submission(
     budget: budgets.Group | None = None,
     max_bytes: int = MAX_NOTEBOOK_BYTES,
     hide_hidden: bool = False,
+    on_test=None,
 ) -> SubmissionResult:
     """Grade one submitted notebook (read through `root`, the submissions folder, when given); its
     kernels' cgroups go under `budget`. `max_bytes`: the most the notebook may weigh without its
     outputs; `hide_hidden`: a failure in a test cell's hidden part says so without the check's words
-    (which may show the hidden inputs). Never raises for anything the submission contains."""
+    (which may show the hidden inputs); `on_test(grade_id, run)`: each test cell's raw result as soon as
+    it has one (a Gradescope autograder's partial results). Never raises for anything the submission contains."""
     started = time.monotonic()
     solution = read_notebook(solution_path)
     _teacher_checks(solution, solution_path)
@@ -441,6 +443,7 @@ def grade_submission(
         temp_root=work_root,
         budget=budget,
         fresh_after_hidden=hide_hidden,
+        on_cell=None if on_test is None else lambda i, run: on_test(steps[i].grade_id, run),
     )
     notes += report.notes
     if report.restarts:

@@ -202,10 +202,12 @@ def run_steps(
     temp_root: Path | None = None,
     budget=None,
     fresh_after_hidden: bool = False,
+    on_cell=None,
 ) -> RunReport:
     """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`); with `split`, the test
     cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel.
-    `budget`: the cgroup under which each start of the kernel gets its own (see `budgets`)."""
+    `budget`: the cgroup under which each start of the kernel gets its own (see `budgets`); `on_cell(i, run)`:
+    each test cell's result as soon as it has one."""
     from course_lib.checks import core  # here, not above: it imports torch, which only grading needs
 
     kernel = Kernel(limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root, budget=budget)
@@ -215,7 +217,12 @@ def run_steps(
     previous = core.set_answer_source(checker.answer)
     try:
         return kernel_steps.run_steps(
-            steps, limits=limits, kernel=kernel, checker=checker, fresh_after_hidden=fresh_after_hidden
+            steps,
+            limits=limits,
+            kernel=kernel,
+            checker=checker,
+            fresh_after_hidden=fresh_after_hidden,
+            on_cell=on_cell,
         )
     finally:
         core.set_answer_source(previous)

@@ -47,6 +47,7 @@ def run_steps(
     kernel: Kernel | None = None,
     checker=None,
     fresh_after_hidden: bool = False,
+    on_cell=None,
 ) -> RunReport:
     """Run `steps` in `kernel` (default: a plain kernel in `cwd`), which is shut down at the end.
 
@@ -57,7 +58,8 @@ def run_steps(
     `fresh_after_hidden` (the grader's `--hide-hidden-inputs`): after a test cell with hidden tests, the
     next kernel cell runs in a fresh kernel that replays the kernel's cells before it but none of the
     tests, so nothing a hidden test passed to the learner's code (which a learner's function could have
-    kept) reaches a later cell, and so that learner's feedback. The replays cost the submission nothing."""
+    kept) reaches a later cell, and so that learner's feedback. The replays cost the submission nothing.
+    `on_cell(i, run)`: each test cell's result as soon as it has one (Gradescope's partial results)."""
     report = RunReport()
     kernel = kernel if kernel is not None else Kernel(limits, cwd=cwd)
     clock = submission_clock(kernel)
@@ -158,6 +160,8 @@ def run_steps(
                 if step.kind == "test":
                     report.results[i] = run
                     tainted = tainted or (fresh_after_hidden and step.hidden)
+                    if on_cell is not None:
+                        on_cell(i, run)
                 elif not run.ok and step.kind == "setup":
                     report.notes.append(f"The teacher's setup cell failed in the checker: {run.ename}: {run.evalue}")
     finally:
