@@ -1,5 +1,5 @@
 """The teacher's `course` subcommands: build, new, seal, roster, unpack, grade, mark, deadline, adjust, export,
-report.
+report, merge.
 
     course build      write exercises/ from solutions/        (see `build`)
     course new NN_x   start a new exercise set from a template (--title "Title")
@@ -11,6 +11,7 @@ report.
     course deadline   set a deadline and late penalty;  course adjust: manual points with a reason
     course export     rewrite grades.csv, grades.json, feedback/ (--lms canvas|moodle: one column per assignment)
     course report     who needs a look, the score distribution, per-exercise pass rates and hints
+    course merge      join gradebooks graded in parts (`course grade --shard K/N`, a job array) into one
 
 They join the learner's `course` command (`course_lib.cli`): this package's metadata names
 `register` in the entry point group `course_lib.commands`, and `course` calls it with its
@@ -349,7 +350,39 @@ def register(sub) -> list[str]:
         (p_mark, mark_cmd),
     ):
         parser.set_defaults(func=_explained(command))
-    return ["build", "new", "seal", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
+    merge_parser(sub)
+    return [
+        "build",
+        "new",
+        "seal",
+        "grade",
+        "deadline",
+        "adjust",
+        "export",
+        "report",
+        "unpack",
+        "roster",
+        "mark",
+        "merge",
+    ]
+
+
+def merge_parser(sub) -> None:
+    """`course merge OUT1 OUT2 ... --out OUT`: see course_grader.merge."""
+    p = sub.add_parser("merge", help="merge gradebooks graded in parts (course grade --shard K/N) into one")
+    p.add_argument("parts", nargs="+", type=Path, help="the gradebooks' folders (each with a gradebook.db)")
+    p.add_argument("--out", type=Path, required=True, help="the merged gradebook's folder (may be one of the parts)")
+    p.set_defaults(func=_explained(merge_cmd))
+
+
+def merge_cmd(args: argparse.Namespace) -> int:
+    """`course merge OUT1 OUT2 ... --out OUT`: see course_grader.merge."""
+    from .merge import merge_gradebooks
+
+    report = merge_gradebooks(args.parts, args.out, command=" ".join(["course", *sys.argv[1:]]))
+    print("\n".join(report.lines()))
+    print(f"rewrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/")
+    return 0
 
 
 def _explained(command):
