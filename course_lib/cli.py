@@ -6,7 +6,7 @@
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 
 and the teacher's commands, from the grader (`course_grader`, a second package installed by teachers):
-build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report, merge. The grader
+build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report, gradescope, merge. The grader
 registers them through the entry point group `course_lib.commands` (a function that adds its subparsers, each
 with a `func` default); without it each of them prints one line saying how to install it.
 """
@@ -36,6 +36,7 @@ TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of 
     "unpack": "unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/",
     "roster": "keep the class list in the gradebook: import an LMS export, drop a student",
     "mark": "mark written answers in your browser: one question, the whole class",
+    "gradescope": "a Gradescope autograder from an exercise set: build the zip, try it here, import its scores",
     "merge": "merge gradebooks graded in parts (course grade --shard K/N) into one",
 }
 INSTALL_GRADER = (
