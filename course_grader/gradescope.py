@@ -646,6 +646,10 @@ def test_autograder(
         for name in ("setup.sh", "run_autograder", CONFIG):
             if not (tree / "source" / name).is_file():
                 raise ValueError(f"{zip_path} has no {name} at its root: not an autograder zip")
+        # The packages where setup.sh would install them: outside source/ (which run_autograder closes to the
+        # learner's user), readable by everyone.
+        shutil.copytree(tree / "source" / "course", tree / "packages")
+        os.chmod(tree, 0o711)
         shutil.copy2(tree / "source" / "run_autograder", tree / "run_autograder")
         (tree / "submission").mkdir()
         shutil.copyfile(notebook, tree / "submission" / notebook.name)
@@ -662,7 +666,7 @@ def test_autograder(
             **os.environ,
             "COURSE_AUTOGRADER_ROOT": str(tree),
             "COURSE_AUTOGRADER_PYTHON": sys.executable,
-            "PYTHONPATH": str(tree / "source" / "course"),  # the zip's course_lib and course_grader, not this one's
+            "PYTHONPATH": str(tree / "packages"),  # the zip's course_lib and course_grader, not this one's
         }
         if no_sandbox:
             env["COURSE_AUTOGRADER_SANDBOX"] = "never"

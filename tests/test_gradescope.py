@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import zipfile
 from contextlib import closing
 from pathlib import Path
@@ -245,6 +246,39 @@ def test_partial_results_are_written_before_grading_and_as_each_test_finishes(tm
     assert json.loads(path.read_text()) == {"score": 1.0, "tests": []}
 
 
+STOP = """
+import subprocess, sys, time
+from pathlib import Path
+from course_grader.gradescope import PartialResults, _stop_at
+from course_lib.runner.notebook import read_notebook
+from course_lib.runner.process import CellRun
+partial = PartialResults(Path(sys.argv[2]), read_notebook(sys.argv[1]), {}, "test")
+partial.test_done("ex1_test", CellRun("ok"))
+child = subprocess.Popen(["sleep", "300"])  # stands for the learner's kernel
+print(child.pid, flush=True)
+_stop_at(time.monotonic() + 0.2, partial, 600)
+print("not reached")
+"""
+
+
+def test_at_its_time_limit_the_autograder_keeps_what_it_checked_and_ends_the_kernel(tmp_path):
+    results = tmp_path / "results.json"
+    ran = subprocess.run(
+        [sys.executable, "-c", STOP, str(SOLUTIONS / f"{ASSIGNMENT}.ipynb"), str(results)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0 and "not reached" not in ran.stdout, (ran.stdout, ran.stderr)
+    assert "stopped at the time limit" in ran.stdout, ran.stdout
+    child = int(ran.stdout.split()[0])
+    assert not os.path.exists(f"/proc/{child}") or "Z" in open(f"/proc/{child}/stat").read().split()[2], (
+        "the kernel must not outlive the autograder"
+    )
+    got = valid(json.loads(results.read_text()))
+    first = got["tests"][0]
+    assert got["score"] == first["max_score"] > 0 and first["status"] == "passed", got["tests"][:2]
+    assert "time limit (10 minutes)" in got["output"] and "not checked" in got["tests"][1]["output"], got["output"]
+
+
 def test_the_uploaded_notebook_is_found_by_course_grades_rules(tmp_path):
     up = tmp_path / "submission"
     write(up / "Copy of 06_attention (2).ipynb", {"cells": []})
@@ -320,6 +354,8 @@ def test_gradescopes_scores_become_rows_of_the_assignment(tmp_path, capsys):
             "00042", ASSIGNMENT
         )
         assert len(book.history("00042", ASSIGNMENT)) == 1, "importing the same export again keeps the old version"
+    assert cli.main(["report", "--out", str(out)]) == 0
+    assert "06_attention" in (out / "report.md").read_text()
     assert cli.main(["export", "--lms", "canvas", "--out", str(out)]) == 0
     canvas = (out / "canvas.csv").read_text(encoding="utf-8-sig").splitlines()
     assert any(line.startswith("Ada Lovelace,") and line.endswith(",24") for line in canvas), canvas
