@@ -7,16 +7,16 @@ over the whole class would have written:
 
 - results (the latest and every earlier attempt) and their history of replaced versions, with the runs
   that graded them (renumbered; a run that several parts share, copied from the same gradebook, is one);
-- what `course unpack` recorded, deadlines, adjustments, marks of written answers, the roster and the
-  remembered LMS columns.
+- what `course unpack` recorded, deadlines, adjustments (a removed one stays removed), marks of written
+  answers (each with the mark it replaced), the roster and the remembered LMS columns.
 
 A record found in several parts (the same row copied into each) is kept once. Two parts that disagree
 are a conflict, and the merge writes nothing and names it: two different grades of one student's
 attempt of an assignment, two deadlines for one assignment, two roster entries for one id, two
 different records of one unpacked file, two values of one setting. One exception: a grade that another
 part's history shows it replaced (a part regraded what the copied gradebook held) gives way to the
-newer one. Adjustments and marks are kept as records, so one removed in one part but copied into
-another comes back: make them in the merged gradebook, not in the parts.
+newer one. Adjustments and marks are records: what each part added is kept, and an adjustment a part
+removed stays removed; still, make them in the merged gradebook rather than in the parts.
 
 The merged gradebook is written beside the output's and then moved into place, and its exports
 (`export.write_exports`) are rewritten, as after a run of `course grade`.
@@ -292,12 +292,36 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
             unpacked.setdefault(key, (r, i))
     merged["unpacked"] = [r for r, _ in unpacked.values()]
 
-    # adjustments and marks: records, once each, renumbered in the order they were made (the latest mark counts)
-    for name, when in (("adjustments", "created_at"), ("marks", "created_at")):
-        found: dict[tuple, dict] = {}
-        for t in tables:
-            for r in t[name]:
-                found.setdefault(tuple(v for k, v in r.items() if k != "id"), r)
-        ordered_records = sorted(found.values(), key=lambda r: r[when])
-        merged[name] = [{**r, "id": n} for n, r in enumerate(ordered_records, 1)]
+    # adjustments: records, once each, renumbered in the order they were made; one that a part removed (kept
+    # on record, no longer counted) is removed in the merged gradebook too
+    removal = ("removed_at", "removed_by", "removed_reason")
+    adjustments: dict[tuple, dict] = {}
+    for t in tables:
+        for r in t["adjustments"]:
+            key = tuple(v for k, v in r.items() if k != "id" and k not in removal)
+            seen = adjustments.get(key)
+            if seen is None or (seen.get("removed_at") is None and r.get("removed_at") is not None):
+                adjustments[key] = r
+    ordered_adjustments = sorted(adjustments.values(), key=lambda r: r["created_at"])
+    merged["adjustments"] = [{**r, "id": n} for n, r in enumerate(ordered_adjustments, 1)]
+
+    # marks: only ever added, once each, renumbered in the order they were given (the latest counts); the mark
+    # each one replaced (`replaces`, an id of its own gradebook) is found again by what it holds
+    def mark_key(r: dict) -> tuple:
+        return tuple(v for k, v in r.items() if k not in ("id", "replaces"))
+
+    marks: dict[tuple, tuple[dict, int]] = {}
+    key_of: list[dict[int, tuple]] = []
+    for i, t in enumerate(tables):
+        key_of.append({r["id"]: mark_key(r) for r in t["marks"]})
+        for r in t["marks"]:
+            marks.setdefault(mark_key(r), (r, i))
+    ordered_marks = sorted(marks.items(), key=lambda item: item[1][0]["created_at"])
+    mark_id = {key: n for n, (key, _) in enumerate(ordered_marks, 1)}
+    merged["marks"] = []
+    for key, (r, i) in ordered_marks:
+        replaced = key_of[i].get(r["replaces"]) if r.get("replaces") is not None else None
+        merged["marks"].append(
+            {**r, "id": mark_id[key], **({"replaces": mark_id.get(replaced)} if "replaces" in r else {})}
+        )
     return merged

@@ -15,7 +15,7 @@ import pytest
 from grading_helpers import WELCOME, learner, require_sandbox, write
 
 from course_grader.grade import SubmissionResult, in_shard
-from course_grader.gradebook import Deadline, open_gradebook, parse_time
+from course_grader.gradebook import Deadline, open_gradebook, parse_time, text_sha256
 from course_grader.merge import MergeConflict, merge_gradebooks
 from course_grader.roster import parse_roster
 from course_lib import cli
@@ -108,6 +108,35 @@ def test_two_deadlines_or_two_roster_entries_are_conflicts(tmp_path):
         book.set_roster(parse_roster("student_id,name\nada,Ada Lovelace\n"))
     with pytest.raises(MergeConflict, match=r"two different roster entries for ada: name 'Ada Byron' in .*p1"):
         merge_gradebooks([one, three], tmp_path / "merged")
+
+
+def test_marks_keep_the_mark_they_replaced_and_a_removed_adjustment_stays_removed(tmp_path):
+    from marking_helpers import ANSWERS, QUESTION, marking_class
+
+    one = marking_class(tmp_path / "c1")
+    with closing(open_gradebook(one)) as book:
+        first = book.add_mark("ada", ASSIGNMENT, QUESTION, 1.0, grader="T1", answer_sha256=text_sha256(ANSWERS["ada"]))
+        bonus = book.add_adjustment("bob", ASSIGNMENT, 1.0, "a bonus given by mistake", "T1")
+    two = tmp_path / "c2"
+    shutil.copytree(one, two)
+    with closing(open_gradebook(two)) as book:  # a second grader overrules the first; the bonus is taken back
+        book.add_mark(
+            "ada", ASSIGNMENT, QUESTION, 2.0, grader="T2", answer_sha256=text_sha256(ANSWERS["ada"]), seen=first
+        )
+        book.remove_adjustment(bonus, "T2", "given by mistake")
+    with closing(open_gradebook(one)) as book:
+        book.add_mark("bob", ASSIGNMENT, QUESTION, 1.0, grader="T1", answer_sha256=text_sha256(ANSWERS["bob"]))
+    merge_gradebooks([one, two], tmp_path / "merged")
+    with closing(open_gradebook(tmp_path / "merged")) as book:
+        marks = {(m.student, m.points): m for m in book.marks()}
+        assert sorted(marks) == [("ada", 1.0), ("ada", 2.0), ("bob", 1.0)], sorted(marks)
+        assert marks[("ada", 2.0)].replaces == marks[("ada", 1.0)].id, "the overruling mark names the one it replaced"
+        assert marks[("ada", 1.0)].replaces is None and marks[("bob", 1.0)].replaces is None
+        assert book.adjustments() == [], f"the removed bonus must not count: {book.adjustments()}"
+        [kept] = book.adjustments(removed=True)
+        assert (kept.removed_by, kept.removed_reason) == ("T2", "given by mistake"), kept
+        rows = {r.student: r.final for r in book.rows()}
+    assert rows["ada"] == 4.0 and rows["bob"] == 3.0, f"ada: 2 + the later mark 2; bob: 2 + 1, no bonus: {rows}"
 
 
 def test_merge_says_what_it_needs(tmp_path, capsys):
