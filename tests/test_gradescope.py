@@ -40,6 +40,14 @@ from course_lib.runner.process import CellRun
 
 ASSIGNMENT = "06_attention"
 
+
+def course(argv: list, expect: int = 0) -> int:
+    """`course ARGV` as a teacher types it; its exit status must be `expect`."""
+    code = cli.main([str(a) for a in argv])
+    assert code == expect, f"course {' '.join(map(str, argv))} exited with {code}, expected {expect}"
+    return code
+
+
 # Gradescope's results.json, field by field, as its autograder specification publishes it ("Output format",
 # "Controlling Test Case Visibility", "Test case status", "Output String Formatting" of
 # https://gradescope-autograders.readthedocs.io/en/latest/specs/, the page kept in the repository
@@ -146,7 +154,8 @@ def test_the_zip_holds_what_grading_needs_and_nothing_else(tmp_path):
     assert solutions == [f"solutions/{ASSIGNMENT}.ipynb"], f"another set's solutions travel: {solutions}"
     stray = [n for n in names if "__pycache__" in n or n.endswith(".pyc") or "egg-info" in n or "/." in n]
     assert not stray, f"caches or hidden files in the zip: {stray}"
-    assert not [n for n in names if n.split("/")[0] not in ("course", "solutions", "checks") and "/" in n]
+    elsewhere = [n for n in names if n.split("/")[0] not in ("course", "solutions", "checks") and "/" in n]
+    assert not elsewhere, f"files outside course/, solutions/ and checks/: {elsewhere}"
     torch = next(ln for ln in (REPO / "constraints.txt").read_text().splitlines() if ln.startswith("torch=="))
     assert f'"{torch}"' in setup and "--index-url https://download.pytorch.org/whl/cpu" in setup, (
         f"setup.sh must install {torch} from PyTorch's CPU index:\n{setup}"
@@ -164,7 +173,9 @@ def test_a_teachers_own_set_carries_its_checks_module(tmp_path):
     with zipfile.ZipFile(report.path) as z:
         assert "checks/lesson13.py" in z.namelist(), z.namelist()
         nb = json.loads(z.read("solutions/13_own_topic.ipynb"))
-        assert z.read("checks/lesson13.py") == (tmp_path / "private" / "checks" / "lesson13.py").read_bytes()
+        assert z.read("checks/lesson13.py") == (tmp_path / "private" / "checks" / "lesson13.py").read_bytes(), (
+            "the checks module travels as the teacher wrote it"
+        )
     assert nb["metadata"]["course"]["checks"] == "../checks/lesson13.py", nb["metadata"]["course"]
 
 
@@ -285,7 +296,7 @@ def test_the_uploaded_notebook_is_found_by_course_grades_rules(tmp_path):
     path, notes = find_submission(up, ASSIGNMENT)
     assert path == up / "Copy of 06_attention (2).ipynb" and "its name differs" in notes[0], (path, notes)
     write(up / "other.ipynb", {"cells": []})
-    assert find_submission(up, ASSIGNMENT)[0].name.startswith("Copy of")
+    assert find_submission(up, ASSIGNMENT)[0].name.startswith("Copy of"), "a notebook named otherwise is not it"
     only = tmp_path / "only"
     write(only / "homework.ipynb", {"cells": []})
     path, notes = find_submission(only, ASSIGNMENT)
@@ -309,7 +320,9 @@ def test_without_the_sandbox_a_root_grader_runs_the_learners_kernel_as_the_user_
     argv = launcher(uid, gid, [], [], ["/bin/sh", "-c", "id -u; id -G; touch made-by-the-kernel"], own_cwd=True)
     ran = subprocess.run(argv, cwd=home, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0 and ran.stdout.split() == [str(uid), str(gid)], (ran.stdout, ran.stderr)
-    assert home.stat().st_uid == uid and (home / "made-by-the-kernel").stat().st_uid == uid
+    assert home.stat().st_uid == uid and (home / "made-by-the-kernel").stat().st_uid == uid, (
+        f"the home and what the kernel made there belong to {uid}: {home.stat().st_uid}"
+    )
 
 
 # --- Gradescope's scores back into the gradebook --------------------------------------------------------
@@ -331,32 +344,32 @@ def test_gradescopes_scores_become_rows_of_the_assignment(tmp_path, capsys):
             "00044,Bob Smith,bob@example.edu\n"
         ))  # fmt: skip
     scores = write(tmp_path / "06_scores.csv", SCORES)
-    assert cli.main(["gradescope", "import", str(scores), "--assignment", ASSIGNMENT, "--out", str(out)]) == 0
+    course(["gradescope", "import", str(scores), "--assignment", ASSIGNMENT, "--out", str(out)])
     said = capsys.readouterr().out
     assert "imported 3 row(s)" in said and "2 graded, 1 not submitted" in said and "Eve Nobody" in said, said
     with closing(open_gradebook(out)) as book:
         rows = {r.student: r for r in book.rows()}
-        assert (rows["00042"].score, rows["00042"].max_score, rows["00042"].status) == (23.5, 24.0, "graded")
+        assert (rows["00042"].score, rows["00042"].max_score, rows["00042"].status) == (23.5, 24.0, "graded"), rows
         assert rows["00042"].submitted_at == "2026-12-01T22:10:00+00:00", rows["00042"].submitted_at
-        assert [(t["exercise"], t["points"], t["status"]) for t in rows["00042"].tests] == [
-            ("Autograder", 22.0, "passed"), ("Why divide by √d_k?", 1.5, "partial")]  # fmt: skip
+        tests = [(t["exercise"], t["points"], t["status"]) for t in rows["00042"].tests]
+        assert tests == [("Autograder", 22.0, "passed"), ("Why divide by √d_k?", 1.5, "partial")], tests
         assert "Graded on Gradescope (submission 128746829)" in rows["00042"].notes[0], rows["00042"].notes
         assert rows["zm"].score == 12.0 and any("not yet graded" in n for n in rows["zm"].notes), rows["zm"].notes
         assert rows["00044"].status == "not submitted", rows["00044"]
     feedback = (out / "feedback" / "00042" / f"{ASSIGNMENT}.md").read_text()
     assert "**Score: 23.5 / 24**" in feedback, feedback
     # The same export again replaces its rows; a later submission on Gradescope is a new attempt.
-    assert cli.main(["gradescope", "import", str(scores), "--assignment", ASSIGNMENT, "--out", str(out)]) == 0
+    course(["gradescope", "import", str(scores), "--assignment", ASSIGNMENT, "--out", str(out)])
     later = write(tmp_path / "later.csv", SCORES.replace("128746829", "128799999").replace(",23.5,", ",24.0,"))
-    assert cli.main(["gradescope", "import", str(later), "--assignment", ASSIGNMENT, "--out", str(out)]) == 0
+    course(["gradescope", "import", str(later), "--assignment", ASSIGNMENT, "--out", str(out)])
     with closing(open_gradebook(out)) as book:
         assert [a["score"] for a in book.attempts("00042", ASSIGNMENT)] == [23.5, 24.0], book.attempts(
             "00042", ASSIGNMENT
         )
         assert len(book.history("00042", ASSIGNMENT)) == 1, "importing the same export again keeps the old version"
-    assert cli.main(["report", "--out", str(out)]) == 0
-    assert "06_attention" in (out / "report.md").read_text()
-    assert cli.main(["export", "--lms", "canvas", "--out", str(out)]) == 0
+    course(["report", "--out", str(out)])
+    assert "06_attention" in (out / "report.md").read_text(), "course report reads the imported rows"
+    course(["export", "--lms", "canvas", "--out", str(out)])
     canvas = (out / "canvas.csv").read_text(encoding="utf-8-sig").splitlines()
     assert any(line.startswith("Ada Lovelace,") and line.endswith(",24") for line in canvas), canvas
 
@@ -381,10 +394,10 @@ def test_the_autograder_gives_the_totals_course_grade_gives(tmp_path, capsys):
         write(subs / kind / path.name, path.read_bytes())
     graded = {r.student_id: r for r in grade_all(subs, SOLUTIONS, tmp_path / "grades", assignments=[ASSIGNMENT])}
     zip_path = tmp_path / "autograder.zip"
-    assert cli.main(["gradescope", "build", ASSIGNMENT, "--solutions", str(SOLUTIONS), "-o", str(zip_path)]) == 0
+    course(["gradescope", "build", ASSIGNMENT, "--solutions", str(SOLUTIONS), "-o", str(zip_path)])
     for kind, path in made.items():
         out = tmp_path / "gs" / kind
-        assert cli.main(["gradescope", "test", str(zip_path), str(path), "--out", str(out)]) == 0
+        course(["gradescope", "test", str(zip_path), str(path), "--out", str(out)])
         results = valid(json.loads((out / "results.json").read_text()))
         expected = graded[kind]
         assert results["score"] == expected.score, (
