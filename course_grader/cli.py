@@ -454,7 +454,7 @@ def gradescope_cmd(args: argparse.Namespace) -> int:
             print(f"  {note}")
         return 0
     if args.gradescope_action == "test":
-        results = gradescope.test_autograder(
+        results = gradescope.try_autograder(
             args.zip, args.notebook, args.out, root=args.root, no_sandbox=args.no_sandbox
         )
         tests = [t for t in results.get("tests", []) if "written answer" not in t.get("tags", [])]

@@ -30,7 +30,7 @@ autograder's folders closed to that user (see `secure`). results.json has one te
 written before grading starts and again as each test finishes, and the autograder stops itself before
 Gradescope's own time limit (which would give the student 0 and nothing to read), keeping what it checked.
 
-`test_autograder` (`course gradescope test`) runs the zip's `run_autograder` in a folder laid out like
+`try_autograder` (`course gradescope test`) runs the zip's `run_autograder` in a folder laid out like
 `/autograder`, with the zip's own copy of the course's packages, so that a teacher can try a zip before
 uploading it. `import_scores` (`course gradescope import`) reads Gradescope's score export back into the
 gradebook, so that `course report` and the LMS files keep working.
@@ -256,7 +256,7 @@ def hidden_tests(solution: dict) -> set[str]:
     }
 
 
-def test_output(status: str, earned: float, max_points: float, message: str) -> str:
+def exercise_output(status: str, earned: float, max_points: float, message: str) -> str:
     """A test's `output`, in Markdown: the status and points as `course check` words them, then its hint."""
     text = f"**{status}**: {num(earned)} / {num(max_points)} point(s)"
     if status != "passed" and message.strip():
@@ -273,7 +273,7 @@ def _test_entry(number: int, t, hidden: set[str], config: dict) -> dict:
         "score": float(t["points"]),
         "max_score": float(t["max_points"]),
         "status": "passed" if t["status"] == "passed" else "failed",
-        "output": test_output(t["status"], t["points"], t["max_points"], t.get("message") or ""),
+        "output": exercise_output(t["status"], t["points"], t["max_points"], t.get("message") or ""),
         "output_format": "md",
         "visibility": config.get("hidden_visibility", "after_published") if t["grade_id"] in hidden else "visible",
         "tags": [t["status"]],
@@ -285,11 +285,11 @@ def _written_entry(m) -> dict:
     """A written answer's placeholder: a person marks it on Gradescope (a question of its own there)."""
     m = m if isinstance(m, dict) else m.__dict__
     given = m["status"] == MANUAL_STATUS
-    said = (
-        "Received. A person marks this written answer on Gradescope"
-        if given
-        else f"Not answered ({md_text(m.get('message') or m['status'])}). A person marks written answers on Gradescope"
-    )
+    said = {
+        MANUAL_STATUS: "Received. A person marks this written answer on Gradescope",
+        "not attempted": "Left blank. A person marks written answers on Gradescope",
+        "not submitted": "Missing from the notebook. A person marks written answers on Gradescope",
+    }.get(m["status"], f"Not read ({md_text(m.get('message') or m['status'])}). A person marks written answers")
     return {
         "name": f"{m.get('exercise') or m['grade_id']} (written answer)",
         "score": 0.0,
@@ -325,8 +325,14 @@ def results_json(res, solution: dict, config: dict, *, isolation: str, seconds: 
     written = sum(m.max_points for m in manual)
     if written:
         lines.append(f"Written answers ({num(written)} point(s)) are marked by a person on Gradescope.")
-    if any(e["visibility"] != "visible" for e in entries):
-        lines.append("The results of exercises with hidden tests are shown when your teacher publishes the grades.")
+    later = {e["visibility"] for e in entries} - {"visible"}
+    if later:
+        when = {
+            "after_published": "when your teacher publishes the grades",
+            "after_due_date": "after the due date",
+            "hidden": "to your teacher only",
+        }[later.pop()]
+        lines.append(f"The results of exercises with hidden tests are shown {when}.")
     return {
         "score": float(res.score),
         "execution_time": round(seconds),
@@ -626,7 +632,7 @@ def _unzip(zip_path: Path, into: Path) -> None:
                 os.chmod(target, mode)
 
 
-def test_autograder(
+def try_autograder(
     zip_path: Path, notebook: Path, out: Path, *, root: Path | None = None, no_sandbox: bool = False
 ) -> dict:
     """Run the zip's run_autograder on `notebook` in a folder laid out like Gradescope's /autograder (`root`, by

@@ -185,7 +185,7 @@ def test_build_says_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match="--hidden-visibility is one of visible, after_due_date"):
         build_autograder(ASSIGNMENT, SOLUTIONS, tmp_path / "x.zip", hidden_visibility="later")
     with pytest.raises(ValueError, match="is not a zip file"):
-        gradescope.test_autograder(write(tmp_path / "not.zip", "text"), tmp_path / "not.zip", tmp_path / "out")
+        gradescope.try_autograder(write(tmp_path / "not.zip", "text"), tmp_path / "not.zip", tmp_path / "out")
 
 
 # --- results.json ------------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def test_results_have_one_test_per_exercise_its_hint_and_the_written_answers_as_
     )
     assert (written["score"], written["max_score"], written["status"]) == (0.0, 2.0, "passed"), written
     assert "marks this written answer on Gradescope" in written["output"], written["output"]
-    assert blank["status"] == "failed" and "Not answered" in blank["output"], blank
+    assert blank["status"] == "failed" and "Left blank" in blank["output"], blank
     hidden = {grade_id(c) for c in solution["cells"] if "### BEGIN HIDDEN TESTS" in source(c)}
     for t in results["tests"]:
         gid = t["extra_data"]["grade_id"]
