@@ -184,12 +184,14 @@ def grade_submission(
     budget: budgets.Group | None = None,
     max_bytes: int = MAX_NOTEBOOK_BYTES,
     hide_hidden: bool = False,
+    on_test=None,
 ) -> SubmissionResult:
     """Grade one submitted notebook against `assignment` (read once by the batch; a solution notebook's path
     is read here). Its kernels' cgroups go under `budget`; `max_bytes`: the most the notebook may weigh
     without its outputs; `hide_hidden`: a failure in a test's hidden part says so without the check's
-    words, and the cells after it run in a kernel that never ran it (see `run_cells`). Never raises for
-    anything the submission contains."""
+    words, and the cells after it run in a kernel that never ran it (see `run_cells`); `on_test(grade_id,
+    run)`: each test cell's raw result as soon as it has one (a Gradescope autograder's partial results).
+    Never raises for anything the submission contains."""
     started = time.monotonic()
     assignment = assignment if isinstance(assignment, Assignment) else Assignment.read(Path(assignment))
     _teacher_checks(assignment)
@@ -210,6 +212,7 @@ def grade_submission(
         temp_root=work_root,
         budget=budget,
         fresh_after_hidden=hide_hidden,
+        on_cell=None if on_test is None else lambda i, run: on_test(planned[i][1].grade_id, run),
     )
     notes += report.notes + ([kernel_restarted(report.restarts)] if report.restarts else [])
     runs = {cell.index: report.results[i] for i, (_, cell) in enumerate(planned) if i in report.results}

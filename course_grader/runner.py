@@ -197,10 +197,11 @@ def run_split(
     temp_root: Path | None = None,
     budget=None,
     fresh_after_hidden: bool = False,
+    on_cell=None,
 ) -> RunReport:
     """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`), the test cells in a `Checker`
     here, with `checks.answer` reading the learner's values from the kernel. `budget`: the cgroup under
-    which each start of the kernel gets its own (see `budgets`); `fresh_after_hidden`: see `run_cells`."""
+    which each start of the kernel gets its own (see `budgets`); `fresh_after_hidden`, `on_cell`: see `run_cells`."""
     from course_lib.checks import core  # here, not above: it imports torch, which only grading needs
 
     kernel = SandboxedKernel(
@@ -209,6 +210,13 @@ def run_split(
     checker = Checker(Session(kernel))
     previous = core.set_answer_source(checker.answer)
     try:
-        return run_cells(steps, limits=limits, kernel=kernel, checker=checker, fresh_after_hidden=fresh_after_hidden)
+        return run_cells(
+            steps,
+            limits=limits,
+            kernel=kernel,
+            checker=checker,
+            fresh_after_hidden=fresh_after_hidden,
+            on_cell=on_cell,
+        )
     finally:
         core.set_answer_source(previous)

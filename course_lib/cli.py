@@ -6,9 +6,10 @@
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 
 and the teacher's commands, from the grader (`course_grader`, a second package installed by teachers):
-build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report. The grader registers them
-through the entry point group `course_lib.commands` (a function that adds its subparsers, each with a
-`func` default); without it each of them prints one line saying how to install it.
+build, new, seal, roster, unpack, grade, merge, gradescope, mark, deadline, adjust, export, report. The grader
+registers them through the entry point group `course_lib.commands` (a function that adds its subparsers, each
+with a `func` default); without the grader, `course --help` and any command but a learner's say how to
+install it.
 """
 
 from __future__ import annotations

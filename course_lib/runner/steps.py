@@ -59,6 +59,7 @@ def run_cells(
     kernel: KernelProcess | None = None,
     checker: Checker | None = None,
     fresh_after_hidden: bool = False,
+    on_cell=None,
 ) -> RunReport:
     """Run `steps` in `kernel` (default: a plain kernel in `cwd`), which is shut down at the end.
 
@@ -69,7 +70,8 @@ def run_cells(
     `fresh_after_hidden` (the grader's `--hide-hidden-inputs`): after a test cell with hidden tests, the
     next kernel cell runs in a fresh kernel that replays the kernel's cells before it but none of the
     tests, so nothing a hidden test passed to the learner's code (which a learner's function could have
-    kept) reaches a later cell, and so that learner's feedback. The replays cost the submission nothing."""
+    kept) reaches a later cell, and so that learner's feedback. The replays cost the submission nothing.
+    `on_cell(i, run)`: each test cell's result as soon as it has one (a Gradescope autograder's partial results)."""
     run = _Run(steps, limits, kernel if kernel is not None else KernelProcess(limits, cwd=cwd), checker)
     try:
         if not run.start(0):
@@ -97,6 +99,8 @@ def run_cells(
                 run.in_the_kernel(i, step)
             if run.in_the_checker(i, step):
                 tainted = tainted or (fresh_after_hidden and step.hidden)
+                if on_cell is not None and step.kind == "test":
+                    on_cell(i, run.report.results[i])
     finally:
         run.report.total_cpu = run.clock() - run.started
         run.kernel.shutdown()
