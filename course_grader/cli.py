@@ -434,7 +434,7 @@ def gradescope_parser(sub) -> None:
 
 def gradescope_cmd(args: argparse.Namespace) -> int:
     """`course gradescope build | test | import`: see course_grader.gradescope."""
-    from course_lib.feedback import num
+    from course_lib.runner.feedback import num
 
     from . import gradescope
 

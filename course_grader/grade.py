@@ -21,6 +21,7 @@ contains, this never raises: it returns a row that says what happened (`blank_re
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class SubmissionResult:
     manual: list[ManualAnswer] = field(default_factory=list)  # answers a person marks (not in score or max_score)
     cpu_seconds: float = 0.0  # CPU time the submission used in all (its kernels and the checks run for it)
     max_cell_cpu: float = 0.0  # CPU time of its costliest cell (the budgets are set against these)
+    cpu: dict[str, float] = field(default_factory=dict)  # where its CPU time went (for the benchmarks)
 
 
 @dataclass
@@ -229,6 +231,7 @@ def grade_submission(
         manual=written_answers(assignment, submission),
         cpu_seconds=round(report.total_cpu, 2),
         max_cell_cpu=round(max(report.cpu.values(), default=0.0), 2),
+        cpu={"kernel start": report.start_cpu, "kernel cells": report.kernel_cpu - report.start_cpu},
     )
 
 
@@ -264,6 +267,8 @@ def grade_job(
         message = f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}"
         res = blank_result(job.student, assignment, Status.GRADER_ERROR, message)
     res.notes = job.notes + res.notes
+    used = resource.getrusage(resource.RUSAGE_SELF)  # this checking process's own, since it was forked
+    res.cpu["checking process"] = used.ru_utime + used.ru_stime
     return res
 
 

@@ -44,7 +44,16 @@ from course_lib.runner.text import inert
 from .budgets import Group
 
 PRELOAD_ENV = "COURSE_GRADER_PRELOAD"  # modules the server imports once (see `preload`), comma-separated
-BASE_PRELOAD = ("numpy", "torch", "IPython.core.inputtransformer2", "course_lib.checks", "course_grader.grade")
+# torch's shape functions import sympy on their first call (torch.fx.experimental.symbolic_shapes): two
+# CPU-seconds that every checking process would pay again, were the server not to import it once.
+BASE_PRELOAD = (
+    "numpy",
+    "torch",
+    "torch.fx.experimental.symbolic_shapes",
+    "IPython.core.inputtransformer2",
+    "course_lib.checks",
+    "course_grader.grade",
+)
 CHECKER_ALLOWANCE_MB = 1024  # the checking process's memory on top of its budget: the teacher's references, decoding
 GRADER_OOM_SCORE = -500  # the batch and its server: the OOM killer picks a learner's kernel long before them
 CHECKER_OOM_SCORE = 300  # a checking process (its kernels raise theirs to the maximum, see `kernel.set_limits`)

@@ -35,7 +35,7 @@ from course_grader.gradescope import (
 )
 from course_grader.roster import parse_roster
 from course_lib import cli
-from course_lib.feedback import TestResult as ExerciseResult
+from course_lib.runner.feedback import TestResult as ExerciseResult
 from course_lib.runner.notebook import grade_id, is_solution, is_test, read_notebook, source
 from course_lib.runner.process import CellRun
 
@@ -402,13 +402,15 @@ def test_a_file_that_is_not_gradescopes_export_is_refused(tmp_path):
 @pytest.mark.slow
 def test_the_autograder_gives_the_totals_course_grade_gives(tmp_path, capsys):
     require_sandbox()
-    from course_grader.grade import grade_all
+    from course_grader.batch import GradeOptions, grade_all
 
     made = notebooks(tmp_path / "nbs")
     subs = tmp_path / "submissions"
     for kind, path in made.items():
         write(subs / kind / path.name, path.read_bytes())
-    graded = {r.student_id: r for r in grade_all(subs, SOLUTIONS, tmp_path / "grades", assignments=[ASSIGNMENT])}
+    graded = {
+        r.student_id: r for r in grade_all(subs, SOLUTIONS, tmp_path / "grades", GradeOptions(assignments=[ASSIGNMENT]))
+    }
     zip_path = tmp_path / "autograder.zip"
     course(["gradescope", "build", ASSIGNMENT, "--solutions", str(SOLUTIONS), "-o", str(zip_path)])
     for kind, path in made.items():

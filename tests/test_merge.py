@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from grading_helpers import WELCOME, learner, require_sandbox, write
 
-from course_grader.grade import SubmissionResult, in_shard
+from course_grader.discover import in_shard
+from course_grader.grade import SubmissionResult
 from course_grader.gradebook import Deadline, open_gradebook, parse_time, text_sha256
 from course_grader.merge import MergeConflict, merge_gradebooks
 from course_grader.roster import parse_roster
 from course_lib import cli
-from course_lib.feedback import TestResult as ExerciseResult
+from course_lib.runner.feedback import TestResult as ExerciseResult
 
 ASSIGNMENT = "06_attention"
 

@@ -47,6 +47,7 @@ class RunReport:
     notes: list[str] = field(default_factory=list)  # things the teacher and learner should know
     restarts: int = 0
     kernel_cpu: float = 0.0  # CPU seconds the learner's kernels used (for benchmarks)
+    start_cpu: float = 0.0  # of which, starting them (Python, numpy, torch: before any cell)
     cpu: dict[int, float] = field(default_factory=dict)  # step index -> CPU seconds it used (kernel and checks)
     total_cpu: float = 0.0  # CPU seconds the submission used in all, against `limits.total_cpu_s`
 
@@ -176,7 +177,9 @@ class _Run:
                 return False
             fresh = False  # if this start stops too, starting again is a restart
             try:
+                at = self.kernel.cpu_used()
                 self.kernel.start()
+                self.report.start_cpu += self.kernel.cpu_used() - at
             except Exception as err:  # noqa: BLE001 - whatever broke, the batch must go on
                 self.report.notes.append(f"The kernel could not start: {err}")
                 return False
