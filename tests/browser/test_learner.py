@@ -1,5 +1,6 @@
-"""A learner's first minutes in `course lab`: a clean JupyterLab on first start, and an exercise done
-by typing answers into the notebook, wrong first, then right."""
+"""A learner's first minutes in `course lab`: a clean JupyterLab on first start, an exercise done by
+typing answers into the notebook, wrong first, then right, and Run All on an exercise notebook that is
+still blank above a right answer."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import shutil
 from labdriver import Page, apply_test_settings, new_shots_dir, start_lab
 
 WELCOME = "notebooks/00_welcome.ipynb"
-EXERCISE = "exercises/06_attention.ipynb"  # exercise 4, the causal mask: a two-line answer
+EXERCISE = "exercises/06_attention_exercises.ipynb"  # exercise 4, the causal mask: a two-line answer
+LESSON = "notebooks/06_attention.ipynb"  # its lesson, open beside it in the Run All test
 
 # What nbgrader's lab extension adds, as the page shows it. All empty for a learner; all present for
 # `course lab --teacher` (which is also how the test knows these probes can see nbgrader at all).
@@ -197,3 +199,57 @@ def test_learner_gets_a_hint_then_passes(lab, browser):
         lab.shutdown_kernels()
     _finish(shots, bool(problems))
     assert not problems, f"{EXERCISE}, exercise 4, in JupyterLab:\n" + "\n".join(problems) + f"\nScreenshots: {shots}"
+
+
+def test_run_all_goes_past_blank_exercises_and_checks_the_answers_below(lab, browser):
+    """Run → Run All Cells on the exercise notebook with only exercise 4 answered: exercises 1-3 say
+    "not attempted" and the run goes on to the last cell, where exercise 4's test says passed. With
+    the lesson open too, the two tabs have different names."""
+    shots = new_shots_dir("run-all")
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = Page(context.new_page(), lab, shots)
+    page.record_console()
+    problems = []
+    try:
+        apply_test_settings(lab)  # autosave off: the typed answer must not reach the checkout
+        page.open(EXERCISE)
+        answer, test, blank_test = (_cell_index(page, g) for g in ("ex4_answer", "ex4_test", "ex1_test"))
+        _type_answer(page, answer, ["def make_causal_mask(T):", "return torch.ones(T, T, dtype=torch.bool).tril()"])
+        page.run_all_from_menu()
+        page.screenshot("run-all-window")
+        last = page.page.evaluate(
+            """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+                       const code = cells.filter(c => c.model.type === 'code');
+                       return {index: cells.indexOf(code[code.length - 1]),
+                               count: code[code.length - 1].model.executionCount,
+                               unrun: code.filter(c => !c.model.executionCount).length}; }"""
+        )
+        if last["count"] is None or last["unrun"]:
+            problems.append(f"Run All stopped early: {last['unrun']} code cell(s) did not run, the last one {last}")
+        blank = _shown_output(page, blank_test)
+        if "not attempted" not in blank:
+            problems.append(f"exercise 1, left blank, should say 'not attempted'; shown:\n{blank}")
+        right = _shown_output(page, test)
+        page.screenshot("run-all-exercise4", test)
+        if not re.search(r"^✔ make_causal_mask: passed", right, re.M):
+            problems.append(f"exercise 4's right answer, below blank ones, should show passed; shown:\n{right}")
+        page.page.evaluate("path => { window.jupyterapp.commands.execute('docmanager:open', {path}); }", LESSON)
+        page.page.wait_for_function(
+            "path => { const w = window.jupyterapp.shell.currentWidget;"
+            " return !!(w && w.context && w.context.path === path && w.context.isReady); }",
+            arg=LESSON,
+            timeout=120_000,
+        )
+        tabs = page.page.evaluate(
+            "() => [...document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tabLabel')].map(e => e.innerText)"
+        )
+        page.screenshot("run-all-two-tabs")
+        if len(tabs) != 2 or len(set(tabs)) != 2:
+            problems.append(f"the lesson's and the exercises' tabs should have two different names; tabs: {tabs}")
+        problems += page.console_errors
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+    _finish(shots, bool(problems))
+    assert not problems, f"{EXERCISE}, Run All:\n" + "\n".join(problems) + f"\nScreenshots: {shots}"
+
