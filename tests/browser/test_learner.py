@@ -253,3 +253,84 @@ def test_run_all_goes_past_blank_exercises_and_checks_the_answers_below(lab, bro
     _finish(shots, bool(problems))
     assert not problems, f"{EXERCISE}, Run All:\n" + "\n".join(problems) + f"\nScreenshots: {shots}"
 
+
+# --- "section N" links ------------------------------------------------------------------------------
+
+FAR_LESSON = "notebooks/12_modern_decoder.ipynb"  # its first "section 3" link is thousands of pixels above it
+
+# From the notebook's model (JupyterLab may not have rendered far cells yet): the "section N" link
+# whose heading is the most cells below it, as (cell of the link, cell of the heading, the heading's id).
+FARTHEST_LINK_JS = r"""
+() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model);
+    const headings = {};
+    cells.forEach((m, i) => {
+        if (m.type !== 'markdown') return;
+        for (const line of m.sharedModel.getSource().split('\n')) {
+            const h = line.match(/^#{1,4}\s+(.*\S)\s*$/);
+            if (h) headings[h[1].replace(/[`*]/g, '').replace(/ /g, '-')] = i;
+        }
+    });
+    let best = null;
+    cells.forEach((m, i) => {
+        if (m.type !== 'markdown') return;
+        for (const l of m.sharedModel.getSource().matchAll(/\[(section[^\]]*)\]\(#([^)\s]+)\)/gi)) {
+            const target = headings[l[2]];
+            if (target !== undefined && (!best || target - i > best[1] - best[0])) best = [i, target, l[2]];
+        }
+    });
+    return best;
+}
+"""
+HEADING_TOP_JS = """
+id => {
+    const h = [...document.querySelectorAll('.jp-Notebook h1, .jp-Notebook h2, .jp-Notebook h3')]
+        .find(e => e.getAttribute('data-jupyter-id') === id);  // JupyterLab's heading ids
+    return h ? Math.round(h.getBoundingClientRect().top) : null;
+}
+"""
+
+
+def test_a_far_section_link_scrolls_its_heading_into_view(lab, browser):
+    """In the lab as `course lab` sets it up, clicking a "section N" link far above its heading brings the
+    heading into view. JupyterLab's default windowing lays out cells far from the viewport only when
+    they come near it, so a heading far below may not be where the scroll ends (a learner saw lesson
+    12's "section 3" link change the URL and not scroll, twice); `course lab` attaches every cell."""
+    shots = new_shots_dir("section-link")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = Page(context.new_page(), lab, shots)
+    page.record_console()
+    problems = []
+    try:
+        page.open(FAR_LESSON)
+        mode = page.page.evaluate("() => window.jupyterapp.shell.currentWidget.content.notebookConfig.windowingMode")
+        if mode != "none":
+            problems.append(
+                f"`course lab` should lay out every cell of a notebook (windowingMode 'none'), not {mode!r}"
+            )
+        found = page.page.evaluate(FARTHEST_LINK_JS)
+        assert found and found[1] - found[0] > 5, f"{FAR_LESSON}: no section link far above its heading: {found}"
+        link_cell, heading_cell, anchor = found
+        page.cell(link_cell).scroll_into_view_if_needed()
+        link = page.cell(link_cell).locator(f'a[href="#{anchor}"]').first
+        link.click()
+        try:
+            page.page.wait_for_function(
+                f"id => {{ const top = ({HEADING_TOP_JS})(id); return top !== null && top >= 0 && top < 700; }}",
+                arg=anchor,
+                timeout=10_000,
+                polling=200,
+            )
+        except Exception:
+            top = page.page.evaluate(HEADING_TOP_JS, anchor)
+            problems.append(
+                f"{FAR_LESSON}: the link in cell {link_cell + 1} to #{anchor} (cell {heading_cell + 1}) did not bring "
+                f"its heading into view within 10 s (the heading's top: {top} px; the window is 800 px high)"
+            )
+        page.screenshot("after-click")
+        problems += page.console_errors
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+    _finish(shots, bool(problems))
+    assert not problems, "\n".join(problems) + f"\nScreenshots: {shots}"
