@@ -23,6 +23,7 @@ from datetime import timezone
 from pathlib import Path
 
 from course_lib.runner.assignment import Assignment
+from course_lib.runner.notebook import exact_filenames
 from course_lib.runner.process import Limits
 from course_lib.runner.text import inert
 
@@ -55,7 +56,8 @@ class Job:
 def loose_stem(name: str) -> str:
     """A notebook name without what copies, downloads and resubmissions add ("06_Attention (1)",
     "Copy of 06_attention", "06_attention-Copy1", "06-attention", "06_attention_final", "06_attention v2")
-    and without case and punctuation. `course unpack` and `course grade` both match names with it."""
+    and the exercise notebook's suffix ("06_attention_exercises"), and without case and punctuation.
+    `course unpack` and `course grade` both match names with it."""
     stem = name.casefold().strip()
     stem = re.sub(r"^(copy of |kopie von |copie de )", "", stem)
     previous = None
@@ -63,7 +65,7 @@ def loose_stem(name: str) -> str:
         previous = stem
         stem = re.sub(
             r"(\s*\(\d+\)|[-_ ]copy\d*|[-_ ]checkpoint|[-_ ]\d+"
-            r"|[-_ ](final|v\d+|new|fixed|corrected|revised))$",
+            r"|[-_ ](final|v\d+|new|fixed|corrected|revised|exercises?))$",
             "",
             stem,
         ).strip()
@@ -144,9 +146,10 @@ def resolve_notebooks(
     def rel(p: Path) -> str:
         return p.relative_to(folder).as_posix()
 
-    for a in known:  # the exact name as a symbolic link: graded as what it is (a link, so unreadable), never followed
-        top = folder / f"{a}.ipynb"
-        if top.is_symlink():
+    exact = {a: exact_filenames(a) for a in known}  # 06_attention.ipynb, 06_attention_exercises.ipynb
+    for a in known:  # an exact name as a symbolic link: graded as what it is (a link, so unreadable), never followed
+        top = next((folder / n for n in exact[a] if (folder / n).is_symlink()), None)
+        if top is not None:
             chosen[a] = (top, [])
             used.add(top)
     for rule in ("name", "metadata"):
@@ -165,16 +168,18 @@ def resolve_notebooks(
                 ]
             if not cands:
                 continue
-            cands.sort(key=lambda f: (-f.stat().st_mtime, f != folder / f"{a}.ipynb", rel(f)))
+            cands.sort(key=lambda f: (-f.stat().st_mtime, not (f.parent == folder and f.name in exact[a]), rel(f)))
             best = cands[0]
             why = (
                 "its name differs"
                 if rule == "name"
                 else "its name differs, but it was made from this assignment's notebook"
             )
-            if rule == "name" and best.stem == a and best.parent != folder:
+            if rule == "name" and best.name in exact[a] and best.parent != folder:
                 why = "it is in a subfolder"
-            plain = best == folder / f"{a}.ipynb" or rel(best) == f"{a}/{a}.ipynb"  # nbgrader: <student>/<a>/<a>.ipynb
+            plain = (best.parent == folder and best.name in exact[a]) or rel(best) in {
+                f"{a}/{n}" for n in exact[a]
+            }  # nbgrader: <student>/<a>/<a>.ipynb
             notes = (
                 []
                 if plain

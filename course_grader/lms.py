@@ -94,6 +94,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from course_lib.runner.notebook import exact_filenames
+
 from .roster import Roster, Student
 
 MB = 1024 * 1024
@@ -688,7 +690,7 @@ def _unpack(
         if not named:
             warnings.append(f"{newest.name}: not named {assignment}.ipynb; written as {sid}/{assignment}.ipynb")
             told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
-        elif _stem(newest.file) != assignment:
+        elif _base(newest.file) not in exact_filenames(assignment):  # 06_attention or 06_attention_exercises
             told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
         if newest.nested:
             warnings.append(f"{newest.name}: was in a subfolder; written as {sid}/{assignment}.ipynb")

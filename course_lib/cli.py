@@ -3,6 +3,7 @@
     course lab        start JupyterLab on the welcome lesson
     course doctor     report Python, torch, numpy, the device the course will use, and widget support
     course check NB   run your exercise notebook and show which exercises pass
+    course progress   every exercise set at once: what passes, points, the last check (--json)
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 
 and the teacher's commands, from the grader (`course_grader`, a second package installed by teachers):
@@ -143,6 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_check.set_defaults(func=check_cmd)
 
+    p_progress = sub.add_parser(
+        "progress", help="every exercise set in one table: which exercises pass, points, the last check"
+    )
+    p_progress.add_argument(
+        "folder", type=Path, nargs="?", default=None, help="your exercise notebooks (default: exercises/)"
+    )
+    p_progress.add_argument("--json", action="store_true", help="print the table as JSON")
+    p_progress.add_argument("--jobs", type=int, default=2, help="sets checked at the same time (default 2)")
+    p_progress.set_defaults(func=progress_cmd)
+
     p_colab = sub.add_parser(
         "colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook"
     )
@@ -187,6 +198,24 @@ def check_cmd(args: argparse.Namespace) -> int:
         print(f"ERROR: {err}")
         return 2
     return print_table(args.notebook, checked.rows, checked.skipped, checked.notes)
+
+
+def progress_cmd(args: argparse.Namespace) -> int:
+    """`course progress [FOLDER] [--json]`: see course_lib.progress."""
+    from course_lib import progress
+    from course_lib.runner.notebook import NotebookError
+
+    folder = args.folder or progress.default_folder(REPO)
+    try:
+        sets = progress.progress(folder, jobs=args.jobs, bar=not args.json or sys.stderr.isatty())
+    except NotebookError as err:
+        print(f"ERROR: {err}")
+        return 2
+    if args.json:
+        print(progress.as_json(folder, sets))
+    else:
+        progress.print_progress(folder, sets)
+    return 0
 
 
 def colab_cmd(args: argparse.Namespace) -> int:

@@ -86,7 +86,7 @@ CHECK_COMMAND = """
 import json, sys
 from course_lib import cli
 parser = cli.build_parser()
-args = parser.parse_args(["check", "exercises/00_welcome.ipynb"])
+args = parser.parse_args(["check", "exercises/00_welcome_exercises.ipynb"])
 assert args.func is cli.check_cmd
 import course_lib.runner.check, course_lib.runner.feedback
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "course_grader")))
