@@ -441,6 +441,8 @@ def secure(root: Path) -> None:
 def find_submission(folder: Path, assignment: str) -> tuple[Path | None, list[str]]:
     """The uploaded notebook to grade as `assignment`, by `course grade`'s rules (`discover.resolve_notebooks`), else
     the only notebook uploaded; and what was decided, for the student."""
+    from course_lib.runner.notebook import exercise_filename
+
     from .discover import notebooks_in, resolve_notebooks
 
     if not folder.is_dir():
@@ -454,8 +456,8 @@ def find_submission(folder: Path, assignment: str) -> tuple[Path | None, list[st
         rel = found[0].relative_to(folder).as_posix()
         return found[0], [f"Graded `{rel}` as {assignment} (the only notebook uploaded)."]
     if not found:
-        return None, [f"No notebook was uploaded (expected {assignment}.ipynb)."]
-    return None, extra + [f"None of the notebooks uploaded is {assignment}.ipynb; upload that one."]
+        return None, [f"No notebook was uploaded (expected {exercise_filename(assignment)})."]
+    return None, extra + [f"None of the notebooks uploaded is {exercise_filename(assignment)}; upload that one."]
 
 
 def _student(root: Path) -> str:

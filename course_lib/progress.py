@@ -32,15 +32,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .runner.feedback import MANUAL_NOTE, MANUAL_STATUS, TestResult, exercise_titles, num
+from .runner.assignment import Assignment
+from .runner.feedback import MANUAL_NOTE, MANUAL_STATUS, TestResult, num
 from .runner.notebook import (
     NotebookError,
     assignment_of,
-    is_manual,
-    is_test,
     learner_hash,
     nbgrader_meta,
-    points,
     read_notebook,
     source,
     write_atomic,
@@ -118,15 +116,16 @@ def is_unchanged(nb: dict) -> bool:
 def blank_results(nb: dict) -> list[TestResult]:
     """The rows `course check` gives a notebook nobody has answered in, without running it: every test
     "not attempted", every written answer still to be written."""
-    titles, rows = exercise_titles(nb), []
-    for i, cell in enumerate(nb["cells"]):
-        gid = nbgrader_meta(cell).get("grade_id") or f"cell {i}"
-        if is_manual(cell):
+    rows = []
+    for cell in Assignment.from_notebook(nb, "").cells:
+        if cell.kind == "written":
             rows.append(
-                TestResult(gid, titles[i], 0.0, points(cell), MANUAL_STATUS, MANUAL_NOTE + "; not answered yet.")
+                TestResult(
+                    cell.grade_id, cell.title, 0.0, cell.points, MANUAL_STATUS, MANUAL_NOTE + "; not answered yet."
+                )
             )
-        elif is_test(cell):
-            rows.append(TestResult(gid, titles[i], 0.0, points(cell), "not attempted", NOT_ATTEMPTED_YET))
+        elif cell.kind == "test":
+            rows.append(TestResult(cell.grade_id, cell.title, 0.0, cell.points, "not attempted", NOT_ATTEMPTED_YET))
     return rows
 
 
