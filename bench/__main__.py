@@ -7,7 +7,7 @@ run in under 60 s on two cores).
 
 Sections (pick some with --only, e.g. `python -m bench --only kernels gpt`):
   notebooks  every lesson and solution notebook, top to bottom, fresh kernel (CPU; with a GPU also
-             COURSE_DEVICE=cuda)
+             COURSE_DEVICE=cuda); `--notebooks 13_` times only those whose path contains "13_"
   kernels    attention and multi-head attention, forward + backward, course vs torch built-ins
   gpt        lesson 11: training throughput vs the same model from torch built-ins, the nanoGPT
              recipe's validation loss, KV-cache speed-up (bench/gpt.py)
@@ -69,6 +69,29 @@ def compare(ours: Callable[[], object], reference: Callable[[], object], repeat:
 # --- 1. notebooks ------------------------------------------------------------------------------------
 
 
+def _children_cpu() -> float | None:
+    """CPU seconds (user + system) of this process's children that have ended, such as a kernel
+    after its shutdown: a figure that a busy machine inflates far less than wall-clock time."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _verdict(status: str, seconds: float, cpu: float | None) -> str:
+    """A notebook's status against the budget. On a machine busier than its cores, wall-clock time says
+    more about the other jobs than about the notebook: there a run whose own CPU time is within the
+    budget is ok, and the status says so."""
+    if status != "ok" or seconds <= BUDGET_S:
+        return status
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if cpu is not None and cpu <= BUDGET_S and load > (os.cpu_count() or 1):
+        return f"ok by CPU time (wall time on a busy machine, load {load:.1f})"
+    return "over budget"
+
+
 def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
@@ -86,13 +109,14 @@ def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
             nb, km=km, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
         )
         client.owns_km = True  # shut the kernel down after the run
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), _children_cpu()
         try:
             client.execute(env={**os.environ, "COURSE_DEVICE": device})
             status = "ok"
         except Exception as err:  # report and go on: the table should show every notebook
             status = f"error: {type(err).__name__}"
         seconds = time.perf_counter() - start
+        cpu = _children_cpu()  # the kernel has been shut down and waited for: its CPU time is counted
         if os.name == "posix":
             shutil.rmtree(os.path.dirname(km.ip), ignore_errors=True)
         rows.append(
@@ -100,8 +124,9 @@ def notebook_times(paths: list[Path], device: str = "cpu") -> list[dict]:
                 "notebook": str(path.relative_to(REPO)),
                 "device": device,
                 "seconds": round(seconds, 1),
+                "cpu s": round(cpu - cpu_start, 1) if cpu is not None else "",
                 "budget": f"{BUDGET_S:.0f} s (target {TARGET_S:.0f} s)",
-                "status": status if seconds <= BUDGET_S or status != "ok" else "over budget",
+                "status": _verdict(status, seconds, cpu - cpu_start if cpu is not None else None),
             }
         )
         print(f"  {rows[-1]['notebook']:<48} {device:<5} {seconds:6.1f} s  {rows[-1]['status']}", flush=True)
@@ -112,14 +137,25 @@ def section_notebooks(args) -> list[dict]:
     import torch
 
     paths = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "solutions").glob("*.ipynb"))
+    chosen = getattr(args, "notebooks", None)
+    if chosen:  # time these; the other notebooks keep their rows of the last table
+        paths = [p for p in paths if any(text in p.relative_to(REPO).as_posix() for text in chosen)]
     rows = notebook_times(paths, "cpu")
+    if chosen and RESULTS.is_file():
+        fresh = {r["notebook"] for r in rows}
+        kept = [
+            r
+            for r in _sections(RESULTS.read_text(encoding="utf-8")).get("notebooks", [])
+            if r.get("device") == "cpu" and r.get("notebook") not in fresh | {"all of the above"}
+        ]
+        rows = sorted(kept + rows, key=lambda r: (not r["notebook"].startswith("notebooks/"), r["notebook"]))
     rows.append(
         {
             "notebook": "all of the above",
             "device": "cpu",
-            "seconds": round(sum(r["seconds"] for r in rows), 1),
+            "seconds": round(sum(float(r["seconds"]) for r in rows), 1),
             "budget": "",
-            "status": f"{sum(r['status'] != 'ok' for r in rows)} over budget or failing",
+            "status": f"{sum(not r['status'].startswith('ok') for r in rows)} over budget or failing",
         }
     )
     if torch.cuda.is_available():
@@ -130,7 +166,7 @@ def section_notebooks(args) -> list[dict]:
                 "device": "cuda",
                 "seconds": round(sum(r["seconds"] for r in gpu), 1),
                 "budget": "",
-                "status": f"{sum(r['status'] != 'ok' for r in gpu)} failing",
+                "status": f"{sum(not r['status'].startswith('ok') for r in gpu)} failing",
             }
         ]
     return rows
@@ -261,7 +297,7 @@ def markdown(results: dict[str, list[dict]]) -> str:
         "",
         "Ratios are the course's time over the reference's, both measured in the same run, alternately "
         "(median of several repeats): above 1 the course is slower. Notebook times are wall-clock seconds "
-        "against the 60 s budget per lesson on two cores.",
+        "against the 60 s budget per lesson on two cores; `cpu s` is the kernel's own CPU time.",
         "",
     ]
     for section, rows in results.items():
@@ -304,6 +340,13 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, default=15, help="timed repetitions per comparison (medians are compared)"
     )
     parser.add_argument(
+        "--notebooks",
+        nargs="+",
+        metavar="TEXT",
+        help="time only the notebooks whose path contains one of these (e.g. 13_); the others keep the rows "
+        "of the last table",
+    )
+    parser.add_argument(
         "--no-write",
         action="store_true",
         help="print the table but do not write bench/RESULTS.md (with --only, the other sections are kept)",
@@ -339,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     over = [
         r
         for r in results.get("notebooks", [])
-        if r.get("status") not in ("ok", None) and r.get("notebook") != "all of the above"
+        if not str(r.get("status") or "ok").startswith("ok") and r.get("notebook") != "all of the above"
     ]
     return 1 if failed or over else 0
 

@@ -11,6 +11,7 @@ between notebooks, exercises and guides stay as they are written:
 - notebooks/NN_*.ipynb and exercises/NN_*.ipynb, found by glob, with each widget replaced by what
   it showed when the notebook was stored (its figure or printout at its default value, its
   controls' values, and a note to run the notebook to move them);
+- docs/pytorch_primer.md and docs/glossary.md, the learner's reference pages;
 - docs/teaching.md and docs/nbgrader/README.md (and the files they link to);
 
 then runs Sphinx (MyST-NB, sphinx-book-theme; configuration in conf.py beside this file) with
@@ -38,7 +39,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 LESSON = "[0-9][0-9]_*.ipynb"  # notebooks/ and exercises/: a new lesson is picked up without editing anything
-GUIDES = ["docs/teaching.md", "docs/nbgrader/README.md"]
+REFERENCE = ["docs/pytorch_primer.md", "docs/glossary.md"]  # for learners, listed under "Reference"
+GUIDES = ["docs/teaching.md", "docs/nbgrader/README.md"]  # for teachers, listed under "Teaching"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
@@ -509,7 +511,10 @@ Each lesson and exercise page has an *Open in Colab* link. {where} Run the cells
     for caption, paths in (("Lessons", lesson_paths), ("Exercise sets", exercise_paths)):
         entries = "\n".join(p.relative_to(build.repo).with_suffix("").as_posix() for p in paths)
         toc.append(f"```{{toctree}}\n:caption: {caption}\n:hidden:\n\n{entries}\n```\n")
-    toc.append("```{toctree}\n:caption: Teaching\n:hidden:\n\n" + "\n".join(g[:-3] for g in guides) + "\n```\n")
+    for caption, names in (("Reference", REFERENCE), ("Teaching", GUIDES)):
+        docs = "\n".join(g[:-3] for g in guides if g in names)
+        if docs:
+            toc.append(f"```{{toctree}}\n:caption: {caption}\n:hidden:\n\n{docs}\n```\n")
     return intro + "\n" + sections["course-map"].rstrip() + "\n" + reading + "\n" + "\n".join(toc)
 
 
@@ -524,6 +529,7 @@ def stage(build: Build) -> dict:
     missing = sorted(set(GUIDES) - set(guides))
     if missing:
         raise SiteError(f"the guides {', '.join(missing)} do not exist")
+    guides = [g for g in REFERENCE if (build.repo / g).is_file()] + guides  # a course may have no glossary
     find_repository(build)
     # What an earlier build staged: a lesson renamed or removed since must not stay on the site.
     before = {p for d in (build.src, build.extra) if d.exists() for p in d.rglob("*") if p.is_file()}
@@ -605,7 +611,7 @@ def inputs_digest(repo: Path) -> str:
     """What the site is made of: the pages' sources, the build's own files, the pinned versions."""
     digest = hashlib.sha256()
     files = [repo / "README.md", repo / "constraints.txt", *lessons(repo), *exercise_sets(repo)]
-    files += [repo / g for g in GUIDES] + sorted((repo / "docs").rglob("*"))
+    files += [repo / g for g in REFERENCE + GUIDES] + sorted((repo / "docs").rglob("*"))
     files += sorted(p for p in (repo / "notebooks").rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)  # diagrams
     for path in files:
         if path.is_file() and "_build" not in path.relative_to(repo).parts:
@@ -683,7 +689,7 @@ def build_site(repo: Path = REPO, out: Path | None = None, reuse: bool = False) 
     files, size = site_size(out)
     n_lessons = sum(1 for doc in links if doc.startswith("notebooks/"))
     print(
-        f"site: {n_lessons} lessons, {len(links) - n_lessons} exercise sets, {len(GUIDES)} guides; "
+        f"site: {n_lessons} lessons, {len(links) - n_lessons} exercise sets, {len(REFERENCE + GUIDES)} guides; "
         f"{files} files, {size / 1e6:.1f} MB in {out} ({time.perf_counter() - start:.0f} s)"
     )
     return out

@@ -48,7 +48,7 @@ PAGES = (
     ["index.html"]
     + [f"notebooks/{p.stem}.html" for p in LESSONS]
     + [f"exercises/{p.stem}.html" for p in EXERCISES]
-    + ["docs/teaching.html", "docs/nbgrader/README.html"]
+    + ["docs/pytorch_primer.html", "docs/glossary.html", "docs/teaching.html", "docs/nbgrader/README.html"]
 )
 # A page has loaded and rendered within this time (MathJax typesets the longest lesson in about a second).
 PAGE_TIMEOUT_S = 60
