@@ -371,7 +371,7 @@ def register(sub) -> list[str]:
 
 
 def gradescope_parser(sub) -> None:
-    """`course gradescope build | test | import`: see course_grader.gradescope."""
+    """`course gradescope build | test | import`: see course_grader.gradescope, gradescope_run and gradescope_scores."""
     p = sub.add_parser(
         "gradescope", help="a Gradescope autograder from an exercise set: build the zip, try it here, import its scores"
     )
@@ -433,10 +433,10 @@ def gradescope_parser(sub) -> None:
 
 
 def gradescope_cmd(args: argparse.Namespace) -> int:
-    """`course gradescope build | test | import`: see course_grader.gradescope."""
+    """`course gradescope build | test | import`: see course_grader.gradescope, gradescope_run and gradescope_scores."""
     from course_lib.runner.feedback import num
 
-    from . import gradescope
+    from . import gradescope, gradescope_scores
 
     if args.gradescope_action == "build":
         limits = {"cell_cpu_s": args.timeout, "total_cpu_s": args.total_timeout, "memory_mb": args.memory}
@@ -466,7 +466,7 @@ def gradescope_cmd(args: argparse.Namespace) -> int:
             )
         print(f"wrote {args.out / 'results.json'} (what Gradescope would get) and {args.out / 'stdout'}")
         return 0
-    report = gradescope.import_scores(args.scores, args.assignment, args.out, solutions=args.solutions)
+    report = gradescope_scores.import_scores(args.scores, args.assignment, args.out, solutions=args.solutions)
     print(
         f"imported {report.rows} row(s) of {Path(args.assignment).stem} into {args.out / 'gradebook.db'} "
         f"({report.graded} graded, {report.missing} not submitted); rewrote its exports"

@@ -1,4 +1,4 @@
-"""The Gradescope autograder (`course gradescope build | test | import`, course_grader/gradescope.py).
+"""The Gradescope autograder (`course gradescope build | test | import`, course_grader/gradescope*.py).
 
 The slow test grades a correct, a partly correct and a blank notebook of lesson 06's set twice, with
 `course grade` and with the autograder zip run as Gradescope runs it (`course gradescope test`), and
@@ -26,13 +26,9 @@ from course_grader import gradescope
 from course_grader.build import build_exercise
 from course_grader.grade import ManualAnswer, SubmissionResult
 from course_grader.gradebook import open_gradebook
-from course_grader.gradescope import (
-    PartialResults,
-    build_autograder,
-    find_submission,
-    import_scores,
-    results_json,
-)
+from course_grader.gradescope import build_autograder
+from course_grader.gradescope_run import PartialResults, find_submission, results_json
+from course_grader.gradescope_scores import import_scores
 from course_grader.roster import parse_roster
 from course_lib import cli
 from course_lib.runner.feedback import TestResult as ExerciseResult
@@ -261,7 +257,7 @@ def test_partial_results_are_written_before_grading_and_as_each_test_finishes(tm
 STOP = """
 import subprocess, sys, time
 from pathlib import Path
-from course_grader.gradescope import PartialResults, _stop_at
+from course_grader.gradescope_run import PartialResults, _stop_at
 from course_lib.runner.notebook import read_notebook
 from course_lib.runner.process import CellRun
 partial = PartialResults(Path(sys.argv[2]), read_notebook(sys.argv[1]), {}, "test")
