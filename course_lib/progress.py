@@ -221,12 +221,10 @@ def progress(
     (`cache_file`, default FOLDER/.course-progress.json) when their notebook has not changed, the rest
     by running their checks, `jobs` at a time."""
     from .runner.check import check_notebook
-    from .runner.process import Limits
 
     folder = Path(folder)
     if not folder.is_dir():
         raise NotebookError(f"{folder}: no such folder (give the folder that holds your exercise notebooks)")
-    limits = limits or Limits(cell_timeout=120, total_timeout=2400, memory_mb=0)
     cache_file = cache_file or folder / CACHE_NAME
     cache = read_cache(cache_file)
     results: dict[str, SetProgress] = {}

@@ -526,7 +526,7 @@ def test_the_exercise_notebooks_name_and_the_assignments_are_both_exact(tmp_path
     """A student hands in what `course build` gave them, 06_attention_exercises.ipynb, or the file
     under the assignment's own name: unpack and grade take either as the assignment's without a word;
     a copy of the new name is still matched loosely, with a note, as copies of the old one are."""
-    from course_grader.grade import resolve_notebooks
+    from course_grader.discover import resolve_notebooks
 
     z = make_zip(
         tmp_path / "p.zip",
