@@ -224,99 +224,126 @@ def parse_roster(text: str, source: str = "roster", id_column: str | None = None
         dialect = csv.excel
     reader = csv.DictReader(io.StringIO(text), dialect=dialect)
     written = [h for h in (reader.fieldnames or []) if h is not None]
-    headers = {h.strip().casefold(): h for h in written}
-    kind = _kind(headers)
     rows = [
         row for row in reader if any((v or "").strip() for k, v in row.items() if k is not None and isinstance(v, str))
     ]
-    student_col = headers.get("student") if kind == "canvas" else None
-    canvas_ids = [headers[c] for c in CANVAS_ID_COLUMNS if c in headers]
-    if kind == "canvas":
-        rows = [r for r in rows if not _canvas_meta_row(r, student_col, canvas_ids)]
-
-    if kind == "canvas":
-        name_col = student_col
-        first = last = None
-    else:
-        name_col = _column(headers, NAME_COLUMNS)
-        first = _column(headers, ("first name", "first", "given name"))
-        last = _column(headers, ("last name", "surname", "family name"))
-
-    def name_of(row: dict) -> str:
-        if name_col:
-            return (row.get(name_col) or "").strip()
-        return " ".join(
-            p
-            for p in ((row.get(first) or "").strip() if first else "", (row.get(last) or "").strip() if last else "")
-            if p
-        )
-
-    real = [r for r in rows if not (kind == "canvas" and _is_test_student(name_of(r)))]
-    if id_column is not None:
-        id_col = headers.get(id_column.strip().casefold())
-        if id_col is None:
-            raise RosterError(f"{source} has no column {id_column!r} (--id-column); its columns are {written}")
-    else:
-        candidates = {"canvas": CANVAS_ID_COLUMNS, "moodle": MOODLE_ID_COLUMNS, "csv": ID_COLUMNS}[kind]
-        present = [headers[c] for c in candidates if c in headers]
-        if not present:
-            raise RosterError(
-                f"{source} has the columns {written}; expected one of them to be the student id, "
-                f"named one of: {', '.join(ID_COLUMNS)} (or name it with --id-column)"
-            )
-        full = [c for c in present if all((r.get(c) or "").strip() for r in real)]
-        id_col = full[0] if full else present[0]
-    if name_col == id_col:
-        name_col = None
-    email_col = _column(headers, EMAIL_COLUMNS)
-    if kind == "canvas":
-        identity = {headers[c] for c in CANVAS_IDENTITY if c in headers}
-    elif kind == "moodle":
-        identity = {headers[c] for c in MOODLE_IDENTITY if c in headers}
-    else:
-        identity = None  # a teacher's own file: every column is kept
-    lms_columns = [
-        h
-        for h in written
-        if kind != "csv"
-        and h not in identity
-        and LMS_GRADE_ITEM.fullmatch(h.strip())
-        and not LMS_COMPUTED.match(h.strip())
-    ]
-    used = {id_col, name_col, email_col, first, last} - {None}
-    students, seen, problems = [], {}, []
-    for line, row in enumerate(rows, start=2):
-        name = name_of(row)
-        test = kind == "canvas" and _is_test_student(name)
-        sid = (row.get(id_col) or "").strip()
-        if not sid and test:  # Canvas's test student has no SIS ids: its Canvas id keeps it apart
-            sid = next(((row.get(c) or "").strip() for c in canvas_ids if (row.get(c) or "").strip()), "test_student")
-        if not sid:
-            problems.append(f"the student {name or '(no name)'} (line {line}) has no {id_col!r}")
-            continue
-        if sid in seen:
-            problems.append(f"the id {sid!r} is on lines {seen[sid]} and {line}")
-            continue
-        seen[sid] = line
-        email = (row.get(email_col) or "").strip() if email_col else ""
-        if not email and kind == "canvas":
-            login = (row.get(headers.get("sis login id", "")) or "").strip()
-            email = login if "@" in login else ""
-        extra = {
-            k: (v or "").strip()
-            for k, v in row.items()
-            if k is not None
-            and isinstance(v, str)
-            and (k not in used or k == id_col and kind != "csv")
-            and (identity is None or k in identity)
-        }
-        students.append(Student(sid, name, email, extra, "test" if test else "active"))
+    cols = _Columns.of(written)
+    if cols.kind == "canvas":
+        rows = [r for r in rows if not _canvas_meta_row(r, cols.name, cols.canvas_ids)]
+    cols.id = cols.id_column(rows, id_column, source)
+    if cols.name == cols.id:
+        cols.name = None
+    students, problems = cols.students(rows)
     if problems:
         hint = "" if id_column else " (choose the id column with --id-column)"
         raise RosterError(f"{source}: " + "; ".join(problems[:10]) + (" ..." if len(problems) > 10 else "") + hint)
     if not students:
         raise RosterError(f"{source} names no students (only the header line {lines[0]!r})")
-    return Roster(students, source, kind, id_col, lms_columns)
+    return Roster(students, source, cols.kind, cols.id, cols.lms_columns())
+
+
+@dataclass
+class _Columns:
+    """Which column of a roster file holds what."""
+
+    kind: str  # "canvas", "moodle" or "csv" (a teacher's own file)
+    written: list[str]  # the columns as the file names them
+    headers: dict[str, str]  # casefolded name -> as written
+    name: str | None  # the full name's column (Canvas: Student)
+    first: str | None  # else first and last name
+    last: str | None
+    email: str | None
+    canvas_ids: list[str]
+    identity: set[str] | None  # an LMS export's columns about the student (the others are grade items)
+    id: str | None = None
+
+    @classmethod
+    def of(cls, written: list[str]) -> _Columns:
+        headers = {h.strip().casefold(): h for h in written}
+        kind = _kind(headers)
+        canvas = kind == "canvas"
+        identity = {"canvas": CANVAS_IDENTITY, "moodle": MOODLE_IDENTITY}.get(kind)
+        return cls(
+            kind,
+            written,
+            headers,
+            headers.get("student") if canvas else _column(headers, NAME_COLUMNS),
+            None if canvas else _column(headers, ("first name", "first", "given name")),
+            None if canvas else _column(headers, ("last name", "surname", "family name")),
+            _column(headers, EMAIL_COLUMNS),
+            [headers[c] for c in CANVAS_ID_COLUMNS if c in headers],
+            None if identity is None else {headers[c] for c in identity if c in headers},
+        )
+
+    def name_of(self, row: dict) -> str:
+        if self.name:
+            return (row.get(self.name) or "").strip()
+        parts = [(row.get(c) or "").strip() if c else "" for c in (self.first, self.last)]
+        return " ".join(p for p in parts if p)
+
+    def is_test(self, row: dict) -> bool:
+        return self.kind == "canvas" and _is_test_student(self.name_of(row))
+
+    def id_column(self, rows: list[dict], asked: str | None, source: str) -> str:
+        """The column the ids come from: the one asked for, else the first of the kind's id columns that
+        every real student has filled in (else the first there is)."""
+        if asked is not None:
+            found = self.headers.get(asked.strip().casefold())
+            if found is None:
+                raise RosterError(f"{source} has no column {asked!r} (--id-column); its columns are {self.written}")
+            return found
+        candidates = {"canvas": CANVAS_ID_COLUMNS, "moodle": MOODLE_ID_COLUMNS, "csv": ID_COLUMNS}[self.kind]
+        present = [self.headers[c] for c in candidates if c in self.headers]
+        if not present:
+            raise RosterError(
+                f"{source} has the columns {self.written}; expected one of them to be the student id, "
+                f"named one of: {', '.join(ID_COLUMNS)} (or name it with --id-column)"
+            )
+        real = [r for r in rows if not self.is_test(r)]
+        full = [c for c in present if all((r.get(c) or "").strip() for r in real)]
+        return full[0] if full else present[0]
+
+    def lms_columns(self) -> list[str]:
+        """An LMS export's grade items (the columns a grade could go to), not its computed totals."""
+        if self.kind == "csv":
+            return []
+        return [
+            h
+            for h in self.written
+            if h not in self.identity and LMS_GRADE_ITEM.fullmatch(h.strip()) and not LMS_COMPUTED.match(h.strip())
+        ]
+
+    def students(self, rows: list[dict]) -> tuple[list[Student], list[str]]:
+        """Every row as a student, and what is wrong with the rows that are not one (line numbers counted
+        from the header, line 1)."""
+        used = {self.id, self.name, self.email, self.first, self.last} - {None}
+        students, seen, problems = [], {}, []
+        for line, row in enumerate(rows, start=2):
+            name, test = self.name_of(row), self.is_test(row)
+            sid = (row.get(self.id) or "").strip()
+            if not sid and test:  # Canvas's test student has no SIS ids: its Canvas id keeps it apart
+                sid = next((v for c in self.canvas_ids if (v := (row.get(c) or "").strip())), "test_student")
+            if not sid:
+                problems.append(f"the student {name or '(no name)'} (line {line}) has no {self.id!r}")
+                continue
+            if sid in seen:
+                problems.append(f"the id {sid!r} is on lines {seen[sid]} and {line}")
+                continue
+            seen[sid] = line
+            email = (row.get(self.email) or "").strip() if self.email else ""
+            if not email and self.kind == "canvas":
+                login = (row.get(self.headers.get("sis login id", "")) or "").strip()
+                email = login if "@" in login else ""
+            extra = {
+                k: (v or "").strip()
+                for k, v in row.items()
+                if k is not None
+                and isinstance(v, str)
+                and (k not in used or k == self.id and self.kind != "csv")
+                and (self.identity is None or k in self.identity)
+            }
+            students.append(Student(sid, name, email, extra, "test" if test else "active"))
+        return students, problems
 
 
 def read_roster(path: Path, id_column: str | None = None) -> tuple[Roster, list[str]]:
