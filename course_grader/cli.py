@@ -332,6 +332,21 @@ def register(sub) -> list[str]:
         help="a grader (repeat it for each teaching assistant): each gets an address of their own, and the marks "
         "saved from it are recorded under NAME (default: one address, under your login name)",
     )
+    p_mark.add_argument(
+        "--section",
+        action=_GraderSection,
+        default={},
+        metavar="SECTION",
+        help="after a --grader: the section whose answers they mark (repeatable); their address shows only its "
+        "students, and a save for anyone else is refused (default: every section)",
+    )
+    p_mark.add_argument(
+        "--section-column",
+        default="Section",
+        metavar="COLUMN",
+        help="the roster's column that holds each student's section (default: Section, as Canvas exports it)",
+    )
+    p_mark.add_argument("--page-size", type=int, default=25, help="answers listed on a page (default 25)")
     p_mark.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     p_mark.add_argument("--list", action="store_true", help="print how many answers are marked, and stop")
 
@@ -350,6 +365,18 @@ def register(sub) -> list[str]:
     ):
         parser.set_defaults(func=_explained(command))
     return ["build", "new", "seal", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
+
+
+class _GraderSection(argparse.Action):
+    """`--section A` gives the --grader named just before it section A: {grader: [sections]}."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        graders = getattr(namespace, "grader", None) or []
+        if not graders:
+            parser.error(f"--section {value} names no grader: put it after the --grader it is for")
+        given = dict(getattr(namespace, self.dest) or {})
+        given[graders[-1]] = [*given.get(graders[-1], []), value.strip()]
+        setattr(namespace, self.dest, given)
 
 
 def _explained(command):
@@ -778,4 +805,11 @@ def mark_cmd(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(lines) or "No manually graded answers in the gradebook.")
         return 0
-    return serve(args.out, graders=args.grader, port=args.port)
+    return serve(
+        args.out,
+        graders=args.grader,
+        port=args.port,
+        sections=args.section,
+        column=args.section_column,
+        page_size=args.page_size,
+    )

@@ -123,6 +123,19 @@ def write_feedback(rows: list[Row], out: Path) -> None:
     _replace_folder(draft_feedback(rows, out), out / "feedback")
 
 
+def write_student_feedback(book: Gradebook, out: Path, student: str, assignment: str) -> Path | None:
+    """Rewrite one student's feedback file on one assignment (atomically), from their rows alone: what a mark
+    saved on the marking page changes. The class-wide files (grades.csv, grades.json, the index) are the
+    next `write_exports`'s. The file written, or None when the gradebook has no such row."""
+    rows = book.rows(student, assignment)
+    if not rows:
+        return None
+    path = out / "feedback" / safe_name(student) / f"{assignment}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, feedback_markdown(rows[0]))
+    return path
+
+
 # --- grades.csv and grades.json ------------------------------------------------------------------------
 
 CSV_COLUMNS = [
