@@ -268,7 +268,7 @@ def index_page(book: Gradebook, grader: str = "", sections: tuple[str, ...] = ()
         rows.append(
             f"<tr><td>{_e(assignment)}</td><td><a href='{_e(link)}'>{_e(q['exercise'])}</a></td>"
             f"<td>{num(q['max_points'])}</td><td class=done>{marked}</td>"
-            f"<td><a href='{_e(todo)}' aria-label='{waiting} to mark of {_e(q['exercise'])}'>{waiting}</a></td>"
+            f"<td><a href='{_e(todo)}' aria-label='only the {waiting} still to mark'>{waiting}</a></td>"
             f"<td>{len(answers)}</td></tr>"
         )
     mine = f" Yours: section {_e(', '.join(sections))}." if sections else ""
