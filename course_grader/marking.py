@@ -77,6 +77,7 @@ figure.handed-in { margin: .6rem 0; border: 2px dashed #0072B2; border-radius: 4
 figure.handed-in figcaption { font-size: 12px; font-weight: 600; color: #0072B2; padding-top: .2rem; }
 figure.handed-in .answer { unicode-bidi: isolate; }
 .record { background: #eaf6f1; padding: .3rem .6rem; } .tried { background: #fdf3e1; padding: .3rem .6rem; }
+form.filters { margin: .5rem 0; } .pages { color: #444; }
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
@@ -424,10 +425,9 @@ def question_page(
 
 def _scope(grader: Grader, view: View) -> str:
     """ "; section A; still to mark": what the list is narrowed to."""
-    narrowed = [f"section {view.section}" if view.section else ""]
-    narrowed[0] = narrowed[0] or (f"section {', '.join(grader.sections)}" if grader.sections else "")
-    narrowed.append("still to mark" if view.todo else "")
-    return "".join(f"; {x}" for x in narrowed if x)
+    section = view.section or ", ".join(grader.sections)
+    parts = ([f"section {section}"] if section else []) + (["still to mark"] if view.todo else [])
+    return "".join(f"; {x}" for x in parts)
 
 
 def _card(assignment: str, gid: str, who: Learner, t: dict, rubric: list[dict], key: str, seen: int, view: View) -> str:
