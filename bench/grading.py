@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course_grader.grade import max_score
+from course_lib.runner.assignment import Assignment
 
 REPO = Path(__file__).resolve().parents[1]
 HOSTILE_LIMITS = ["--timeout", "10", "--total-timeout", "60"]
@@ -142,8 +142,7 @@ def _grade(folder: Path, assignment: str, jobs: int, sandbox: bool, extra: list[
 def _full_marks(r: dict) -> bool:
     """At the tests' full marks: written answers that a person marks count in max_score but wait for
     `course mark`, so they are left out here."""
-    solution = json.loads((REPO / "solutions" / f"{r['assignment']}.ipynb").read_text(encoding="utf-8"))
-    return r["score"] == max_score(solution)
+    return r["score"] == Assignment.read(REPO / "solutions" / f"{r['assignment']}.ipynb").max_score
 
 
 def _check(results: dict) -> None:

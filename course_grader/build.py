@@ -1,8 +1,15 @@
 """`course build`: write the learners' `exercises/` from the teacher's `solutions/`.
 
-For every `solutions/NN_name.ipynb` the build writes `exercises/NN_name.ipynb` with answer
-regions replaced by `# YOUR CODE HERE` + `raise NotImplementedError()`, hidden tests and outputs
-removed, and the nbgrader metadata kept (so graders, ours or nbgrader's, can match cells).
+For every `solutions/NN_name.ipynb` the build writes `exercises/NN_name_exercises.ipynb` (the
+suffix keeps a lesson's tab and its exercises' apart in JupyterLab; the assignment is still
+`NN_name`) with answer regions replaced by `# YOUR CODE HERE` + `raise NotImplementedError()`, hidden
+tests and outputs removed, and the nbgrader metadata kept (so graders, ours or nbgrader's, can match
+cells).
+
+Answer and test cells are tagged `raises-exception`: JupyterLab's *Run All Cells* then goes on past
+an exercise that is still blank (its answer raises NotImplementedError, its test says "not attempted
+yet") and runs and checks the answers below it. Only JupyterLab reads the tag: `course check`,
+`course grade` and nbgrader score a blank exercise 0 as before.
 
 The output is deterministic (nbformat's JSON layout, cell ids kept, a trailing newline), so
 `course build --check` can compare byte for byte. The build never silently overwrites a learner's
@@ -38,7 +45,9 @@ from pathlib import Path
 
 from course_lib.runner.notebook import (
     NotebookError,
+    assignment_of,
     dumps_notebook,
+    exercise_filename,
     is_locked,
     is_manual,
     is_solution,
@@ -57,6 +66,8 @@ from course_lib.runner.notebook import (
 # Cell metadata that only describes one run or one view of the notebook.
 VOLATILE_CELL_METADATA = ("execution", "collapsed", "scrolled", "ExecuteTime")
 SELF_STUDY_TAG = "self-study"  # cells left out of a class release (`course build --class`)
+# On answer and test cells: JupyterLab's Run All does not stop when they raise (a blank exercise).
+RUN_ON_TAG = "raises-exception"
 
 # "## Exercise 3: Title (★★☆, 3 points)": the heading of an exercise, and its label.
 EXERCISE_HEADING = re.compile(r"^#+\s*Exercise\s+[^:\s]+\s*:")
@@ -206,6 +217,9 @@ def build_exercise(solution: dict, name: str, *, for_class: bool = False) -> dic
             elif is_test(cell) or is_locked(cell):
                 meta["deletable"] = False
                 meta["editable"] = False
+        if cell["cell_type"] == "code" and (is_test(cell) or is_solution(cell)):
+            tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+            meta["tags"] = tags + [RUN_ON_TAG] if RUN_ON_TAG not in tags else tags
         new["metadata"] = meta
         new["source"] = text
         if cell["cell_type"] == "code":
@@ -314,7 +328,7 @@ def build(
                 report.stale.append(copied)
             else:
                 planned.append((copied, wanted))
-        target = exercises / src.name
+        target = exercises / exercise_filename(src.stem)
         existing = target.read_text(encoding="utf-8") if target.is_file() else None
         if existing == text:
             report.unchanged.append(target)
@@ -326,7 +340,9 @@ def build(
             planned.append((target, text))
     if check and not names:
         for target in sorted(exercises.glob("*.ipynb")):
-            if not (solutions / target.name).exists() and not changed_by_learner(target):
+            assignment = assignment_of(target.stem)
+            built = (solutions / f"{assignment}.ipynb").exists() and target.name == exercise_filename(assignment)
+            if not built and not changed_by_learner(target):  # no solution any more, or an old name
                 report.orphans.append(target)
     if check or report.conflicts or report.errors:
         return report  # write nothing when anything needs a person's decision
@@ -360,7 +376,7 @@ def print_report(report: BuildReport) -> int:
             "--solutions DIR --exercises DIR`."
         )
     if report.orphans:
-        print("These exercise notebooks have no solution notebook any more (delete them):")
+        print("These exercise notebooks have no solution notebook any more, or an old name (delete them):")
         for path in report.orphans:
             print(f"  {path}")
     if report.conflicts:
@@ -368,7 +384,7 @@ def print_report(report: BuildReport) -> int:
         print("(probably your own answers), and the build would replace them:")
         for path in report.conflicts:
             print(f"  {path}")
-        print("To keep your work, rename or copy them first (e.g. to NN_name.mine.ipynb), then run")
+        print("To keep your work, rename or copy them first (e.g. to NN_name_exercises.mine.ipynb), then run")
         print("`course build` again; to replace them with fresh blank copies, run `course build --force`.")
     if report.ok and not report.written and not report.labels:
         n = len(report.unchanged)

@@ -1,5 +1,5 @@
 """The teacher's `course` subcommands: build, new, seal, roster, unpack, grade, mark, deadline, adjust, export,
-report.
+report, gradescope, merge.
 
     course build      write exercises/ from solutions/        (see `build`)
     course new NN_x   start a new exercise set from a template (--title "Title")
@@ -11,6 +11,8 @@ report.
     course deadline   set a deadline and late penalty;  course adjust: manual points with a reason
     course export     rewrite grades.csv, grades.json, feedback/ (--lms canvas|moodle: one column per assignment)
     course report     who needs a look, the score distribution, per-exercise pass rates and hints
+    course gradescope a Gradescope autograder zip of a set (build), tried here (test); its scores back (import)
+    course merge      join gradebooks graded in parts (`course grade --shard K/N`, a job array) into one
 
 They join the learner's `course` command (`course_lib.cli`): this package's metadata names
 `register` in the entry point group `course_lib.commands`, and `course` calls it with its
@@ -397,7 +399,147 @@ def register(sub) -> list[str]:
         (p_mark, mark_cmd),
     ):
         parser.set_defaults(func=_explained(command))
-    return ["build", "new", "seal", "grade", "deadline", "adjust", "export", "report", "unpack", "roster", "mark"]
+    gradescope_parser(sub)
+    merge_parser(sub)
+    return [
+        "build",
+        "new",
+        "seal",
+        "grade",
+        "deadline",
+        "adjust",
+        "export",
+        "report",
+        "unpack",
+        "roster",
+        "mark",
+        "gradescope",
+        "merge",
+    ]
+
+
+def gradescope_parser(sub) -> None:
+    """`course gradescope build | test | import`: see course_grader.gradescope."""
+    p = sub.add_parser(
+        "gradescope", help="a Gradescope autograder from an exercise set: build the zip, try it here, import its scores"
+    )
+    actions = p.add_subparsers(dest="gradescope_action", required=True)
+    build = actions.add_parser("build", help="write the autograder zip of one assignment (setup.sh, run_autograder)")
+    build.add_argument("assignment", help="e.g. 06_attention")
+    build.add_argument("--solutions", type=Path, default=None, help="solution notebooks (default: solutions/)")
+    build.add_argument(
+        "-o", "--output", type=Path, default=None, help="the zip to write (default: autograder-ASSIGNMENT.zip)"
+    )
+    build.add_argument(
+        "--hidden-visibility",
+        choices=("visible", "after_due_date", "after_published", "hidden"),
+        default="after_published",
+        help="when students see the exercises whose tests include hidden ones (Gradescope's visibility; default "
+        "after_published: once you publish the grades)",
+    )
+    build.add_argument(
+        "--timeout-minutes",
+        type=float,
+        default=10.0,
+        help="the autograder timeout you set on Gradescope (default 10): the autograder stops a minute before it, "
+        "keeping what it checked",
+    )
+    build.add_argument("--hide-hidden-inputs", action="store_true", help="as course grade --hide-hidden-inputs")
+    build.add_argument("--timeout", type=float, default=None, help="CPU seconds per cell (default: the set's own)")
+    build.add_argument(
+        "--total-timeout", type=float, default=None, help="CPU seconds per submission (default: the set's own)"
+    )
+    build.add_argument("--memory", type=int, default=None, help="MB a submission may allocate (default 2048)")
+    test = actions.add_parser(
+        "test", help="run an autograder zip on a notebook here, in a folder laid out like Gradescope's /autograder"
+    )
+    test.add_argument("zip", type=Path)
+    test.add_argument("notebook", type=Path, help="the notebook a student would upload")
+    test.add_argument(
+        "--out",
+        type=Path,
+        default=Path("gradescope-test"),
+        help="where results.json and stdout go (default: gradescope-test/)",
+    )
+    test.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="the folder standing for /autograder (default: a temporary one, removed)",
+    )
+    test.add_argument(
+        "--no-sandbox", action="store_true", help="where bubblewrap does not run and you are not root (UNSAFE)"
+    )
+    imp = actions.add_parser("import", help="read Gradescope's score export (CSV) of one assignment into the gradebook")
+    imp.add_argument("scores", type=Path, help="Review Grades > Download Grades > CSV")
+    imp.add_argument("--assignment", required=True, help="the assignment the scores are for, e.g. 06_attention")
+    imp.add_argument("--out", type=Path, default=Path("grading-output"), help="the gradebook's folder")
+    imp.add_argument(
+        "--solutions", type=Path, default=None, help="the solutions that built the autograder (recorded with the rows)"
+    )
+    p.set_defaults(func=_explained(gradescope_cmd))
+
+
+def gradescope_cmd(args: argparse.Namespace) -> int:
+    """`course gradescope build | test | import`: see course_grader.gradescope."""
+    from course_lib.runner.feedback import num
+
+    from . import gradescope
+
+    if args.gradescope_action == "build":
+        limits = {"cell_cpu_s": args.timeout, "total_cpu_s": args.total_timeout, "memory_mb": args.memory}
+        report = gradescope.build_autograder(
+            args.assignment,
+            _default_dir(args.solutions, "solutions"),
+            args.output or Path(f"autograder-{Path(args.assignment).stem}.zip"),
+            hidden_visibility=args.hidden_visibility,
+            timeout_minutes=args.timeout_minutes,
+            hide_hidden=args.hide_hidden_inputs,
+            limits=limits,
+        )
+        print(f"wrote {report.path} ({len(report.files)} files)")
+        for note in report.notes:
+            print(f"  {note}")
+        return 0
+    if args.gradescope_action == "test":
+        results = gradescope.try_autograder(
+            args.zip, args.notebook, args.out, root=args.root, no_sandbox=args.no_sandbox
+        )
+        tests = [t for t in results.get("tests", []) if "written answer" not in t.get("tags", [])]
+        print(f"score: {num(results['score'])} / {num(sum(t['max_score'] for t in tests))}")
+        for t in results.get("tests", []):
+            print(
+                f"  {t['name'][:56]:<56} {num(t['score']):>5} / {num(t['max_score']):<5} {t['status']:<6} "
+                f"{t['visibility']}"
+            )
+        print(f"wrote {args.out / 'results.json'} (what Gradescope would get) and {args.out / 'stdout'}")
+        return 0
+    report = gradescope.import_scores(args.scores, args.assignment, args.out, solutions=args.solutions)
+    print(
+        f"imported {report.rows} row(s) of {Path(args.assignment).stem} into {args.out / 'gradebook.db'} "
+        f"({report.graded} graded, {report.missing} not submitted); rewrote its exports"
+    )
+    for why in report.skipped:
+        print(f"  not imported: {why}")
+    return 0
+
+
+def merge_parser(sub) -> None:
+    """`course merge OUT1 OUT2 ... --out OUT`: see course_grader.merge."""
+    p = sub.add_parser("merge", help="merge gradebooks graded in parts (course grade --shard K/N) into one")
+    p.add_argument("parts", nargs="+", type=Path, help="the gradebooks' folders (each with a gradebook.db)")
+    p.add_argument("--out", type=Path, required=True, help="the merged gradebook's folder (may be one of the parts)")
+    p.set_defaults(func=_explained(merge_cmd))
+
+
+def merge_cmd(args: argparse.Namespace) -> int:
+    """`course merge OUT1 OUT2 ... --out OUT`: see course_grader.merge."""
+    from .merge import merge_gradebooks
+
+    report = merge_gradebooks(args.parts, args.out, command=" ".join(["course", *sys.argv[1:]]))
+    print("\n".join(report.lines()))
+    print(f"rewrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/")
+    return 0
 
 
 class _GraderSection(argparse.Action):
@@ -501,7 +643,7 @@ def grade_cmd(args: argparse.Namespace) -> int:
     """`course grade SUBMISSIONS_DIR`: see course_grader.grade."""
     from course_lib.runner.process import Limits
 
-    from .grade import NO_SANDBOX_WARNING, grade_all
+    from .batch import NO_SANDBOX_WARNING, GradeOptions, grade_all
     from .roster import RosterError
 
     solutions = _default_dir(args.solutions, "solutions")
@@ -524,26 +666,24 @@ def grade_cmd(args: argparse.Namespace) -> int:
     if args.no_sandbox:
         print(NO_SANDBOX_WARNING, file=sys.stderr)
     try:
-        results = grade_all(
-            args.submissions,
-            solutions,
-            args.out,
+        options = GradeOptions(
             jobs=args.jobs,
             limits=limits,
             set_limits=args.timeout is None and args.total_timeout is None,
             assignments=args.assignment,
             sandbox=not args.no_sandbox,
             roster=args.roster,
+            id_column=args.id_column,
             students=args.student,
+            shard=shard,
             new_solutions=args.new_solutions,
-            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
             dry_run=args.dry_run,
             reason=args.reason,
+            command=" ".join(["course", *sys.argv[1:]]) if sys.argv else "course grade",
             max_bytes=int(args.max_size * 2**20),
             hide_hidden=args.hide_hidden_inputs,
-            id_column=args.id_column,
-            shard=shard,
         )
+        results = grade_all(args.submissions, solutions, args.out, options)
     except (ValueError, RosterError) as err:
         print(f"ERROR: {err}")
         return 2
@@ -659,7 +799,7 @@ def _deadline_lines(book) -> list[str]:
 
 def adjust_cmd(args: argparse.Namespace) -> int:
     """`course adjust STUDENT ASSIGNMENT POINTS --reason TEXT`: see course_grader.gradebook."""
-    from course_lib.feedback import num
+    from course_lib.runner.feedback import num
 
     from .export import write_exports
 

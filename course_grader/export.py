@@ -8,7 +8,7 @@ leaves the previous complete export.
   manual points and the final score; UTF-8 with a byte-order mark so that Excel shows "Zoë Müller"
   and "李雷" as written.
 - grades.json: the same with every test's result and message, the notes, the run warnings.
-- feedback/<student>/<assignment>.md (laid out by `course_lib.feedback`), and feedback/index.csv
+- feedback/<student>/<assignment>.md (laid out by `feedback_file`), and feedback/index.csv
   mapping each student id to its folder (ids that are not plain ASCII, and ids that are the name of
   one of the export's own files, such as a student called "index.csv", get a folder name with a
   short hash: a student's folder never stands where the export's own files do).
@@ -30,9 +30,10 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from course_lib.feedback import LIMITS, feedback_markdown, num
+from course_lib.runner.feedback import LIMITS, NOT_CHECKED, NOT_GRADED, num
 from course_lib.runner.notebook import write_atomic
 
+from .feedback_file import feedback_markdown
 from .gradebook import Gradebook, Row
 from .roster import Student, normalize
 
@@ -68,7 +69,7 @@ def csv_text(rows: list[list]) -> str:
     return BOM + "".join(",".join(csv_cell(c) for c in row) + "\r\n" for row in rows)
 
 
-# --- feedback (its layout is course_lib.feedback's) ---------------------------------------------------
+# --- feedback (its layout is feedback_file's) ---------------------------------------------------
 
 
 def _replace_folder(fresh: Path, target: Path) -> None:
@@ -219,9 +220,6 @@ def write_exports(book: Gradebook, out: Path) -> list[Row]:
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["Username", "ID number", "Email address", "Full name"]
-# a submission was made, but nothing could be graded (a checking process stopped at its deadline included)
-NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
-NOT_CHECKED = ("grader error", "stopped")  # of those, the grader's failures: not a grade, so never exported as one
 
 
 def _extra(student: Student | None, *names: str) -> str:

@@ -12,7 +12,7 @@ its student by the name its own "download all submissions" gave the student's fi
   The file becomes a comment on the submission ("See attached file"), shown under the name of the file
   the student handed in. So a student's feedback is a notebook,
   `<login>_<user id>_<file id>_06_attention-feedback.ipynb`, whose one Markdown cell is the feedback:
-  what the student downloads as `06_attention.ipynb` opens in Jupyter as their feedback.
+  what the student downloads under their notebook's name opens in Jupyter as their feedback.
 - **Moodle**, *Upload multiple feedback files in a zip* (the assignment's grading actions; the
   assignment needs *Feedback files* turned on): a file is matched to a participant by the first part of
   its path that reads `<full name>_<participant number>_<plugin type>_<plugin>_...`, and kept as a
@@ -37,8 +37,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_lib.feedback import feedback_markdown
-
+from .feedback_file import feedback_markdown
 from .gradebook import Gradebook, Row
 from .lms import CANVAS_FILE, MOODLE_PART
 

@@ -1,127 +1,52 @@
-"""`course grade`: grade a folder of submitted exercise notebooks against the solution notebooks.
+"""Steps 2 and 3 of grading, for one submission: run its answers in the sandbox, beside the teacher's tests,
+and score them.
 
-    SUBMISSIONS_DIR/<student_id>/NN_name.ipynb   ->   OUT_DIR/gradebook.db   ->   grades.csv, grades.json, feedback/
+    Job (student, assignment, file)   ->   SubmissionResult (status, score, every test, notes, written answers)
 
-Each run adds what it graded to the gradebook (see `gradebook`: attempts, the solutions' hash,
-adjustments) and rewrites the exports from all of it (see `export`). Which folder is which student
-and which notebook is which assignment follows the rules of `discover` and `resolve_notebooks`;
-every file passed over is a warning recorded with the results.
+The grader never trusts a submission. From the notebook handed in it takes only the learner's answer
+cells, matched by `metadata.nbgrader.grade_id` to the teacher's (`course_lib.runner.assignment`:
+`Assignment`, read once per batch, and `Submission`, read here); everything else (test cells, added
+cells, metadata, outputs) is ignored. The answers run in a fresh kernel inside a bubblewrap sandbox
+(`sandbox`); the teacher's tests, visible and hidden, run in this process and reach the learner's
+values through that kernel as plain data (`runner`, `remote`). A test earns its points only if the
+checks, here, ran to the end without an exception; `course check` and `course grade` score a run with
+the same `course_lib.runner.feedback.score`, and every sentence a learner reads about it is that module's.
 
-The grader never trusts a submission. From each submitted notebook it takes only the learners'
-answer cells, matched by `metadata.nbgrader.grade_id` to the teacher's answer cells; everything
-else (test cells, extra cells, metadata, outputs) is ignored. The answers run in a fresh kernel
-inside a bubblewrap sandbox (see `sandbox`); the teacher's tests, visible and hidden, run in this
-process and reach the learner's values through that kernel as plain data (see `runner`). A test
-cell earns its points only if the checks, here, ran to the end without an exception. What the
-learner is told (status words, points, hints, the feedback file) is `course_lib.feedback`'s.
-
-Every submission gets a row, whatever it contains; one broken submission never stops the batch.
-Each is checked in a short-lived process of its own, killed from outside at its time limit plus a
-margin whatever it is doing (see `worker`); a process that dies costs only its own submission. Each
-result is committed to the gradebook as soon as its process and sandbox have gone, so an interrupted
-batch keeps what it finished, and running the same command again resumes where it stopped.
-Submission files are only ever read, and never through a symbolic link. A notebook's outputs
-(figures, printed text) are left aside: only its answer cells are graded, so the size limit
-(`--max-size`) applies to what is left.
-
-Manually graded answers (nbgrader's `grade: true, solution: true`, usually a markdown cell for a
-written answer) are collected, not graded: each becomes a "to be marked" entry with the learner's
-text, which a person marks later (`course mark`); the marks join the score in the gradebook.
-
-A run is visible: `grade_all(dry_run=True)` (`course grade --dry-run`) grades, in the same checking
-processes, and shows whose scores would change, old -> new, per exercise, and writes nothing; a real
-run prints and records the same summary of what it changed (`runs.changes`), with the teacher's
-`--reason`, and the gradebook keeps every replaced version (see `gradebook`), each as its new result
-is committed.
+Manually graded answers (nbgrader's `grade: true, solution: true`, usually a markdown cell for a written
+answer) are collected, not graded: each becomes a "to be marked" entry with the learner's text, which a
+person marks later (`course mark`); the marks join the score in the gradebook. Whatever a notebook
+contains, this never raises: it returns a row that says what happened (`blank_result`).
 """
 
 from __future__ import annotations
 
-import ast
-import errno
-import hashlib
 import json
-import os
-import re
-import shutil
-import signal
-import sqlite3
-import stat
+import resource
 import sys
-import tempfile
-import threading
 import time
-import unicodedata
-from collections import Counter
-from contextlib import closing, contextmanager
-from dataclasses import dataclass, field, fields, replace
-from datetime import timezone
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import course_lib
-from course_lib.feedback import (
-    LIMITS,
-    MANUAL_STATUS,
+from course_lib.runner.assignment import Assignment, Submission
+from course_lib.runner.feedback import (
+    Status,
     TestResult,
-    added_cell_hint,
     added_cells_note,
-    answer_owner,
-    classify,
-    exercise_titles,
-    explain,
-    limit_cause,
-    num,
+    answers_missing,
+    cells_repeated,
+    kernel_restarted,
+    not_the_exercise,
     score,
-    stopped,
 )
-from course_lib.runner.notebook import (
-    NotebookError,
-    defined_names,
-    grade_id,
-    is_manual,
-    is_solution,
-    is_test,
-    parse_notebook,
-    points,
-    read_notebook,
-    source,
-    strip_solution,
-    validate_solution_notebook,
-)
-from course_lib.runner.process import INTERRUPT_GRACE_S, CellRun, Limits
-from course_lib.runner.steps import MAX_RESTARTS, Step
-from course_lib.runner.text import inert, without_surrogates
+from course_lib.runner.notebook import NotebookError, parse_notebook
+from course_lib.runner.process import Limits
+from course_lib.runner.text import without_surrogates
 
 from . import budgets
-from .export import write_exports
-from .gradebook import Gradebook, Row, open_gradebook, parse_time, text_sha256
-from .roster import Roster, read_roster
-from .runner import run_steps
-from .sandbox import sandbox_status, seccomp_usable
-from .worker import Ending, Task, run_batch
-
-MAX_NOTEBOOK_BYTES = 20 * 2**20  # a notebook once its outputs are left aside (`course grade --max-size`, in MB)
-MAX_SUBMISSION_BYTES = 1024 * 2**20  # the most of a file the grader reads at all, outputs included
-STOP_MARGIN_S = 30.0  # after a submission's own limits (total time, a kernel start, an interrupt), before it is killed
-HIDDEN_MARK = "\x1e course: the hidden tests start here \x1e"  # printed by a test cell where its hidden tests start
-HIDDEN_FAILED = (
-    "a hidden test failed: your answer passes the visible test but not the teacher's other cases "
-    "(your teacher keeps their inputs private). Try your answer on other inputs: larger or smaller "
-    "values, edge cases, other shapes."
-)
-COURSE_SOLUTIONS = Path(course_lib.__file__).resolve().parents[1] / "solutions"  # public: their hidden tests are too
-LINK_NOTE = "is a symbolic link; the grader does not follow links, so it was not graded"
-
-# What `course grade --no-sandbox` prints (and grades.json records) before it grades anything.
-NO_SANDBOX_WARNING = """\
-WARNING: grading WITHOUT the sandbox. The learners' code runs as you, with your files and your network:
-  - it can read anything you can read (the solutions and their hidden tests, other students' notebooks),
-    and write or delete anything you can (submissions, grades.csv, feedback, your home folder);
-  - processes it starts can outlive the grading and change the results after it ends;
-  - it can signal or trace the grader's own processes and connect to the network.
-The checks still run in the grader's process, out of the learners' reach, and the time, output, memory,
-file-size and CPU limits still apply. Grade untrusted submissions only in the sandbox (install bubblewrap)
-or in a throwaway container."""
+from .discover import MAX_NOTEBOOK_BYTES, Job, read_submission
+from .gradebook import text_sha256
+from .runner import run_split
+from .worker import Ending
 
 
 @dataclass
@@ -130,13 +55,14 @@ class SubmissionResult:
     assignment: str
     score: float
     max_score: float
-    status: str  # graded | not submitted | unreadable | wrong notebook | stopped | grader error
+    status: str  # a Status: graded | not submitted | unreadable | wrong notebook | stopped | grader error
     tests: list[TestResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     manual: list[ManualAnswer] = field(default_factory=list)  # answers a person marks (not in score or max_score)
     cpu_seconds: float = 0.0  # CPU time the submission used in all (its kernels and the checks run for it)
     max_cell_cpu: float = 0.0  # CPU time of its costliest cell (the budgets are set against these)
+    cpu: dict[str, float] = field(default_factory=dict)  # where its CPU time went (for the benchmarks)
 
 
 @dataclass
@@ -154,49 +80,38 @@ class ManualAnswer:
     after: str | None = None  # the grade_id of the test before it in the notebook (feedback and report order)
 
 
-# --- the teacher's notebook --------------------------------------------------------------------------
-
-
-def test_cells(nb: dict) -> list[tuple[int, dict]]:
-    return [(i, c) for i, c in enumerate(nb["cells"]) if is_test(c)]
-
-
-def max_score(nb: dict) -> float:
-    """The points the tests can give (manually graded answers come on top, when a person marks them)."""
-    return sum(points(c) for _, c in test_cells(nb))
-
-
-def manual_answers(solution: dict, submission: dict | None, why: str = "") -> list[ManualAnswer]:
-    """The learner's answer to each of the solution's manually graded cells (`is_manual`). With no
-    submission (`why` says what happened), each is "not submitted" or, for an unreadable one, "error"."""
-    titles = exercise_titles(solution)
-    found: dict[str, str] = {}
-    for cell in (submission or {}).get("cells", []):
-        gid = grade_id(cell)
-        if gid is not None and gid not in found:
-            found[gid] = source(cell)
+def written_answers(assignment: Assignment, submission: Submission | None, why: str = "") -> list[ManualAnswer]:
+    """The learner's answer to each of the assignment's written answers. With no submission (`why` says what
+    happened), each is "not submitted" or, for an unreadable one, "error"."""
     answers, last_test = [], None
-    for i, cell in enumerate(solution["cells"]):
-        if is_test(cell):
-            last_test = grade_id(cell)
-        if not is_manual(cell):
+    for cell in assignment.cells:
+        if cell.kind == "test":
+            last_test = cell.grade_id
+        if cell.kind != "written":
             continue
-        gid = grade_id(cell) or f"cell {i}"
-        text = found.get(gid)
+        text = submission.written.get(cell.grade_id) if submission is not None else None
         if submission is None:
-            status, message = ("not submitted" if why.startswith("No ") else "error"), why
+            status, message = (Status.NOT_SUBMITTED if why.startswith("No ") else Status.ERROR), why
         elif text is None:
-            status, message = "not submitted", "the answer cell for this question is missing from the submission"
-        elif not text.strip() or text.strip() == strip_solution(cell).strip():
-            status, message = "not attempted", "not answered yet"
+            status, message = Status.NOT_SUBMITTED, "the answer cell for this question is missing from the submission"
+        elif not text.strip() or text.strip() == cell.stub.strip():
+            status, message = Status.NOT_ATTEMPTED, "not answered yet"
         else:
-            status, message = MANUAL_STATUS, ""
-        answers.append(
-            ManualAnswer(
-                gid, titles[i], 0.0, points(cell), status, message, text or "", text_sha256(text or ""), last_test
-            )
-        )
+            status, message = Status.TO_BE_MARKED, ""
+        answer = ManualAnswer(cell.grade_id, cell.title, 0.0, cell.points, status, message, text or "")
+        answer.answer_sha256, answer.after = text_sha256(text or ""), last_test
+        answers.append(answer)
     return answers
+
+
+def blank_result(student: str, assignment: Assignment, status: str, message: str) -> SubmissionResult:
+    """The row of a submission nothing could be run for (not submitted, unreadable, the grader's failure)."""
+    each = Status.NOT_SUBMITTED if status == Status.NOT_SUBMITTED else Status.ERROR
+    tests = [TestResult(t.grade_id, t.title, 0.0, t.points, each, message) for t in assignment.tests]
+    manual = written_answers(assignment, None, message if status != Status.NOT_SUBMITTED else "No answer.")
+    return SubmissionResult(
+        student, assignment.name, 0.0, assignment.max_score, status, tests, [message], manual=manual
+    )
 
 
 def strip_outputs(nb: dict) -> dict:
@@ -212,149 +127,54 @@ def _mb(n: float) -> str:
     return f"{n / 2**20:.1f} MB"
 
 
-def _teacher_checks(solution: dict, solution_path: Path) -> None:
+def _teacher_checks(assignment: Assignment) -> None:
     """A teacher's own exercise set names its checks module's file (`course new --checks DIR` writes
     `metadata.course.checks`, relative to the notebook): its folder goes first on this process's import
     path, so the tests run here import the teacher's module, never a copy a learner handed in."""
-    meta = solution.get("metadata", {}).get("course", {})
-    rel = meta.get("checks") if isinstance(meta, dict) else None
-    if isinstance(rel, str) and rel:
-        folder = str((solution_path.parent / rel).resolve().parent)
+    if assignment.checks and assignment.path is not None:
+        folder = str((assignment.path.parent / assignment.checks).resolve().parent)
         if folder not in sys.path:
             sys.path.insert(0, folder)
 
 
-# --- one submission ------------------------------------------------------------------------------------
-
-
-def _blank_result(student: str, assignment: str, solution: dict, status: str, message: str) -> SubmissionResult:
-    titles = exercise_titles(solution)
-    each = "not submitted" if status == "not submitted" else "error"
-    tests = [
-        TestResult(grade_id(c) or f"cell {i}", titles[i], 0.0, points(c), each, message)
-        for i, c in test_cells(solution)
-    ]
-    manual = manual_answers(solution, None, message if status != "not submitted" else "No answer.")
-    return SubmissionResult(student, assignment, 0.0, max_score(solution), status, tests, [message], manual=manual)
-
-
-def added_cells(solution: dict, submission: dict) -> list[tuple[str, set[str]]]:
-    """Non-empty code cells of the submission that are not the teacher's (no grade_id the solution
-    knows): (first line, names it defines). The grader does not run them."""
-    known = {grade_id(c) for c in solution["cells"]} - {None}
-    added = []
-    for cell in submission["cells"]:
-        if cell.get("cell_type") != "code" or grade_id(cell) in known:
-            continue
-        text = source(cell)
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if lines:
-            added.append((lines[0].strip()[:60], defined_names(text)))
-    return added
-
-
-def merge(
-    solution: dict, submission: dict, exercise_stub: dict[str, str], mark_hidden: bool = False
-) -> tuple[list[Step], dict[int, int], list[str], set[str]]:
-    """The teacher's code cells with the learner's answers in place of the solutions.
-
-    Returns the steps, a map step -> teacher cell index, notes, and the answer grade_ids that were
-    missing from the submission. `mark_hidden`: each test cell prints HIDDEN_MARK where its hidden
-    tests start, so that a failure there can be told from one in the visible part.
-    """
-    notes: list[str] = []
-    found: dict[str, str] = {}
-    seen_ids: dict[str, int] = {}
-    for cell in submission["cells"]:
-        gid = grade_id(cell)
-        if gid is None:
-            continue
-        seen_ids[gid] = seen_ids.get(gid, 0) + 1
-        if gid not in found:
-            found[gid] = source(cell) if cell.get("cell_type") == "code" else None
-    dupes = sorted(g for g, n in seen_ids.items() if n > 1)
-    if dupes:
-        notes.append("Several cells share the id(s) " + ", ".join(dupes) + "; the first of each was graded.")
-    added = added_cells(solution, submission)
-    if added:
-        notes.append(added_cells_note(added))
-    steps, where, missing = [], {}, set()
-    first_answer = next(
-        (i for i, c in enumerate(solution["cells"]) if is_solution(c) and c["cell_type"] == "code"),
-        len(solution["cells"]),
-    )
-    for i, cell in enumerate(solution["cells"]):
-        if cell["cell_type"] != "code":
-            continue
-        gid = grade_id(cell)
-        if is_solution(cell):
-            text = found.get(gid)
-            if text is None:
-                missing.add(gid)
-                text = exercise_stub.get(gid, "raise NotImplementedError()")
-            steps.append(Step("answer", text, gid))
-        elif is_test(cell):
-            text = source(cell)
-            if mark_hidden:
-                text = re.sub(
-                    r"(?m)^([ \t]*)(### BEGIN HIDDEN TESTS)", lambda m: f"{m[1]}print({HIDDEN_MARK!r})  {m[2]}", text
-                )
-            steps.append(Step("test", text, gid, hidden="### BEGIN HIDDEN TESTS" in source(cell)))
-        else:
-            steps.append(Step("setup" if i < first_answer else "code", source(cell), gid))
-        where[len(steps) - 1] = i
-    return steps, where, notes, missing
-
-
-def read_submission(path: Path, root: Path | None = None) -> tuple[bytes | None, str, str]:
-    """The submitted file's bytes, or (None, status, why not). Reads only a regular file and never
-    through a symbolic link: not the file, not its folder, and with `root` (the submissions folder)
-    no folder between `root` and the file either."""
-    parts = [path.name] if root is None else list(path.relative_to(root).parts)
+def handed_in(assignment: Assignment, path: Path, root: Path | None, max_bytes: int) -> tuple[dict | None, str, str]:
+    """The notebook handed in at `path` (read through `root`, the submissions folder, when given), without
+    its outputs and with every text valid UTF-8; or (None, the row's status, why not)."""
+    raw, status, why = read_submission(path, root)
+    if raw is None:
+        return None, status, why
     try:
-        folder = os.open(path.parent if root is None else root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.ENOTDIR):
-            return None, "unreadable", f"The folder {path.parent.name} {LINK_NOTE}."
-        return None, "not submitted", f"No {path.name} was submitted."
-    try:
-        for part in parts[:-1]:
-            try:
-                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
-            except OSError as err:
-                if err.errno in (errno.ELOOP, errno.ENOTDIR):
-                    return None, "unreadable", f"The folder {part} {LINK_NOTE}."
-                return None, "not submitted", f"No {path.name} was submitted."
-            os.close(folder)
-            folder = inner
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-        except OSError as err:
-            if err.errno == errno.ENOENT:
-                return None, "not submitted", f"No {path.name} was submitted."
-            if err.errno == errno.ELOOP:
-                return None, "unreadable", f"The submitted {path.name} {LINK_NOTE}."
-            return None, "unreadable", f"The submission could not be read ({err.strerror})."
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None, "unreadable", f"The submitted {path.name} is not a regular file; it was not graded."
-            if info.st_size > MAX_SUBMISSION_BYTES:
-                return (
-                    None,
-                    "unreadable",
-                    (
-                        f"The submitted file is {_mb(info.st_size)}, larger than the "
-                        f"{_mb(MAX_SUBMISSION_BYTES)} the grader reads; it was not graded."
-                    ),
-                )
-            return f.read(MAX_SUBMISSION_BYTES + 1), "", ""
-    finally:
-        os.close(folder)
+        nb = without_surrogates(strip_outputs(parse_notebook(raw, path.name)))
+    except NotebookError as err:
+        return None, Status.UNREADABLE, f"The submission could not be read: {str(err).split(': ', 1)[-1]}"
+    metadata = nb.get("metadata", {})
+    if not isinstance(metadata, dict):
+        return (
+            None,
+            Status.UNREADABLE,
+            f"The submission could not be read: its metadata is a {type(metadata).__name__}, not a JSON "
+            "object, so it is not a valid notebook.",
+        )
+    kept = len(json.dumps(nb, ensure_ascii=False).encode("utf-8"))
+    if kept > max_bytes:
+        return (
+            None,
+            Status.UNREADABLE,
+            f"The notebook is {_mb(kept)} even without its outputs, over the limit of {_mb(max_bytes)} "
+            "(`course grade --max-size`); it was not graded.",
+        )
+    built_from = metadata.get("course_lib", {})
+    built_from = str(built_from.get("built_from", "")) if isinstance(built_from, dict) else ""
+    other = built_from and Path(built_from).stem != assignment.name
+    ids = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb["cells"] if isinstance(c, dict)}
+    if other or not ids.intersection(c.grade_id for c in assignment.answers):
+        name = assignment.path.name if assignment.path else f"{assignment.name}.ipynb"
+        return None, Status.WRONG_NOTEBOOK, not_the_exercise(name, built_from if other else "")
+    return nb, "", ""
 
 
 def grade_submission(
-    solution_path: Path,
+    assignment: Assignment | Path,
     submission_path: Path,
     student: str,
     *,
@@ -366,136 +186,56 @@ def grade_submission(
     budget: budgets.Group | None = None,
     max_bytes: int = MAX_NOTEBOOK_BYTES,
     hide_hidden: bool = False,
+    on_test=None,
 ) -> SubmissionResult:
-    """Grade one submitted notebook (read through `root`, the submissions folder, when given); its
-    kernels' cgroups go under `budget`. `max_bytes`: the most the notebook may weigh without its
-    outputs; `hide_hidden`: a failure in a test cell's hidden part says so without the check's words
-    (which may show the hidden inputs). Never raises for anything the submission contains."""
+    """Grade one submitted notebook against `assignment` (read once by the batch; a solution notebook's path
+    is read here). Its kernels' cgroups go under `budget`; `max_bytes`: the most the notebook may weigh
+    without its outputs; `hide_hidden`: a failure in a test's hidden part says so without the check's
+    words, and the cells after it run in a kernel that never ran it (see `run_cells`); `on_test(grade_id,
+    run)`: each test cell's raw result as soon as it has one (a Gradescope autograder's partial results).
+    Never raises for anything the submission contains."""
     started = time.monotonic()
-    solution = read_notebook(solution_path)
-    _teacher_checks(solution, solution_path)
-    assignment = solution_path.stem
-    raw, status, why = read_submission(submission_path, root)
-    if raw is None:
-        return _blank_result(student, assignment, solution, status, why)
-    try:
-        submission = without_surrogates(strip_outputs(parse_notebook(raw, submission_path.name)))
-    except NotebookError as err:
-        return _blank_result(
-            student,
-            assignment,
-            solution,
-            "unreadable",
-            f"The submission could not be read: {str(err).split(': ', 1)[-1]}",
-        )
-    del raw
-    metadata = submission.get("metadata", {})
-    if not isinstance(metadata, dict):
-        return _blank_result(
-            student,
-            assignment,
-            solution,
-            "unreadable",
-            f"The submission could not be read: its metadata is a {type(metadata).__name__}, "
-            "not a JSON object, so it is not a valid notebook.",
-        )
-    kept = len(json.dumps(submission, ensure_ascii=False).encode("utf-8"))
-    if kept > max_bytes:
-        return _blank_result(
-            student,
-            assignment,
-            solution,
-            "unreadable",
-            f"The notebook is {_mb(kept)} even without its outputs, over the limit of "
-            f"{_mb(max_bytes)} (`course grade --max-size`); it was not graded.",
-        )
-    answer_ids = [grade_id(c) for c in solution["cells"] if is_solution(c) and c["cell_type"] == "code"]
-    submitted_ids = {grade_id(c) for c in submission["cells"]}
-    built_from = metadata.get("course_lib", {})
-    built_from = built_from.get("built_from", "") if isinstance(built_from, dict) else ""
-    if not submitted_ids.intersection(answer_ids) or (built_from and Path(str(built_from)).name != solution_path.name):
-        other = (
-            f" (it was made from {built_from})"
-            if built_from and Path(str(built_from)).name != solution_path.name
-            else ""
-        )
-        return _blank_result(
-            student,
-            assignment,
-            solution,
-            "wrong notebook",
-            f"This is not the exercise notebook {solution_path.name}{other}: none of its answer cells were found.",
-        )
-    stubs = {grade_id(c): strip_solution(c) for c in solution["cells"] if is_solution(c)}
-    steps, where, notes, missing = merge(solution, submission, stubs, mark_hidden=hide_hidden)
-    if missing:
-        notes.append(
-            "Answer cells missing from the submission (graded as not submitted): " + ", ".join(sorted(missing)) + "."
-        )
-    report = run_steps(
-        steps,
+    assignment = assignment if isinstance(assignment, Assignment) else Assignment.read(Path(assignment))
+    _teacher_checks(assignment)
+    nb, status, why = handed_in(assignment, submission_path, root, max_bytes)
+    if nb is None:
+        return blank_result(student, assignment, status, why)
+    submission = Submission.parse(nb, assignment)
+    notes = [cells_repeated(submission.duplicates)] if submission.duplicates else []
+    added = [a for a in submission.added if a.why == "added"]
+    notes += [added_cells_note(added)] if added else []
+    notes += [answers_missing(sorted(submission.missing))] if submission.missing else []
+    planned = assignment.steps(submission, mark_hidden=hide_hidden)
+    report = run_split(
+        [step for step, _ in planned],
         limits=limits,
         sandbox=sandbox,
-        split=True,
         protect=list(protect),
         temp_root=work_root,
         budget=budget,
         fresh_after_hidden=hide_hidden,
+        on_cell=None if on_test is None else lambda i, run: on_test(planned[i][1].grade_id, run),
     )
-    notes += report.notes
-    if report.restarts:
-        notes.append(
-            f"The kernel stopped {report.restarts} time(s) (see the exercises marked error); "
-            "it was restarted and the other exercises were graded without the cell that stopped it."
-        )
-    titles = exercise_titles(solution)
-    owners = answer_owner(solution)
-    added = added_cells(solution, submission)
-    step_of = {cell: step for step, cell in where.items()}
-    tests, total = [], 0.0
-    for i, cell in test_cells(solution):
-        run = report.results.get(step_of[i], CellRun("error", "NotRun", "not run"))
-        status, message = classify(run)
-        answers = [step_of[a] for a in owners.get(i, [])]
-        if status != "passed":
-            if answers and all(steps[a].grade_id in missing for a in answers):
-                status, message = "not submitted", "the answer cell for this exercise is missing from the submission"
-            else:
-                status, message = explain(status, message, [report.results[a] for a in answers if a in report.results])
-        else:  # passed with what the answer cell defined before it stopped: still worth telling
-            for a in answers:
-                arun = report.results.get(a)
-                if arun is not None and not arun.ok:
-                    notes.append(
-                        f"{titles[i]}: your answer cell {stopped(arun)}; "
-                        "the test passed with what the cell had defined before that."
-                    )
-                    break
-        if hide_hidden and status in ("failed", "partial", "error") and HIDDEN_MARK in (run.stdout or ""):
-            status, message = ("failed" if status != "error" else status), HIDDEN_FAILED
-        added_hint = added_cell_hint(message, added) if status != "passed" and "is not defined" in message else ""
-        message += added_hint
-        status, earned = score(status, run, points(cell))
-        total += earned
-        answer_runs = [report.results[a] for a in answers if a in report.results]
-        cause = "" if status == "passed" else "added-cell" if added_hint else limit_cause(run, answer_runs)
-        tests.append(TestResult(grade_id(cell) or f"cell {i}", titles[i], earned, points(cell), status, message, cause))
+    notes += report.notes + ([kernel_restarted(report.restarts)] if report.restarts else [])
+    runs = {cell.index: report.results[i] for i, (_, cell) in enumerate(planned) if i in report.results}
+    scored = score(assignment, submission, runs, hide_hidden=hide_hidden)
     return SubmissionResult(
         student,
-        assignment,
-        total,
-        max_score(solution),
-        "graded",
-        tests,
-        notes,
+        assignment.name,
+        scored.score,
+        assignment.max_score,
+        Status.GRADED,
+        scored.tests,
+        notes + scored.notes,
         round(time.monotonic() - started, 2),
-        manual=manual_answers(solution, submission),
+        manual=written_answers(assignment, submission),
         cpu_seconds=round(report.total_cpu, 2),
         max_cell_cpu=round(max(report.cpu.values(), default=0.0), 2),
+        cpu={"kernel start": report.start_cpu, "kernel cells": report.kernel_cpu - report.start_cpu},
     )
 
 
-def _grade_job(
+def grade_job(
     job: Job,
     limits: Limits,
     sandbox: bool,
@@ -504,16 +244,16 @@ def _grade_job(
     root: Path,
     budget: budgets.Group | None = None,
 ) -> SubmissionResult:
-    """One job, in its own process (see `worker`)."""
-    solution_path, student = job.solution, job.student
+    """One job, in its own checking process (see `worker`): a grader bug becomes this row's, never the batch's."""
+    assignment = job.assignment or Assignment.read(job.solution)
     try:
         if job.submission is None:
-            res = _blank_result(student, solution_path.stem, read_notebook(solution_path), job.status, job.why)
+            res = blank_result(job.student, assignment, job.status, job.why)
         else:
             res = grade_submission(
-                solution_path,
+                assignment,
                 job.submission,
-                student,
+                job.student,
                 limits=limits,
                 sandbox=sandbox,
                 protect=protect,
@@ -524,20 +264,17 @@ def _grade_job(
                 hide_hidden=job.hide_hidden,
             )
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
-        res = _blank_result(
-            student,
-            solution_path.stem,
-            read_notebook(solution_path),
-            "grader error",
-            f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}",
-        )
+        message = f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}"
+        res = blank_result(job.student, assignment, Status.GRADER_ERROR, message)
     res.notes = job.notes + res.notes
+    used = resource.getrusage(resource.RUSAGE_SELF)  # this checking process's own, since it was forked
+    res.cpu["checking process"] = used.ru_utime + used.ru_stime
     return res
 
 
-def _ended_result(job: Job, ending: Ending) -> SubmissionResult:
+def ended_result(job: Job, ending: Ending) -> SubmissionResult:
     """The row of a submission whose checking process ended without a result (see `worker.Ending`)."""
-    if ending.status == "stopped":
+    if ending.status == Status.STOPPED:
         message = (
             f"The grader stopped checking this submission: {ending.message}, past its time limit plus a "
             "margin, in code that no time limit inside the grader can interrupt."
@@ -553,994 +290,7 @@ def _ended_result(job: Job, ending: Ending) -> SubmissionResult:
             "not checked. No other submission was affected."
         )
     message += f" To grade it again: course grade ... --student {job.student}"
-    res = _blank_result(job.student, job.solution.stem, read_notebook(job.solution), ending.status, message)
+    res = blank_result(job.student, job.assignment or Assignment.read(job.solution), ending.status, message)
     res.notes = job.notes + res.notes
     res.seconds = ending.seconds
     return res
-
-
-# --- finding the submissions ----------------------------------------------------------------------------
-
-IGNORED_FOLDERS = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac
-NOT_STUDENTS = ("__MACOSX", ".ipynb_checkpoints", ".git", ".Trash", ".Trashes", ".Spotlight-V100", ".fseventsd")
-
-
-@dataclass
-class Job:
-    """One (student, assignment) to grade: the file found for it, or why there is none."""
-
-    student: str
-    solution: Path
-    submission: Path | None  # the notebook chosen (under the submissions folder), None if none
-    status: str = "not submitted"  # the row's status when submission is None
-    why: str = ""  # the row's message when submission is None
-    notes: list[str] = field(default_factory=list)  # every decision about this student's files, told in the feedback
-    max_bytes: int = MAX_NOTEBOOK_BYTES  # the most the notebook may weigh without its outputs (--max-size)
-    hide_hidden: bool = False  # --hide-hidden-inputs: a failed hidden test is named, not quoted
-    limits: Limits | None = None  # its set's time budgets (see `Limits.from_notebook`), or the teacher's
-
-
-def loose_stem(name: str) -> str:
-    """A notebook name without what copies, downloads and resubmissions add ("06_Attention (1)",
-    "Copy of 06_attention", "06_attention-Copy1", "06-attention", "06_attention_final", "06_attention v2")
-    and without case and punctuation. `course unpack` and `course grade` both match names with it."""
-    stem = name.casefold().strip()
-    stem = re.sub(r"^(copy of |kopie von |copie de )", "", stem)
-    previous = None
-    while previous != stem:
-        previous = stem
-        stem = re.sub(
-            r"(\s*\(\d+\)|[-_ ]copy\d*|[-_ ]checkpoint|[-_ ]\d+"
-            r"|[-_ ](final|v\d+|new|fixed|corrected|revised))$",
-            "",
-            stem,
-        ).strip()
-    return re.sub(r"[\W_]+", "", stem)
-
-
-def _hidden(name: str) -> bool:
-    return name.startswith(".") or name in IGNORED_FOLDERS
-
-
-def notebooks_in(folder: Path, depth: int = 3) -> tuple[list[Path], list[str]]:
-    """The notebooks in a student's folder, up to `depth` folders down, never through a link; and
-    what was passed over (hidden entries and __MACOSX holding notebooks, linked notebooks)."""
-    found, passed = [], []
-    stack = [(folder, 0)]
-    while stack:
-        here, level = stack.pop()
-        try:
-            with os.scandir(here) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in entries:
-            rel = Path(e.path).relative_to(folder).as_posix()
-            if _hidden(e.name):
-                if e.is_dir(follow_symlinks=False) or e.name.endswith(".ipynb"):
-                    inner = (
-                        notebooks_in(Path(e.path), depth - level - 1)[0]
-                        if e.is_dir(follow_symlinks=False) and level < depth
-                        else []
-                    )
-                    if inner or e.name.endswith(".ipynb"):
-                        passed.append(f"`{rel}` (hidden or macOS metadata: ignored)")
-                continue
-            if e.is_symlink():
-                if e.name.endswith(".ipynb"):
-                    passed.append(f"`{rel}` ({LINK_NOTE.removeprefix('is ')})")
-                continue
-            if e.is_dir(follow_symlinks=False):
-                if level < depth:
-                    stack.append((Path(e.path), level + 1))
-            elif e.name.endswith(".ipynb") and e.is_file(follow_symlinks=False):
-                found.append(Path(e.path))
-    return sorted(found), passed
-
-
-def _built_from(path: Path, root: Path) -> str | None:
-    raw, _, _ = read_submission(path, root)
-    try:
-        meta = json.loads(raw).get("metadata", {}).get("course_lib", {}) if raw else {}
-        return Path(str(meta.get("built_from", ""))).stem or None if isinstance(meta, dict) else None
-    except (ValueError, AttributeError, TypeError):
-        return None
-
-
-def resolve_notebooks(
-    folder: Path, known: list[str], root: Path
-) -> tuple[dict[str, tuple[Path, list[str]]], list[str]]:
-    """Which notebook in a student's folder is each assignment's, by one rule (`course unpack` follows
-    the same one):
-
-    1. the candidates are the notebooks named like the assignment once case, punctuation and what copies,
-       downloads and resubmissions add are ignored, anywhere in the folder: `06_attention.ipynb`,
-       `06_Attention (1).ipynb`, `Copy of 06_attention.ipynb`, `06_attention_final.ipynb`,
-       `work/06_attention.ipynb`;
-    2. if there are none, the notebooks whose metadata says they were built from that assignment
-       (`course build` records it: a renamed file);
-    3. of several candidates, the most recently changed counts (the exact name at the top of the
-       folder on a tie); the others are named in the feedback.
-
-    Hidden files and folders, `__MACOSX` and links are never graded. Returns assignment -> (file,
-    notes), and notes about notebooks that matched nothing."""
-    found, passed = notebooks_in(folder)
-    chosen: dict[str, tuple[Path, list[str]]] = {}
-    used: set[Path] = set()
-    loose = {a: loose_stem(a) for a in known}
-
-    def rel(p: Path) -> str:
-        return p.relative_to(folder).as_posix()
-
-    for a in known:  # the exact name as a symbolic link: graded as what it is (a link, so unreadable), never followed
-        top = folder / f"{a}.ipynb"
-        if top.is_symlink():
-            chosen[a] = (top, [])
-            used.add(top)
-    for rule in ("name", "metadata"):
-        for a in known:
-            if a in chosen:
-                continue
-            if rule == "name":
-                cands = [f for f in found if f not in used and loose_stem(f.stem) == loose[a]]
-            else:
-                cands = [
-                    f
-                    for f in found
-                    if f not in used
-                    and not any(loose_stem(f.stem) == v for v in loose.values())
-                    and _built_from(f, root) == a
-                ]
-            if not cands:
-                continue
-            cands.sort(key=lambda f: (-f.stat().st_mtime, f != folder / f"{a}.ipynb", rel(f)))
-            best = cands[0]
-            why = (
-                "its name differs"
-                if rule == "name"
-                else "its name differs, but it was made from this assignment's notebook"
-            )
-            if rule == "name" and best.stem == a and best.parent != folder:
-                why = "it is in a subfolder"
-            plain = best == folder / f"{a}.ipynb" or rel(best) == f"{a}/{a}.ipynb"  # nbgrader: <student>/<a>/<a>.ipynb
-            notes = (
-                []
-                if plain
-                else [f"Graded `{rel(best)}` as {a} ({why}; expected `{a}.ipynb` at the top of your folder)."]
-            )
-            if len(cands) > 1:
-                notes.append(
-                    f"Several notebooks could be {a}: graded the most recently changed, `{rel(best)}`; "
-                    "not graded: " + ", ".join(f"`{rel(f)}`" for f in cands[1:]) + "."
-                )
-            chosen[a] = (best, notes)
-            used.update(cands)
-    extra = [f"`{rel(f)}` matches no assignment; it was not graded." for f in found if f not in used]
-    if passed:
-        extra.append("Not graded: " + ", ".join(passed) + ".")
-    return chosen, extra
-
-
-def folder_id(name: str) -> str:
-    """The id a folder's name gives: in NFC form, and inert (see `course_lib.runner.text`): bytes that are not
-    UTF-8 written as escapes (`\\xff`), control and bidirectional characters too, so that an id can be
-    stored, exported and printed whatever the folder is called."""
-    readable = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return inert(unicodedata.normalize("NFC", readable), 200)
-
-
-def in_shard(sid: str, k: int, n: int) -> bool:
-    """Whether student `sid` is in part `k` of `n` (1 <= k <= n) of a class graded in parts (`course grade
-    --shard K/N`, one part per job of a job array): by a hash of the id as `student_key` reads it, so the
-    same on every machine and in every run, and every student in exactly one part."""
-    digest = hashlib.sha256(student_key(sid).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % n == k - 1
-
-
-def student_key(sid: str) -> str:
-    """What makes two ids the same student: Unicode form (NFC/NFD "José") and case ("Ada"/"ada") do not count."""
-    return unicodedata.normalize("NFC", sid).casefold()
-
-
-def discover(
-    submissions: Path,
-    solutions: Path,
-    assignments: list[str] | None,
-    roster: Roster | None = None,
-    students: list[str] | None = None,
-    known_ids: list[str] = (),
-) -> tuple[list[Job], list[str]]:
-    """The jobs to grade, and warnings about everything passed over.
-
-    Every folder in `submissions` is a student. Ids are matched ignoring case and Unicode form: a
-    folder takes the spelling of an id the gradebook (`known_ids`) or the roster already has, else
-    its own name in NFC form; two folders that are the same id this way are one student (the first
-    graded, a warning and a note for the other). Without a roster, a hidden folder (a leading dot) is
-    a student whose row says it was not graded and why (folders that are never students, such as
-    `__MACOSX` and `.ipynb_checkpoints`, are passed over with a warning). With a roster, a folder is
-    the student whose id it is; a folder named otherwise (a name, an email) is matched to the roster
-    (see Roster.find) with a warning, and one that matches nobody is not graded, with a warning. Rows
-    for "not submitted" are made only for the assignments named in `assignments`: then every student
-    (every active roster student, with a roster) gets a row for each. A dropped student (`course
-    roster drop`) is not graded; an LMS's test student is graded when it hands something in, and
-    never "not submitted". Links are reported, never followed.
-    """
-    known = {p.stem: p for p in sorted(solutions.glob("*.ipynb"))}
-    if assignments:
-        unknown = [a for a in assignments if Path(a).stem not in known]
-        if unknown:
-            raise ValueError(
-                f"no solution notebook for {', '.join(unknown)} in {solutions} (it has: {', '.join(known) or 'none'})"
-            )
-    warnings: list[str] = []
-    spelling = {student_key(k): k for k in known_ids}
-    if roster is not None:
-        spelling.update({student_key(s.id): s.id for s in roster.students})
-
-    def preferred(e: os.DirEntry) -> tuple:
-        """Of folders that are one id, the one named as the id is known, else in NFC form, comes first."""
-        nfc = folder_id(e.name)
-        return spelling.get(student_key(nfc), nfc) != e.name, nfc != e.name, e.name
-
-    with os.scandir(submissions) as entries:
-        listed = sorted(entries, key=preferred)
-    folders: dict[str, os.DirEntry] = {}  # student id -> its folder
-    links: dict[str, os.DirEntry] = {}
-    hidden: dict[str, os.DirEntry] = {}
-    same: dict[str, list[str]] = {}  # student id -> the other folders that are the same id
-    for e in listed:
-        if not e.is_symlink() and not e.is_dir(follow_symlinks=False):
-            warnings.append(f"{e.name}: a file, not a student folder; not graded")
-            continue
-        if e.name in NOT_STUDENTS and roster is None:  # with a roster, a listed id is graded whatever its name
-            warnings.append(
-                f"{e.name}: a hidden folder or macOS metadata, not a student; not graded "
-                "(with a roster, a listed id is graded whatever its name)"
-            )
-            continue
-        name = folder_id(e.name)
-        sid = spelling.get(student_key(name), name)
-        if roster is not None:
-            student, how = roster.find(sid)
-            if student is None:
-                warnings.append(f"{e.name}: not on the roster{' (' + how + ')' if how else ''}; not graded")
-                continue
-            sid = student.id
-            if how:
-                warnings.append(f"{e.name}: taken as {sid} ({student.name or 'no name'}), matched by {how}")
-            if student.status == "dropped":
-                warnings.append(f"{e.name}: {student.label} has dropped the course (course roster drop); not graded")
-                continue
-        first = folders.get(sid) or links.get(sid) or hidden.get(sid)
-        if first is not None:
-            if roster is not None and how:  # matched to the roster by a name or an email, not by the id's spelling
-                warnings.append(f"{e.name}: {sid} already has the folder {first.name}; not graded")
-            else:
-                warnings.append(
-                    f"{e.name}: the same student as the folder {first.name} (ids are matched ignoring "
-                    f"case and Unicode form: both are {sid}); only {first.name} was graded"
-                )
-            same.setdefault(sid, []).append(e.name)
-            continue
-        spelling.setdefault(student_key(sid), sid)
-        if e.is_symlink():
-            warnings.append(f"{e.name}: {LINK_NOTE}")
-            links[sid] = e
-        elif _hidden(e.name) and roster is None:
-            warnings.append(
-                f"{e.name}: a hidden folder (its name starts with a dot); it has a row, but was not "
-                "graded (rename it, or give a roster that lists this id)"
-            )
-            hidden[sid] = e
-        else:
-            folders[sid] = e
-    if students:
-        everyone = {student_key(s) for s in set(folders) | set(links) | set(hidden)}
-        everyone |= {student_key(s.id) for s in roster.students} if roster else set()
-        missing = [s for s in students if student_key(s) not in everyone]
-        if missing:
-            raise ValueError(
-                f"no folder in {submissions} for {', '.join(missing)}" + (" and not on the roster" if roster else "")
-            )
-        wanted = {student_key(s) for s in students}
-    if not folders and not links and not hidden and roster is None:
-        raise ValueError(f"no student folders in {submissions} (expected {submissions}/<student_id>/NN_name.ipynb)")
-    resolved = {
-        sid: resolve_notebooks(Path(e.path), list(known), submissions) for sid, e in [*folders.items(), *hidden.items()]
-    }
-    if assignments:
-        chosen = [Path(a).stem for a in assignments]
-    else:
-        chosen = sorted(
-            {a for sid, (found, _) in resolved.items() if sid in folders for a in found}
-            | {a for sid, (found, _) in resolved.items() if sid in hidden for a in found}
-        )
-    jobs: list[Job] = []
-    expected = {s.id for s in roster.active} if roster and assignments else set()
-    everyone = sorted(set(folders) | set(links) | set(hidden) | expected)
-    for sid in everyone:
-        if students and student_key(sid) not in wanted:
-            continue
-        found, extra = resolved.get(sid, ({}, []))
-        folder = folders.get(sid) or hidden.get(sid)
-        for w in extra if sid in folders else []:
-            warnings.append(f"{folder.name}: {w}")
-        if sid in folders and not found:
-            warnings.append(f"{folder.name}: no notebook for any assignment")
-        others = [
-            f"The folder `{n}` is the same student id as `{(folder or links[sid]).name}` (ids are matched "
-            "ignoring case and Unicode form); it was not graded."
-            for n in same.get(sid, [])
-        ]
-        for a in chosen:
-            job = Job(sid, known[a], None, notes=others + list(extra if sid in folders else []))
-            if sid in links:
-                job.status, job.why = "unreadable", f"The folder {links[sid].name} {LINK_NOTE}."
-            elif sid in hidden:
-                if a not in found and not assignments:
-                    continue
-                job.status, job.why = (
-                    "unreadable",
-                    (
-                        f"The folder {hidden[sid].name} is hidden (its name starts with "
-                        "a dot), so it was not graded; rename it to grade it."
-                    ),
-                )
-            elif a in found:
-                job.submission, decisions = found[a]
-                job.notes = decisions + job.notes
-                for d in decisions:
-                    warnings.append(f"{folder.name}: {d}")
-            elif not assignments:
-                continue  # not named: no "not submitted" row for an assignment this student never handed in
-            else:
-                job.why = (
-                    f"No {a}.ipynb was submitted."
-                    if sid in folders
-                    else f"No folder for {sid} in the submissions; nothing was submitted."
-                )
-            jobs.append(job)
-    return sorted(jobs, key=lambda j: (j.student, j.solution.stem)), warnings
-
-
-# --- a whole class --------------------------------------------------------------------------------------
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _submitted_at(job: Job, root: Path, book: Gradebook | None = None) -> tuple[str | None, str | None, str | None]:
-    """(time, where it came from, file content hash) of a job's file. A time belongs to (student, assignment),
-    never to a student's folder, and comes from the first of:
-
-    1. what `course unpack` recorded for this assignment's file (the same hash): the LMS's time, or none;
-    2. the time recorded when this same file was graded before (a regrade keeps it);
-    3. the assignment's own time file: `<assignment>.timestamp.txt` beside the notebook, or nbgrader's
-       `<student>/<assignment>/timestamp.txt` (nbgrader's format: its exchange and `course unpack` write them);
-    4. a `timestamp.txt` at the top of the student's folder, only where `course unpack` never wrote that
-       student's folder (a folder of one assignment made by hand or by nbgrader's tools).
-
-    None when there is none: a submission without a time is never penalised. A file's modification time is
-    never used: copying a folder resets it, and every student would look late."""
-    if job.submission is None:
-        return None, None, None
-    raw, _, _ = read_submission(job.submission, root)
-    digest = hashlib.sha256(raw).hexdigest() if raw is not None else None
-    assignment, top = job.solution.stem, root / job.submission.relative_to(root).parts[0]
-    if book is not None and digest is not None:
-        found = book.unpacked(job.student, assignment)
-        if found and found["sha256"] == digest and found["submitted_at"] is not None:  # "": the LMS gave no time
-            return found["submitted_at"] or None, "course unpack" if found["submitted_at"] else None, digest
-        when, source = book.graded_time(job.student, assignment, digest)
-        if when:
-            return when, source, digest
-    candidates = [job.submission.with_name(f"{assignment}.timestamp.txt")]
-    if job.submission.parent != top:
-        candidates.append(job.submission.parent / "timestamp.txt")
-    elif book is None or job.student not in book.unpacked_students():
-        candidates.append(top / "timestamp.txt")
-    for path in candidates:
-        stamp = read_submission(path, root)[0]
-        if not stamp:
-            continue
-        try:
-            when = parse_time(stamp.decode("utf-8", "replace").splitlines()[0], tz=timezone.utc)
-            return when.astimezone(timezone.utc).isoformat(timespec="seconds"), path.name, digest
-        except (ValueError, IndexError):
-            return None, f"unreadable {path.name}", digest
-    return None, None, digest
-
-
-def _check_provenance(book: Gradebook, hashes: dict[str, tuple[Path, str]], allow_new: bool) -> list[str]:
-    """Refuse to mix grades from two versions of an assignment's solutions unless the teacher says so.
-    Returns lines for the log (what this run does); what the gradebook holds afterwards is said by
-    `Gradebook.state_warnings`, once the run has finished."""
-    said = []
-    for assignment, (path, digest) in hashes.items():
-        earlier = {h: p for p, h in book.solutions_used(assignment)}
-        if not earlier or set(earlier) == {digest}:
-            continue
-        before = ", ".join(f"{p} (sha256 {h[:12]})" for h, p in earlier.items())
-        if not allow_new:
-            raise ValueError(
-                f"{assignment} was graded before with {before}; this run would use {path} (sha256 {digest[:12]}).\n"
-                f"If you forgot --solutions, pass the folder used before. If you changed the solutions on purpose, "
-                f"see what would change with --dry-run, then add --new-solutions (with --reason, which the students "
-                f"read) and regrade the whole class, so that every grade comes from the same version."
-            )
-        said.append(
-            f"{assignment}: grading with new solutions {path} (sha256 {digest[:12]}); earlier grades came from {before}"
-        )
-    return said
-
-
-@dataclass
-class Change:
-    """One student's grade that a run changed (or, in a dry run, would change): what the LMS gets, the final."""
-
-    student: str
-    label: str  # "Zoë Müller (zm42)"
-    assignment: str
-    old: float  # the final before: exercises and marks, less the late penalty, plus adjustments
-    new: float
-    max_score: float
-    kind: str  # "regrade" (the same file graded again) | "new attempt" (another file) | "first file"
-    exercises: list[tuple[str, float, float]] = field(default_factory=list)  # (exercise, old, new) that moved
-    parts: list[tuple[str, float, float]] = field(
-        default_factory=list
-    )  # (late penalty | marks | adjustments, old, new)
-
-    def line(self) -> str:
-        moved = [f"{what}: {num(a)} → {num(b)}" for what, a, b in self.parts]
-        moved += [f"{e}: {num(a)} → {num(b)}" for e, a, b in self.exercises]
-        kind = "" if self.kind == "regrade" else f" [{self.kind}]"
-        shown = f" ({'; '.join(moved)})" if moved else ""
-        return f"{self.label}, {self.assignment}: final {num(self.old)} → {num(self.new)}{kind}{shown}"
-
-    def as_dict(self) -> dict:
-        return {
-            "student": self.student,
-            "assignment": self.assignment,
-            "old": self.old,
-            "new": self.new,
-            "kind": self.kind,
-            "exercises": [list(e) for e in self.exercises],
-            "parts": [list(p) for p in self.parts],
-        }
-
-
-def _points_by_test(tests: list) -> dict[str, tuple[str, float]]:
-    found = {}
-    for t in tests:
-        t = t if isinstance(t, dict) else t.__dict__
-        if not t.get("manual"):
-            found[t["grade_id"]] = (t.get("exercise") or t["grade_id"], float(t["points"]))
-    return found
-
-
-def grade_changes(
-    before: dict[tuple[str, str], Row],
-    after: dict[tuple[str, str], Row],
-    keys: list[tuple[str, str]],
-    digests: dict[tuple[str, str], str | None],
-    labels: dict[str, str],
-    hashes: dict[tuple[str, str], str | None],
-) -> list[Change]:
-    """The grades a run changed: for each (student, assignment) in `keys` that had a row `before`, the final
-    score as the LMS gets it (exercises, marks, late penalty, adjustments) in the gradebook `after` the run,
-    when it moved; with the parts that moved and the exercises whose points moved. `digests`: this run's file
-    hash for each key; `hashes`: the file hash each old row graded."""
-    changes = []
-    for key in keys:
-        old, new = before.get(key), after.get(key)
-        if old is None or new is None or abs(new.final - old.final) < 1e-9:
-            continue  # a first grade, or nothing the LMS would see moved
-        old_points, new_points = _points_by_test(old.tests), _points_by_test(new.tests)
-        moved = [
-            (new_points[g][0], old_points.get(g, ("", 0.0))[1], p)
-            for g, (_, p) in new_points.items()
-            if abs(old_points.get(g, ("", 0.0))[1] - p) > 1e-9
-        ]
-        parts = [
-            (what, a, b)
-            for what, a, b in (
-                ("late penalty", old.late_penalty, new.late_penalty),
-                ("marks", old.score - old.auto_score, new.score - new.auto_score),
-                ("adjustments", old.manual, new.manual),
-            )
-            if abs(a - b) > 1e-9
-        ]
-        same_file = digests.get(key) is not None and digests.get(key) == hashes.get(key)
-        kind = "regrade" if same_file else "first file" if old.status == "not submitted" else "new attempt"
-        changes.append(
-            Change(key[0], labels.get(key[0], key[0]), key[1], old.final, new.final, new.max_score, kind, moved, parts)
-        )
-    return changes
-
-
-def summarize_changes(changes: list[Change], dry_run: bool = False, limit: int | None = 12) -> list[str]:
-    """The lines a run prints about the grades it changed, as the LMS gets them (finals): "52 grade(s)
-    changed (the same files graded again): final 20 → 17 (50), 18 → 15 (2)", how many students each
-    exercise and each part (late penalty, marks, adjustments) moved for, then one line per student."""
-    if not changes:
-        return ["No earlier grade " + ("would change." if dry_run else "changed.")]
-    verb = "would change" if dry_run else "changed"
-    lines = []
-    for kind in ("regrade", "new attempt", "first file"):
-        group = [c for c in changes if c.kind == kind]
-        if not group:
-            continue
-        pairs = Counter((num(c.old), num(c.new)) for c in group)
-        shown = ", ".join(f"{a} → {b} ({n})" for (a, b), n in pairs.most_common(6)) + (" ..." if len(pairs) > 6 else "")
-        what = {
-            "regrade": "the same files graded again",
-            "new attempt": "new files handed in",
-            "first file": "a first file after 'not submitted'",
-        }[kind]
-        lines.append(f"{len(group)} grade(s) {verb} ({what}): final {shown}")
-    by_part: dict[str, list[float]] = {}
-    for c in changes:
-        for exercise, a, b in c.exercises:
-            by_part.setdefault(f"{c.assignment}, {exercise}", []).append(b - a)
-        for part, a, b in c.parts:
-            by_part.setdefault(f"{c.assignment}, {part}", []).append(b - a)
-    for what, deltas in sorted(by_part.items()):
-        up, down = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
-        told = [f"{down} student(s) down" if down else "", f"{up} student(s) up" if up else ""]
-        lines.append(f"  {what}: " + ", ".join(x for x in told if x))
-    rows = [f"  {c.line()}" for c in changes]
-    if limit is not None and len(rows) > limit:
-        rows = rows[:limit] + [f"  ... and {len(rows) - limit} more (grades.json, runs: changes)"]
-    return lines + rows
-
-
-def batch_trouble(results: list[SubmissionResult], unrecorded: list[str]) -> list[str]:
-    """What the teacher must look at after a batch, named: rows the grader could not check (a grader error or
-    a process stopped from outside: not grades), exercises a limit stopped, results that could not be recorded."""
-    lines = []
-    failed = [r for r in results if r.status in ("grader error", "stopped")]
-    if failed:
-        who = ", ".join(f"{r.student_id} ({r.assignment}, {r.status})" for r in failed)
-        ids = " ".join(f"--student {r.student_id}" for r in failed[:10])
-        lines.append(
-            f"{len(failed)} submission(s) could not be checked, which is not a grade: {who}; grade them again "
-            f"with: course grade ... {ids}"
-        )
-    limited = [
-        f"{r.student_id} ({r.assignment}: " + ", ".join(f"{t.exercise or t.grade_id} {t.cause}" for t in hit) + ")"
-        for r in results
-        if (hit := [t for t in r.tests if t.cause in LIMITS])
-    ]
-    if limited:
-        lines.append(
-            f"{len(limited)} submission(s) had exercises stopped by a limit (CPU time, memory, output, a crash): "
-            + "; ".join(limited)
-        )
-    if unrecorded:
-        lines.append(f"{len(unrecorded)} result(s) could not be recorded at all: " + "; ".join(unrecorded))
-    return lines
-
-
-def _unpacked_notes(book: Gradebook, res: SubmissionResult, digest: str | None) -> None:
-    """What `course unpack` decided about this file (renamed, skipped `_final`, late by the LMS), into
-    the row's notes, when the file graded is the one it wrote."""
-    found = book.unpacked(res.student_id, res.assignment)
-    if found and found["sha256"] and found["sha256"] == digest:
-        res.notes[:0] = [n for n in found["notes"] if n not in res.notes]
-
-
-def grade_all(
-    submissions: Path,
-    solutions: Path,
-    out: Path,
-    *,
-    jobs: int = 2,
-    limits: Limits | None = None,
-    set_limits: bool = True,
-    assignments: list[str] | None = None,
-    sandbox: bool = True,
-    progress=None,
-    roster: Path | None = None,
-    students: list[str] | None = None,
-    new_solutions: bool = False,
-    command: str = "",
-    dry_run: bool = False,
-    reason: str = "",
-    max_bytes: int = MAX_NOTEBOOK_BYTES,
-    hide_hidden: bool = False,
-    id_column: str | None = None,
-    shard: tuple[int, int] | None = None,
-) -> list[SubmissionResult]:
-    """Grade the class's submissions into the gradebook `out/gradebook.db`, then rewrite its exports.
-
-    Each result is committed as soon as it is known, the version it replaces going into the
-    gradebook's history first. When the last run of the same command on this gradebook was
-    interrupted, what it finished is kept and only the rest is graded. On Ctrl-C (or SIGTERM) the
-    running submissions are stopped, the exports are rewritten from what was finished, and
-    KeyboardInterrupt is raised. `sandbox=False` only when the caller has said so (see
-    NO_SANDBOX_WARNING). `dry_run`: grade every submission (in the same checking processes), print
-    whose scores would change, old -> new, and write nothing (the version guard does not refuse:
-    nothing is mixed). `reason` is kept with the run and told to every student whose work it
-    regrades. Returns this run's results (those kept from the interrupted run included); the exports
-    hold every result in the gradebook.
-    """
-    limits = limits or Limits()
-    given = progress or _say
-
-    def progress(line: str) -> None:  # whatever a line quotes (a folder's name, a file's), it steers no terminal
-        given(inert(line, None))
-
-    submissions, solutions, out = submissions.resolve(), solutions.resolve(), out.resolve()
-    command = command or "grade_all"
-    warnings: list[str] = []
-    the_roster, known_ids = None, []
-    if roster is not None:
-        the_roster, roster_warnings = read_roster(roster, id_column)
-        warnings += roster_warnings
-        progress(f"roster: {the_roster.describe()}")
-    if (out / "gradebook.db").exists():
-        with closing(open_gradebook(out)) as book:
-            if the_roster is None:
-                the_roster = book.roster()  # the roster given to an earlier run still holds
-            known_ids = sorted({r.student for r in book.rows()})
-    todo, found_warnings = discover(submissions, solutions, assignments, the_roster, students, known_ids)
-    warnings += found_warnings
-    if shard is not None:
-        everyone, todo = todo, [job for job in todo if in_shard(job.student, *shard)]
-        if everyone and not todo:  # a small class, many parts: this one is empty, which is no error
-            progress(f"shard {shard[0]}/{shard[1]}: none of the {len({j.student for j in everyone})} students")
-            if not dry_run:  # an empty gradebook for `course merge`
-                open_gradebook(out).close()
-            return []
-    if not todo:
-        raise ValueError(f"nothing to grade in {submissions}" + (": " + "; ".join(warnings[:5]) if warnings else ""))
-    # A broken solution notebook is the teacher's to fix: say so before grading anyone with it.
-    hashes = {}
-    for sol in sorted({job.solution for job in todo}):
-        problems = validate_solution_notebook(read_notebook(sol), sol.name)
-        if problems:
-            raise ValueError(f"{sol} cannot be used for grading: " + "; ".join(problems[:5]))
-        hashes[sol.stem] = (sol, sha256_file(sol))
-    if solutions == COURSE_SOLUTIONS:
-        warnings.append(
-            f"graded with the course's own solutions ({solutions}), whose hidden tests are public; "
-            "for graded work, pass --solutions with your private copy"
-        )
-    if sandbox:
-        ok, why = sandbox_status()
-        if not ok:
-            raise ValueError(
-                f"the grading sandbox is not available: {why}.\n"
-                "Learners' code must not run unconfined on your machine: install bubblewrap (Linux), grade "
-                "inside a throwaway container (see the README), or, knowing what that exposes, run again "
-                "with --no-sandbox."
-            )
-    else:
-        warnings.insert(0, "graded without the sandbox (--no-sandbox): " + NO_SANDBOX_WARNING.splitlines()[0])
-    # Each set's own time budgets (calibrated so that its worked solution uses at most a quarter), unless the
-    # teacher gave the limits for this run.
-    by_set = {
-        sol: limits.from_notebook(read_notebook(sol)) if set_limits else limits for sol in {j.solution for j in todo}
-    }
-    for job in todo:
-        job.max_bytes, job.hide_hidden, job.limits = max_bytes, hide_hidden, by_set[job.solution]
-    scratch = None
-    if dry_run:  # a dry run grades into a copy of the gradebook: what would change, and nothing written
-        scratch = Path(tempfile.mkdtemp(prefix="course-dry-run-"))
-        if (out / "gradebook.db").exists():
-            with closing(open_gradebook(out)) as real, closing(sqlite3.connect(scratch / "gradebook.db")) as copy:
-                real.db.backup(copy)
-    book = open_gradebook(scratch or out)
-    try:
-        said = _check_provenance(book, hashes, new_solutions or dry_run)
-        for job in todo:  # a notebook `course unpack` could not write: the row says why
-            found = book.unpacked(job.student, job.solution.stem) if job.submission is None else None
-            if found and found["skipped"]:
-                job.status, job.why = "unreadable", found["skipped"]
-        if the_roster is not None and roster is not None and not dry_run:
-            book.set_roster(the_roster)
-        for path, digest in hashes.values():
-            progress(f"solutions: {path} (sha256 {digest[:12]})")
-        for line in said:
-            progress(line)
-        for w in warnings:
-            progress(f"warning: {w}")
-        before = {(r.student, r.assignment): r for r in book.rows()}
-        old_files = dict(book.file_hashes())
-        labels = {s.id: s.label for s in (the_roster.students if the_roster else [])}
-        results: list[SubmissionResult] = []
-        digests: dict[tuple[str, str], str | None] = {}
-        unrecorded: list[str] = []  # results that could not be committed, not even as a "grader error" row
-        kept, interrupted = set(), []  # what an interrupted run of this command finished (a dry run grades all)
-        if not dry_run:
-            kept, interrupted = _resumable(book, command, str(solutions), todo, submissions, hashes)
-        if kept:
-            progress(f"resuming: {len(kept)} submission(s) graded by the interrupted run of this command are kept")
-            _before_interrupted(book, before, kept, interrupted)
-        run = book.start_run(command, str(solutions), reason)
-        results += [_kept_result(book, key) for key in sorted(kept)]
-
-        def commit(res: SubmissionResult, job: Job) -> None:
-            """Record one result now (the version it replaces into the history first): an interrupted batch keeps it."""
-            submitted_at, source_of_time, digest = _submitted_at(job, submissions, book)
-            digests[(res.student_id, res.assignment)] = digest
-            if source_of_time and source_of_time.startswith("unreadable "):
-                name = source_of_time.removeprefix("unreadable ")
-                res.notes.append(f"Your folder's {name} could not be read; no submission time was recorded.")
-                source_of_time = None
-            if digest is None and book.has_file_graded(res.student_id, res.assignment):
-                warnings.append(
-                    f"{res.student_id}/{res.assignment}: nothing submitted now; the earlier graded attempt is kept"
-                )
-            _unpacked_notes(book, res, digest)
-            path, sol_hash = hashes[res.assignment]
-            book.record(
-                res,
-                file=job.submission.relative_to(submissions).as_posix() if job.submission else None,
-                submission_sha256=digest,
-                submitted_at=submitted_at,
-                submitted_from=source_of_time,
-                solutions_path=str(path),
-                solutions_sha256=sol_hash,
-                run=run,
-            )
-            results.append(res)
-
-        try:
-            with _terminate_as_interrupt():
-                _run_jobs(
-                    [j for j in todo if (j.student, j.solution.stem) not in kept],
-                    submissions,
-                    solutions,
-                    out,
-                    jobs,
-                    limits,
-                    sandbox,
-                    progress,
-                    commit,
-                    unrecorded,
-                )
-        except KeyboardInterrupt:
-            if not dry_run:
-                write_exports(book, out)  # what was finished, so far
-            raise
-        results.sort(key=lambda r: (r.student_id, r.assignment))
-        after = {(r.student, r.assignment): r for r in book.rows()}
-        changes = grade_changes(
-            before, after, [(r.student_id, r.assignment) for r in results], digests, labels, old_files
-        )
-        if dry_run:
-            progress("Dry run: nothing was written to the gradebook or its exports.")
-        for line in summarize_changes(changes, dry_run=dry_run, limit=None if dry_run else 12):
-            progress(line)
-        trouble = batch_trouble(results, unrecorded)
-        for line in trouble:
-            progress(line)
-        if dry_run:
-            if said and not new_solutions:
-                progress("To grade with these solutions for real, run again with --new-solutions (and --reason).")
-            return results
-        for w in book.state_warnings():  # the gradebook as it is now (grades.json says the same)
-            progress(f"warning: {w}")
-        book.finish_run(run, warnings + trouble, [c.as_dict() for c in changes])
-        write_exports(book, out)
-    finally:
-        book.close()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return results
-
-
-def _say(line: str) -> None:
-    """A line of progress, at once (a teacher may follow it through a pipe or a log file)."""
-    print(line, flush=True)
-
-
-def _resumable(
-    book: Gradebook,
-    command: str,
-    solutions: str,
-    todo: list[Job],
-    submissions: Path,
-    hashes: dict[str, tuple[Path, str]],
-) -> tuple[set[tuple[str, str]], list[int]]:
-    """(student, assignment) of the jobs that an interrupted run of the same command already graded, from
-    the same file with the same solutions (and not ended by a grader error): they are not graded again;
-    and the ids of those interrupted runs."""
-    runs = book.runs()
-    unfinished = []
-    for r in reversed(runs):  # the unfinished runs of this command since its last finished one
-        if r["command"] != command:
-            continue
-        if r["finished_at"] is not None:
-            break
-        if r["solutions"] == solutions:
-            unfinished.append(r["id"])
-    if not unfinished:
-        return set(), []
-    done = book.results_of_runs(unfinished)
-    kept = set()
-    for job in todo:
-        key = (job.student, job.solution.stem)
-        if key not in done:
-            continue
-        status, file_sha, sol_sha = done[key]
-        digest = _submitted_at(job, submissions)[2]
-        if status not in ("grader error", "stopped") and file_sha == digest and sol_sha == hashes[key[1]][1]:
-            kept.add(key)
-    return kept, unfinished
-
-
-def _before_interrupted(
-    book: Gradebook, before: dict[tuple[str, str], Row], kept: set[tuple[str, str]], runs: list[int]
-) -> None:
-    """For each result kept from the interrupted `runs` that replaced a graded version, that version (from
-    the history) becomes the score before, in place: this run's summary says what both runs changed."""
-    for key in kept:
-        old = before.get(key)
-        replaced = [h for h in book.history(*key) if h["replaced_by_run"] in runs]
-        if old is None or not replaced:
-            continue
-        h = replaced[0]
-        marks = old.score - old.auto_score  # the marks of written answers stay as they are across a regrade
-        score = round(h["score"] + marks, 2)
-        before[key] = replace(
-            old,
-            status=h["status"],
-            auto_score=h["score"],
-            score=score,
-            final=round(max(0.0, score - old.late_penalty + old.manual), 2),
-            tests=[*h["tests"], *(t for t in old.tests if t.get("manual"))],
-        )
-
-
-def _kept_result(book: Gradebook, key: tuple[str, str]) -> SubmissionResult:
-    """What an interrupted run recorded for `key`, as the result it was (manually graded answers included)."""
-    row = book.latest(*key)
-    test_keys = [f.name for f in fields(TestResult)]
-    manual_keys = [f.name for f in fields(ManualAnswer)]
-    tests = [TestResult(**{k: t.get(k, "") for k in test_keys}) for t in row["tests"]]
-    manual = [ManualAnswer(**{k: t[k] for k in manual_keys if k in t}) for t in row["manual"]]
-    return SubmissionResult(
-        key[0],
-        key[1],
-        row["score"],
-        row["max_score"],
-        row["status"],
-        tests,
-        list(row["notes"]),
-        row["seconds"],
-        manual=manual,
-    )
-
-
-@contextmanager
-def _terminate_as_interrupt():
-    """SIGTERM (a `kill`, a scheduler's time limit) ends the batch as Ctrl-C does: what is finished is kept."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _setup_imports(solution: Path) -> list[str]:
-    """The modules the teacher's setup cells import (the checking processes' server imports them once)."""
-    names = []
-    try:
-        nb = read_notebook(solution)
-    except NotebookError:
-        return names
-    for cell in nb["cells"]:
-        if cell.get("cell_type") != "code" or is_solution(cell) or is_test(cell):
-            continue
-        try:
-            tree = ast.parse(source(cell))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names += [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.append(node.module)
-                names += [f"{node.module}.{alias.name}" for alias in node.names]
-    return names
-
-
-def _outer_limit(limits: Limits) -> float:
-    """Wall-clock seconds after which a submission's checking process is killed from outside: only once
-    every limit inside has had its turn (the submission's backstop, each start of its kernel, an interrupt)."""
-    starts = (MAX_RESTARTS + 1) * limits.wall(limits.startup_cpu_s)
-    return limits.wall(limits.total_cpu_s) + starts + limits.wall(INTERRUPT_GRACE_S) + STOP_MARGIN_S
-
-
-def _run_jobs(
-    todo: list[Job],
-    submissions: Path,
-    solutions: Path,
-    out: Path,
-    jobs: int,
-    limits: Limits,
-    sandbox: bool,
-    progress,
-    commit,
-    unrecorded: list[str],
-) -> None:
-    """Grade `todo`, each job in a process of its own (see `worker`), `jobs` at a time; `commit(result, job)`
-    each result as soon as its process (and every sandbox it started) has gone. A result that cannot be
-    committed even as a "grader error" row is named in `unrecorded`."""
-    for path in budgets.remove_stale():
-        progress(f"removed what an interrupted batch left: {path}")
-    work_root, lock = budgets.locked_folder(budgets.BATCH_PREFIX)
-    controllers = budgets.detect()
-    group = budgets.batch_group(controllers, jobs)
-    if sandbox:
-        progress(budgets.summary(controllers if group is not None else {}, seccomp_usable()))
-    protect = [solutions, submissions, out, work_root]
-
-    def done(job: Job, res: SubmissionResult) -> None:
-        """Commit, then print: a result that was printed is in the gradebook. Raises if it cannot be committed
-        (the batch tries the submission again at its end, see `worker.run_batch`)."""
-        commit(res, job)
-        progress(
-            f"{res.student_id:<20} {res.assignment:<24} {num(res.score):>6} / {num(res.max_score):<6} {res.status}"
-        )
-
-    def done_anyway(job: Job, res: SubmissionResult) -> None:
-        """A row that must be written whatever happens: if it cannot be, a row that says why; if not even
-        that, the batch goes on and names the student in its summary (`unrecorded`)."""
-        try:
-            done(job, res)
-            return
-        except Exception as err:  # noqa: BLE001 - a failure of the grader must not stop the class
-            why = f"{type(err).__name__}: {inert(err, 300)}"
-        try:
-            message = (
-                f"The grader could not record this submission's result ({why}). This is not a grade: the work "
-                f"was not checked. To grade it again: course grade ... --student {job.student}"
-            )
-            done(
-                job, _blank_result(job.student, job.solution.stem, read_notebook(job.solution), "grader error", message)
-            )
-        except Exception as err:  # noqa: BLE001
-            unrecorded.append(
-                f"{job.student} ({job.solution.stem}): {why}; then {type(err).__name__}: {inert(err, 300)}"
-            )
-
-    try:
-        for job in todo:  # nothing to run: no process needed
-            if job.submission is None:
-                done_anyway(job, _grade_job(job, job.limits or limits, sandbox, protect, work_root, submissions))
-        tasks = [
-            Task(
-                i,
-                (job, job.limits or limits, sandbox, protect, work_root, submissions),
-                _outer_limit(job.limits or limits),
-            )
-            for i, job in enumerate(todo)
-            if job.submission is not None
-        ]
-        preload = [m for sol in sorted({j.solution for j in todo}) for m in _setup_imports(sol)]
-        run_batch(
-            tasks,
-            _grade_job,
-            slots=jobs,
-            group=group,
-            memory_mb=limits.memory_mb,
-            preload=preload,
-            on_result=lambda task, res: done(task.args[0], res),
-            on_failure=lambda task, ending: done_anyway(task.args[0], _ended_result(task.args[0], ending)),
-        )
-    finally:
-        if group is not None:
-            group.remove()
-        shutil.rmtree(work_root, ignore_errors=True)
-        lock.release()

@@ -60,7 +60,7 @@ students the roster lacks, and every student when there is no roster (the warnin
 from folder to entry).
 
 Files: of a student's notebooks, those named like the assignment once case, punctuation and what
-copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `grade.loose_stem`, the
+copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `discover.loose_stem`, the
 rule `course grade` follows too) are the candidates, else all of them; the newest (Canvas: the
 upload order; otherwise the zip time, then the resubmission number) is written, and the student is
 told which one was graded and which were not. Files that are not notebooks are skipped with one warning per
@@ -96,6 +96,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from course_lib.runner.notebook import exact_filenames
 
 from .roster import Roster, Student
 
@@ -650,7 +652,7 @@ def _unpack(
     canvas_times: dict[str, dt.datetime] | None,
     lms_map: dict[str, dict[str, str]] | None = None,
 ) -> UnpackReport:
-    from .grade import loose_stem  # the rule `course grade` uses to match names
+    from .discover import loose_stem  # the rule `course grade` uses to match names
 
     warnings: list[str] = []
     decisions: dict[str, list[str]] = {}
@@ -751,7 +753,7 @@ def _unpack(
         if not named:
             warnings.append(f"{newest.name}: not named {assignment}.ipynb; written as {sid}/{assignment}.ipynb")
             told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
-        elif _stem(newest.file) != assignment:
+        elif _base(newest.file) not in exact_filenames(assignment):  # 06_attention or 06_attention_exercises
             told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
         if newest.nested:
             warnings.append(f"{newest.name}: was in a subfolder; written as {sid}/{assignment}.ipynb")

@@ -52,7 +52,7 @@ from http import cookies
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from course_lib.feedback import MANUAL_STATUS, MARKED, num
+from course_lib.runner.feedback import MANUAL_STATUS, MARKED, num
 from course_lib.runner.notebook import NotebookError, grade_id, read_notebook, source
 from course_lib.runner.text import inert
 

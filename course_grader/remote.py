@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from course_lib.runner import wire
-from course_lib.runner.process import Budget, Kernel, KernelStopped, submission_clock
+from course_lib.runner.process import Budget, KernelProcess, KernelStopped, submission_clock
 from course_lib.runner.text import inert
 
 # nn.Module methods that never give a differentiable result: calling them needs no autograd node.
@@ -115,7 +115,7 @@ def _proxy_class(base: type, type_name: str) -> type:
 class Session:
     """The checker's connection to one kernel: requests within the current cell's budget."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: KernelProcess):
         self.kernel = kernel
         self.budget: Budget | None = None  # what the cell now running may still use (set by the runner)
         self.version: str | None = None  # the parameter version of the module called last

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_lib.feedback import MANUAL_STATUS, MARKED, STATUSES, md_text, num
+from course_lib.runner.feedback import MANUAL_STATUS, MARKED, NOT_GRADED, STATUSES, md_text, num
 from course_lib.runner.notebook import write_atomic
 from course_lib.runner.text import inert
 
@@ -41,7 +41,6 @@ COLOURS = {
     "error": "#D55E00",
     MANUAL_STATUS: "#CC79A7",
 }
-NOT_GRADED = ("unreadable", "wrong notebook", "grader error", "stopped")
 HINT_CHARS = 200  # a hint longer than this is cut at a word, never inside one
 
 

@@ -1,7 +1,7 @@
 """Grade a notebook's cells split in two: the learner's in a sandboxed kernel, the teacher's tests here.
 
-`run_steps(..., split=True)` is `course_lib.runner.steps.run_steps` with the grader's kernel (in the
-sandbox, see `sandbox`) and a `Checker`:
+`run_split(...)` is `course_lib.runner.steps.run_cells` with the grader's kernel (in the sandbox, see
+`sandbox`) and a `Checker` (the `steps.Checker` protocol):
 
 - the learner's answer cells run only in the kernel;
 - the teacher's setup cells (before the first answer) run in both: the answers need their
@@ -12,8 +12,6 @@ sandbox, see `sandbox`) and a `Checker`:
   `checks.answer(name)` (through `checks.core.set_answer_source`, the one hook between the checks
   and the grader) and bare names the test uses reach the learner's values through the kernel (see
   `remote`). Hidden tests, expected values and verdicts never enter the kernel.
-
-With `split=False` every cell runs in the kernel, as in JupyterLab and `course check`.
 """
 
 from __future__ import annotations
@@ -29,13 +27,12 @@ import time
 import types
 from pathlib import Path
 
-from course_lib.runner import steps as kernel_steps
 from course_lib.runner.process import CHECK_EVERY_S, Budget, CellRun, KernelStopped, Limits
-from course_lib.runner.steps import RunReport, Step
+from course_lib.runner.steps import RunReport, Step, run_cells
 from course_lib.runner.text import inert
 
 from .remote import CellTimeout, Session, on_alarm, reset_alarm
-from .sandbox import Kernel
+from .sandbox import SandboxedKernel
 
 MAX_CAPTURED = 100_000  # characters of a test cell's printed text kept
 
@@ -120,7 +117,6 @@ class Checker:
     def __init__(self, session: Session):
         self.session = session
         self.ns: dict = {"__name__": "__main__", "__builtins__": builtins}
-        self.learner: set[str] = set()  # names the learner's answer cells bound (the kernel says which)
         self.remote: dict[str, object] = {}  # names in `ns` bound to the kernel's values (fetched again each time)
 
     def answer(self, name: str):
@@ -140,9 +136,9 @@ class Checker:
         near = difflib.get_close_matches(name, visible, n=1, cutoff=0.8)
         raise NotAttempted(name, near[0] if near else None)
 
-    def uses_learner_names(self, source: str) -> bool:
+    def uses_learner_names(self, source: str, learner: set[str]) -> bool:
         try:
-            return bool(_names(_compile(source, "<cell>")) & self.learner)
+            return bool(_names(_compile(source, "<cell>")) & learner)
         except SyntaxError:
             return False
 
@@ -191,31 +187,36 @@ class Checker:
                 del self.ns[name], self.remote[name]
 
 
-def run_steps(
+def run_split(
     steps: list[Step],
     *,
     limits: Limits,
     sandbox: bool,
-    split: bool,
     cwd: Path | None = None,
     protect: list[Path] = (),
     temp_root: Path | None = None,
     budget=None,
     fresh_after_hidden: bool = False,
+    on_cell=None,
 ) -> RunReport:
-    """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`); with `split`, the test
-    cells in a `Checker` here, with `checks.answer` reading the learner's values from the kernel.
-    `budget`: the cgroup under which each start of the kernel gets its own (see `budgets`)."""
+    """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`), the test cells in a `Checker`
+    here, with `checks.answer` reading the learner's values from the kernel. `budget`: the cgroup under
+    which each start of the kernel gets its own (see `budgets`); `fresh_after_hidden`, `on_cell`: see `run_cells`."""
     from course_lib.checks import core  # here, not above: it imports torch, which only grading needs
 
-    kernel = Kernel(limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root, budget=budget)
-    if not split:
-        return kernel_steps.run_steps(steps, limits=limits, kernel=kernel)
+    kernel = SandboxedKernel(
+        limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root, budget=budget
+    )
     checker = Checker(Session(kernel))
     previous = core.set_answer_source(checker.answer)
     try:
-        return kernel_steps.run_steps(
-            steps, limits=limits, kernel=kernel, checker=checker, fresh_after_hidden=fresh_after_hidden
+        return run_cells(
+            steps,
+            limits=limits,
+            kernel=kernel,
+            checker=checker,
+            fresh_after_hidden=fresh_after_hidden,
+            on_cell=on_cell,
         )
     finally:
         core.set_answer_source(previous)

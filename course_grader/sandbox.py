@@ -1,6 +1,6 @@
 """Start a learner's kernel inside a bubblewrap sandbox (Linux).
 
-`Kernel(limits, sandbox=True).start()` runs `course_lib.runner.kernel` under `bwrap`:
+`SandboxedKernel(limits, sandbox=True).start()` runs `course_lib.runner.kernel` under `bwrap`:
 
 - new user, PID, network, IPC, UTS and cgroup namespaces; an unprivileged uid inside (and, when
   the grader runs as root, an unprivileged uid outside too: nobody), no capabilities, no nested
@@ -14,7 +14,7 @@
   started ends when the grader kills the sandbox;
 - limits set by the kernel before any learner code runs: processes, open files, file size,
   address space, CPU seconds;
-- a seccomp filter (see `budgets.seccomp_filter`): no sockets but Unix ones (no TCP or UDP, not even
+- a seccomp filter (see `seccomp.seccomp_filter`): no sockets but Unix ones (no TCP or UDP, not even
   on the loopback that bwrap brings up), no memfd_create, memfd_secret or shmget (memory that no RSS
   or address-space limit sees), no io_uring, userfaultfd, perf, bpf, ptrace, process_vm_*, keyrings,
   message queues, new namespaces or mounts;
@@ -24,7 +24,7 @@
 
 Everything else (the socket pair that is the kernel's only link to the grader, the output pipe
 that the grader reads, counts and caps, the time, output and memory limits) is the learner-side
-kernel's (`course_lib.runner.process.Kernel`), which this class extends. With `sandbox=False`
+kernel's (`course_lib.runner.process.KernelProcess`), which this class extends. With `sandbox=False`
 (`course grade --no-sandbox`) it is that kernel as it is: a plain child process, with the same
 limits except the process count and the seccomp filter (its cgroup, where there is one, too).
 """
@@ -45,7 +45,8 @@ import psutil
 from course_lib.runner import process
 from course_lib.runner.process import Limits, data_dir, kernel_env, package_dir
 
-from .budgets import STAGE_PREFIX, FolderLock, Group, locked_folder, seccomp_filter
+from .budgets import STAGE_PREFIX, FolderLock, Group, describe, locked_folder
+from .seccomp import seccomp_filter
 
 LIBRARY_ALLOWANCE_MB = 1024  # a kernel's cgroup before it is ready: Python, numpy and torch on top of the limit
 _STARTS = itertools.count(1)  # names each kernel start's cgroup in this process
@@ -78,7 +79,7 @@ def sandbox_status() -> tuple[bool, str]:
 
 
 def seccomp_usable() -> bool:
-    """Whether sandboxes here start with the seccomp filter (see `budgets.seccomp_filter`)."""
+    """Whether sandboxes here start with the seccomp filter (see `seccomp.seccomp_filter`)."""
     return seccomp_filter() is not None and _try_sandbox(seccomp=True)[0]
 
 
@@ -115,7 +116,9 @@ def _try_sandbox(seccomp: bool) -> tuple[bool, str]:
 # folders that an unprivileged user can reach (the Python install may sit in /root), drops to that user,
 # then runs bwrap. The learner's code then never runs with root's uid, even outside the user namespace,
 # so it cannot read root's files and the process limit applies to it.
-#   launcher UID GID N_PAIRS N_GROUPS [SRC DST]... [CGROUP_PROCS_FILE]... ARGV...   (UID -1: stay as is)
+# Without binds (no sandbox, `COURSE_GRADE_KERNEL_USER`) it only drops to that user, first giving it the
+# folder it starts in (the kernel's home), where a container's root may not mount anything.
+#   launcher UID GID N_PAIRS N_GROUPS OWN_CWD [SRC DST]... [CGROUP_PROCS_FILE]... ARGV...   (UID -1: stay as is)
 _LAUNCHER = r"""
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -123,19 +126,22 @@ def check(result, what):
     if result != 0:
         err = ctypes.get_errno()
         sys.exit(f"sandbox launcher: {what}: {os.strerror(err)}")
-uid, gid, n, m = (int(a) for a in sys.argv[1:5])
-pairs, groups, argv = sys.argv[5:5 + 2 * n], sys.argv[5 + 2 * n:5 + 2 * n + m], sys.argv[5 + 2 * n + m:]
+uid, gid, n, m, own = (int(a) for a in sys.argv[1:6])
+pairs, groups, argv = sys.argv[6:6 + 2 * n], sys.argv[6 + 2 * n:6 + 2 * n + m], sys.argv[6 + 2 * n + m:]
 for path in groups:
     try:
         with open(path, "w") as f:
             f.write(str(os.getpid()))
     except OSError as err:
         sys.exit(f"sandbox launcher: could not join the cgroup {path}: {err.strerror}")
-if uid >= 0:
+if uid >= 0 and pairs:
     check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
     check(libc.mount(b"none", b"/", None, (1 << 14) | (1 << 18), None), "make / private")
     for src, dst in zip(pairs[0::2], pairs[1::2]):
         check(libc.mount(src.encode(), dst.encode(), None, 4096 | (1 << 14), None), "bind " + src)
+if uid >= 0:
+    if own:
+        os.chown(".", uid, gid)
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
@@ -143,8 +149,11 @@ os.execv(argv[0], argv)
 """
 
 
-def launcher(uid: int, gid: int, pairs: list[str], group_files: list[str], argv: list[str]) -> list[str]:
-    """The command that runs `argv` after joining the cgroups (and, with uid >= 0, as that user with the binds)."""
+def launcher(
+    uid: int, gid: int, pairs: list[str], group_files: list[str], argv: list[str], own_cwd: bool = False
+) -> list[str]:
+    """The command that runs `argv` after joining the cgroups (and, with uid >= 0, as that user with the binds;
+    `own_cwd`: the folder it starts in becomes that user's)."""
     return [
         sys.executable,
         "-I",
@@ -155,20 +164,28 @@ def launcher(uid: int, gid: int, pairs: list[str], group_files: list[str], argv:
         str(gid),
         str(len(pairs) // 2),
         str(len(group_files)),
+        str(int(own_cwd)),
         *pairs,
         *group_files,
         *argv,
     ]
 
 
-def _unprivileged_ids() -> tuple[int, int]:
+def _unprivileged_ids(name: str = "nobody") -> tuple[int, int]:
     try:
         import pwd
 
-        entry = pwd.getpwnam("nobody")
+        entry = pwd.getpwnam(name)
         return entry.pw_uid, entry.pw_gid
     except (ImportError, KeyError):
         return 65534, 65534
+
+
+def plain_kernel_user() -> tuple[int, int] | None:
+    """Without the sandbox, the user a root grader runs the learner's kernel as: `COURSE_GRADE_KERNEL_USER`
+    (a Gradescope container, where bubblewrap cannot start), else None (the grader's own user)."""
+    name = os.environ.get("COURSE_GRADE_KERNEL_USER", "")
+    return _unprivileged_ids(name) if name and os.geteuid() == 0 else None
 
 
 def _python_roots() -> list[Path]:
@@ -354,8 +371,8 @@ def _pipe_with(data: bytes) -> int:
 # --- one kernel ---------------------------------------------------------------------------------------
 
 
-class Kernel(process.Kernel):
-    """One learner kernel, in the sandbox (`sandbox=True`) or not: see `course_lib.runner.process.Kernel`.
+class SandboxedKernel(process.KernelProcess):
+    """One learner kernel, in the sandbox (`sandbox=True`) or not: see `course_lib.runner.process.KernelProcess`.
 
     `protect` lists folders that must not be visible in the sandbox even if they sit inside one
     that is bound (the solutions, the submissions, the output folder). `cwd` (without the sandbox)
@@ -405,8 +422,9 @@ class Kernel(process.Kernel):
         self.group = self._new_group()
         files = self.group.procs_files() if self.group is not None else []
         if not self.sandbox:
-            if files:  # the plain kernel joins its cgroup too, through the launcher
-                inner = launcher(-1, -1, [], files, inner)
+            user = plain_kernel_user()
+            if files or user:  # the plain kernel joins its cgroup too (and drops to `user`), through the launcher
+                inner = launcher(*(user or (-1, -1)), [], files, inner, own_cwd=user is not None)
             return super()._popen(inner, config, keep_fds)
         # In the sandbox there is no GPU device file, so the CPU.
         env = kernel_env(home="/tmp", config=config, device="cpu")
@@ -469,3 +487,10 @@ class Kernel(process.Kernel):
             self.group.remove()
             self.group = None
         super()._cleanup()
+
+
+def doctor_lines() -> list[tuple[str, str]]:
+    """`course doctor`'s lines about grading: the sandbox, and each budget a sandbox gets here."""
+    ok, why = sandbox_status()
+    lines = [("grading sandbox", ("ok: " if ok else "NOT available: ") + why)]
+    return lines + describe(seccomp=ok and seccomp_usable())

@@ -44,7 +44,16 @@ from course_lib.runner.text import inert
 from .budgets import Group
 
 PRELOAD_ENV = "COURSE_GRADER_PRELOAD"  # modules the server imports once (see `preload`), comma-separated
-BASE_PRELOAD = ("numpy", "torch", "IPython.core.inputtransformer2", "course_lib.checks", "course_grader.grade")
+# torch's shape functions import sympy on their first call (torch.fx.experimental.symbolic_shapes): two
+# CPU-seconds that every checking process would pay again, were the server not to import it once.
+BASE_PRELOAD = (
+    "numpy",
+    "torch",
+    "torch.fx.experimental.symbolic_shapes",
+    "IPython.core.inputtransformer2",
+    "course_lib.checks",
+    "course_grader.grade",
+)
 CHECKER_ALLOWANCE_MB = 1024  # the checking process's memory on top of its budget: the teacher's references, decoding
 GRADER_OOM_SCORE = -500  # the batch and its server: the OOM killer picks a learner's kernel long before them
 CHECKER_OOM_SCORE = 300  # a checking process (its kernels raise theirs to the maximum, see `kernel.set_limits`)
@@ -224,10 +233,13 @@ def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: in
     if job is not None and job.folders:
         memory = (memory_mb + CHECKER_ALLOWANCE_MB) * 2**20 if memory_mb else None
         checker = job.child("checker", memory_bytes=memory, only=("memory", "cpu"))
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()  # (a new one, if the last one ended): the process knows which server is its parent
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(
         target=_work,
-        args=(send, target, task.args, job, checker, memory_mb, task.deadline_s),
+        args=(send, target, task.args, job, checker, memory_mb, task.deadline_s, _server_pid()),
         name=f"course-grade-{task.key}",
         daemon=False,
     )
@@ -341,10 +353,17 @@ def _end_family(r: _Running) -> None:
 
 
 def _work(
-    conn, target: Callable, args: tuple, job: Group | None, checker: Group | None, memory_mb: int | None, cpu_s: float
+    conn,
+    target: Callable,
+    args: tuple,
+    job: Group | None,
+    checker: Group | None,
+    memory_mb: int | None,
+    cpu_s: float,
+    server: int | None,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's: it ends this process when it must
-    _die_with_parent()
+    _die_with_parent(server)
     try:  # the server's low score is not for this process: it goes before the batch when memory runs out
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write(str(CHECKER_OOM_SCORE))
@@ -363,14 +382,14 @@ def _work(
         conn.close()
 
 
-def _die_with_parent() -> None:
-    """SIGKILL when the server that forked this process ends (it ends with the batch)."""
-    parent = os.getppid()
+def _die_with_parent(server: int | None) -> None:
+    """SIGKILL when the server that forked this process ends (it ends with the batch); at once if it has
+    ended already (this process's parent is then another one: init, or a subreaper)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if os.getppid() != parent:  # it ended before the call
+    if server is not None and os.getppid() != server:
         os._exit(1)
 
 

@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 
 from course_lib._validate import check_int
-from course_lib.positional import rotary_angles
+from course_lib.positional import RopeScaling, rope_frequencies, rotary_angles
 
 __all__ = [
     "softmax",
@@ -41,6 +41,8 @@ __all__ = [
     "MultiHeadAttention",
     "repeat_kv_heads",
     "tiled_attention",
+    "quantize_int8",
+    "dequantize_int8",
 ]
 
 
@@ -216,12 +218,26 @@ class KVCache:
     attention sees a window of W positions needs the last W - 1). ``seen`` counts every position
     ever appended: with rotary positions, the next token's position (the cache's length stops
     growing at max_len, the positions do not).
+
+    ``sinks`` (rolling caches only; StreamingLLM, Xiao et al. 2023): the first ``sinks`` positions
+    are never evicted; the cache keeps them and the last ``max_len - sinks``. A model trained with
+    full attention leans on the first tokens of every sequence (they collect attention that has
+    nowhere better to go) and degrades once they are evicted. With sinks, the keys are stored
+    *before* rotation and rotated by their place in the cache (`MultiHeadAttention` does it), so
+    no offset exceeds the window, as in the paper.
     """
 
-    def __init__(self, max_len: int | None = None) -> None:
+    def __init__(self, max_len: int | None = None, sinks: int = 0) -> None:
         if max_len is not None:
             check_int("max_len", max_len, minimum=0, what="the number of positions a rolling cache keeps")
+        check_int("sinks", sinks, minimum=0, what="the number of first positions a rolling cache never evicts")
+        if sinks and (max_len is None or sinks >= max_len):
+            raise ValueError(
+                f"sinks are kept by a rolling cache beside its recent positions, so 0 < sinks < max_len; "
+                f"got sinks={sinks} and max_len={max_len}"
+            )
         self.max_len = max_len  # None: keep everything; else keep the last max_len positions
+        self.sinks = sinks  # the first positions, kept for ever (0: none)
         self.k: torch.Tensor | None = None  # (B, n_kv_heads, T_cached, head_dim)
         self.v: torch.Tensor | None = None  # (B, n_kv_heads, T_cached, head_dim)
         self.seen = 0  # positions appended so far (the absolute position of the next one)
@@ -246,7 +262,11 @@ class KVCache:
             all_v = torch.cat([self.v, v], dim=-2)
         self.seen += k.shape[-2]
         drop = 0 if self.max_len is None else max(0, all_k.shape[-2] - self.max_len)  # the oldest positions
-        self.k, self.v = all_k[..., drop:, :], all_v[..., drop:, :]  # (B, n_kv_heads, <= max_len, head_dim)
+        if drop and self.sinks:  # keep the sinks, drop the oldest of the others
+            keep = torch.cat([torch.arange(self.sinks), torch.arange(self.sinks + drop, all_k.shape[-2])])
+            self.k, self.v = all_k[..., keep.to(all_k.device), :], all_v[..., keep.to(all_v.device), :]
+        else:
+            self.k, self.v = all_k[..., drop:, :], all_v[..., drop:, :]  # (B, n_kv_heads, <= max_len, head_dim)
         return all_k, all_v
 
     def nbytes(self) -> int:
@@ -259,6 +279,7 @@ class KVCache:
 
     def __repr__(self) -> str:
         roll = "" if self.max_len is None else f", max_len={self.max_len}"
+        roll += f", sinks={self.sinks}" if self.sinks else ""
         return f"KVCache(cached={len(self)}{roll})"
 
 
@@ -293,7 +314,15 @@ class MultiHeadAttention(nn.Module):
     ``rope_base`` (default None; lesson 12): rotary positions (`positional.apply_rotary`) applied to
     the queries and keys of self-attention inside the module, after their projections and before the
     scores; the values are left alone. Positions count from 0, or from ``cache.seen`` with a cache,
-    so a key is stored already rotated to its own position.
+    so a key is stored already rotated to its own position (with a cache that keeps attention sinks,
+    keys are stored unrotated and turned by their place in the cache, see `KVCache`).
+    ``rope_scaling`` (a `positional.RopeScaling`) stretches the rotary frequencies to run past the
+    training length.
+
+    ``qk_norm`` (default False; lesson 12): an RMSNorm with its own gain over each head's queries and
+    keys (``q_norm``, ``k_norm``, width head_dim), before the rotation, as in Qwen3 and Gemma 3 (OLMo 2
+    normalises the whole projection instead). The scores can no longer grow by the queries' and
+    keys' lengths, which keeps training stable at high learning rates.
 
     ``forward(x, context=None, mask=None, *, cache=None)``: x ``(B, T, d_model)`` supplies the
     queries; ``context`` ``(B, T_ctx, d_model)`` supplies keys and values (defaults to ``x``:
@@ -334,6 +363,10 @@ class MultiHeadAttention(nn.Module):
         keep_weights: bool = True,
         n_kv_heads: int | None = None,
         rope_base: float | None = None,
+        *,
+        rope_scaling: RopeScaling | None = None,
+        qk_norm: bool = False,
+        norm_eps: float = 1e-5,
     ):
         super().__init__()
         if d_model < 1 or n_heads < 1 or d_model % n_heads != 0:
@@ -357,6 +390,16 @@ class MultiHeadAttention(nn.Module):
         self.n_kv_heads = n_kv_heads  # number of key/value heads (n_heads: plain multi-head attention)
         self.head_dim = d_model // n_heads  # width of one head's queries, keys and values
         self.rope_base = rope_base  # None: no rotary positions; else RoPE's base (10000 in most models)
+        if rope_scaling is not None and rope_base is None:
+            raise ValueError("rope_scaling stretches rotary positions: give rope_base too")
+        if rope_scaling is not None and not isinstance(rope_scaling, RopeScaling):
+            raise TypeError(f"rope_scaling must be a positional.RopeScaling or None, got {type(rope_scaling).__name__}")
+        self.rope_scaling = rope_scaling  # None: RoPE's own frequencies
+        if not isinstance(qk_norm, bool):
+            raise TypeError(f"qk_norm must be True or False, got {qk_norm!r}")
+        # QK-norm: one RMSNorm gain of head_dim shared by the heads (torch's built-in module, as in Qwen3).
+        self.q_norm = nn.RMSNorm(self.head_dim, eps=norm_eps) if qk_norm else None
+        self.k_norm = nn.RMSNorm(self.head_dim, eps=norm_eps) if qk_norm else None
         kv_dim = n_kv_heads * self.head_dim  # width of all key (or value) heads together
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, kv_dim, bias=bias)
@@ -442,11 +485,20 @@ class MultiHeadAttention(nn.Module):
                 k, v = context_kv  # (B, n_heads, T_ctx, head_dim) each, projected once for the whole decoding
             else:
                 k, v = self.context_keys_values(source)  # (B, n_heads, T_ctx, head_dim) each
-        if self.rope_base is not None and context is None:  # rotary: turn q and k by their positions
+        if self.q_norm is not None:  # QK-norm: every head's queries and keys to a root mean square of 1, times a gain
+            q, k = self.q_norm(q), self.k_norm(k)  # (B, heads, T, head_dim)
+        if self.rope_base is not None and context is None and cache is not None and cache.sinks:
+            # Attention sinks: keys are cached unrotated and turned by their place in the cache, so the
+            # sinks sit just before the recent keys and no offset exceeds the window (StreamingLLM).
+            k, v = cache.append(k, v)  # (B, n_kv_heads, T_cached + T, head_dim)
+            q, k = self._rotate(q, k.shape[-2] - T), self._rotate(k, 0)
+        elif self.rope_base is not None and context is None:  # rotary: turn q and k by their positions
             start = 0 if cache is None else cache.seen
             q, k = self._rotate(q, start), self._rotate(k, start)  # = apply_rotary(q, positions start..start+T-1)
-        if cache is not None:
+        if cache is not None and not cache.sinks:
             k, v = cache.append(k, v)  # (B, n_kv_heads, T_cached + T, head_dim): past keys are reused, not recomputed
+        elif cache is not None and self.rope_base is None:
+            raise ValueError("a cache with attention sinks repositions rotary keys: it needs rope_base")
         group = self.n_heads // self.n_kv_heads
         k, v = repeat_kv_heads(k, group), repeat_kv_heads(v, group)  # (B, n_heads, T_ctx, head_dim)
         mask = self._mask_for_heads(mask, B, T, k.shape[-2])
@@ -497,13 +549,24 @@ class MultiHeadAttention(nn.Module):
 
     def _rotate(self, t: torch.Tensor, start: int) -> torch.Tensor:
         """`positional.apply_rotary` of t ``(B, heads, T, head_dim)`` at positions start, start + 1, ...,
-        with its cos/sin table computed once (float64, as apply_rotary) and kept, not at every call."""
+        with its cos/sin table computed once (float64, as apply_rotary) and kept, not at every call.
+        With ``rope_scaling`` the frequencies are stretched, and YaRN's attention factor multiplies
+        the table (so q and k are each scaled by it)."""
         end = start + t.shape[-2]
         table = getattr(self, "_rope_table", None)
-        if table is None or table[0].shape[0] < end or table[0].device != t.device or table[0].dtype != t.dtype:
+        key = (self.rope_base, self.rope_scaling)  # a changed base or scaling rebuilds the table
+        if (
+            table is None
+            or table[0].shape[0] < end
+            or table[0].device != t.device
+            or table[0].dtype != t.dtype
+            or table[2] != key
+        ):
             size = max(64, 1 << (end - 1).bit_length())  # room to grow: a power of two >= end
-            angles = rotary_angles(torch.arange(size, device=t.device), self.head_dim, self.rope_base)  # (size, hd/2)
-            table = (torch.cos(angles).to(t.dtype), torch.sin(angles).to(t.dtype))
+            positions = torch.arange(size, device=t.device)
+            angles = rotary_angles(positions, self.head_dim, self.rope_base, self.rope_scaling)  # (size, hd/2)
+            factor = rope_frequencies(self.head_dim, self.rope_base, self.rope_scaling)[1]
+            table = ((factor * torch.cos(angles)).to(t.dtype), (factor * torch.sin(angles)).to(t.dtype), key)
             self._rope_table = table  # a cache, not state: rebuilt whenever it is too short or elsewhere
         cos, sin = table[0][start:end], table[1][start:end]  # (T, head_dim/2)
         t0, t1 = t[..., 0::2], t[..., 1::2]  # (B, heads, T, head_dim/2): the pairs (2i, 2i+1)
@@ -541,6 +604,8 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         extra = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else ""
         extra += f", rope_base={self.rope_base}" if self.rope_base is not None else ""
+        extra += f", rope_scaling={self.rope_scaling}" if self.rope_scaling is not None else ""
+        extra += ", qk_norm=True" if self.q_norm is not None else ""
         return (
             f"d_model={self.d_model}, n_heads={self.n_heads}, head_dim={self.head_dim}, "
             f"keep_weights={self.keep_weights}{extra}"
@@ -557,7 +622,19 @@ class MultiHeadAttention(nn.Module):
 # block of keys arrives with a larger maximum m_new, everything so far was computed against m_old:
 # multiplying l and acc by exp(m_old - m_new) puts them on the new scale. After the last block,
 # acc / l is exactly softmax(s)·v: nothing is approximated, and no (T_q, T_k) matrix ever exists,
-# only (T_q, block_size) pieces. FlashAttention is this loop written as one GPU kernel.
+# only (query block, key block) tiles.
+#
+# FlashAttention is this double loop written as one GPU kernel: the outer loop over blocks of
+# queries, the inner one over blocks of keys. Tiling the queries is what lets a causal mask save
+# work: a key block that starts after a query block's last position is in the future of every
+# query in it, so it is never computed (about half the tiles at long T). And, as FlashAttention
+# does, m, l and acc stay in float32 when the inputs are float16 or bfloat16: a running sum
+# rounded to 8 bits of mantissa at every block would lose the accuracy the exact algorithm promises.
+
+
+def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float32 for half-precision inputs (FlashAttention's rule), else the inputs' own dtype."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def tiled_attention(
@@ -567,25 +644,40 @@ def tiled_attention(
     mask: torch.Tensor | None = None,
     causal: bool = False,
     block_size: int = 128,
+    *,
+    query_block_size: int | None = None,
 ) -> torch.Tensor:
-    """softmax(q kᵀ / √d_k) v computed over blocks of ``block_size`` keys with an online softmax.
+    """softmax(q kᵀ / √d_k) v computed tile by tile with an online softmax.
 
     q ``(..., T_q, d_k)``, k ``(..., T_k, d_k)``, v ``(..., T_k, d_v)``, as in
     `scaled_dot_product_attention`, whose output ``(..., T_q, d_v)`` it returns (and not the
-    weights: never holding them is the point). ``mask``: boolean (True = may attend) or additive
-    float, broadcastable to ``(..., T_q, T_k)``. ``causal=True``: the queries are the LAST T_q of
-    the T_k positions (as with a KV cache; T_q = T_k is the usual causal mask), so query i may
-    attend to key j when j <= i + T_k - T_q; key blocks wholly in a query block's future are skipped.
-    A query with no key allowed gets an output of zero, as in the rest of the module.
+    weights: never holding them is the point). The queries are taken ``query_block_size`` at a time
+    (default ``block_size``), the keys ``block_size`` at a time. ``mask``: boolean (True = may
+    attend) or additive float, broadcastable to ``(..., T_q, T_k)``.
 
-    Memory: the largest intermediate is ``(..., T_q, block_size)``, not ``(..., T_q, T_k)``. That
-    holds for the forward pass; autograd still saves every block's weights for the backward pass
-    (FlashAttention writes its own backward, which recomputes them instead).
+    ``causal=True`` aligns the mask **bottom-right**: the queries are the LAST T_q of the T_k
+    positions, as when T_q new tokens follow T_k - T_q cached ones, so query i may attend to key j
+    when j <= i + T_k - T_q (with T_q = T_k, the usual causal mask). PyTorch's
+    ``F.scaled_dot_product_attention(..., is_causal=True)`` aligns it top-left instead (j <= i), which
+    differs whenever T_q != T_k. Key blocks wholly in the future of a query block are skipped, not
+    computed and masked. A query with no key allowed gets an output of zero, as in the rest of the
+    module.
+
+    Precision: with float16 or bfloat16 inputs, the scores, the running maximum and sum and the
+    accumulator are float32 (as in FlashAttention); the result is cast back to the inputs' dtype.
+
+    Memory: the largest intermediate is one ``(..., query block, key block)`` tile, never
+    ``(..., T_q, T_k)``. That holds for the forward pass; autograd still saves every tile's weights
+    for the backward pass (FlashAttention writes its own backward, which recomputes them instead).
     """
     _check_tensor("q", q, "(..., T_q, d_k)")
     _check_tensor("k", k, "(..., T_k, d_k)")
     _check_tensor("v", v, "(..., T_k, d_v)")
     check_int("block_size", block_size, what="the number of keys per block")
+    q_block = block_size if query_block_size is None else query_block_size
+    check_int("query_block_size", q_block, what="the number of queries per block")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     T_q, T_k = q.shape[-2], k.shape[-2]
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(
@@ -594,34 +686,82 @@ def tiled_attention(
         )
     if causal and T_q > T_k:
         raise ValueError(
-            f"causal=True takes the queries to be the last T_q of the T_k positions, so T_q <= T_k; "
-            f"got T_q={T_q} and T_k={T_k}"
+            f"causal=True takes the queries to be the last T_q of the T_k positions (bottom-right "
+            f"alignment), so T_q <= T_k; got T_q={T_q} and T_k={T_k}"
         )
-    if mask is not None and mask.shape[-1] not in (1, T_k):
-        raise ValueError(f"mask's last axis must be the T_k={T_k} keys (or 1), got mask shape {tuple(mask.shape)}")
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.ndim < 2:
+            got = f"shape {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise ValueError(f"mask must be a tensor broadcastable to (..., T_q, T_k) = (..., {T_q}, {T_k}), got {got}")
+        if mask.shape[-1] not in (1, T_k) or mask.shape[-2] not in (1, T_q):
+            raise ValueError(
+                f"mask's last two axes must be the T_q={T_q} queries and the T_k={T_k} keys (or 1), "
+                f"got mask shape {tuple(mask.shape)}"
+            )
+    acc_dtype = _accumulation_dtype(q.dtype)
     scale = 1.0 / math.sqrt(q.shape[-1])
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    m = q.new_full((*lead, T_q, 1), float("-inf"))  # running maximum of each query's scores
-    l = q.new_zeros((*lead, T_q, 1))  # running sum of exp(score - m)  # noqa: E741
-    acc = q.new_zeros((*lead, T_q, v.shape[-1]))  # running sum of exp(score - m) · v
-    rows = torch.arange(T_q, device=q.device)[:, None] + (T_k - T_q)  # (T_q, 1): each query's position
-    for start in range(0, T_k, block_size):
-        if causal and start > rows[-1, 0]:
-            break  # every later key is in every query's future
-        end = min(start + block_size, T_k)
-        s = (q @ k[..., start:end, :].transpose(-2, -1)) * scale  # (..., T_q, Bk): one block of scores
-        if mask is not None:
-            block_mask = mask[..., start:end] if mask.shape[-1] == T_k else mask
-            s = s.masked_fill(~block_mask, float("-inf")) if block_mask.dtype == torch.bool else s + block_mask
-        if causal:
-            cols = torch.arange(start, end, device=q.device)[None, :]  # (1, Bk): the keys' positions
-            s = s.masked_fill(cols > rows, float("-inf"))  # (..., T_q, Bk)
-        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., T_q, 1)
-        m_safe = m_new.masked_fill(torch.isneginf(m_new), 0.0)  # a row with nothing allowed yet: no inf - inf
-        p = torch.exp(s - m_safe)  # (..., T_q, Bk), 0 where masked
-        rescale = torch.exp(m - m_safe)  # (..., T_q, 1): exp(m_old - m_new), puts the old sums on the new scale
-        l = l * rescale + p.sum(dim=-1, keepdim=True)  # noqa: E741
-        acc = acc * rescale + p @ v[..., start:end, :]  # (..., T_q, d_v)
-        m = m_new
-    empty = l == 0  # (..., T_q, 1): queries that could attend to nothing
-    return torch.where(empty, 0.0, acc / l.masked_fill(empty, 1.0))  # (..., T_q, d_v)
+    offset = T_k - T_q  # bottom-right alignment: query i sits at position i + offset
+    outputs = []
+    for q_start in range(0, T_q, q_block):
+        q_end = min(q_start + q_block, T_q)
+        q_blk = q[..., q_start:q_end, :].to(acc_dtype)  # (..., Bq, d_k)
+        rows = torch.arange(q_start, q_end, device=q.device)[:, None] + offset  # (Bq, 1): the queries' positions
+        m = q_blk.new_full((*lead, q_end - q_start, 1), float("-inf"))  # running maximum of each query's scores
+        l = q_blk.new_zeros((*lead, q_end - q_start, 1))  # running sum of exp(score - m)  # noqa: E741
+        acc = q_blk.new_zeros((*lead, q_end - q_start, v.shape[-1]))  # running sum of exp(score - m) · v
+        for start in range(0, T_k, block_size):
+            if causal and start > q_end - 1 + offset:
+                break  # this key block and every later one lie in the future of the whole query block
+            end = min(start + block_size, T_k)
+            k_blk, v_blk = k[..., start:end, :].to(acc_dtype), v[..., start:end, :].to(acc_dtype)  # (..., Bk, d)
+            s = (q_blk @ k_blk.transpose(-2, -1)) * scale  # (..., Bq, Bk): one tile of scores
+            if mask is not None:
+                tile = mask[..., q_start:q_end, :] if mask.shape[-2] == T_q else mask
+                tile = tile[..., start:end] if mask.shape[-1] == T_k else tile
+                s = s.masked_fill(~tile, float("-inf")) if tile.dtype == torch.bool else s + tile.to(acc_dtype)
+            if causal and end - 1 > q_start + offset:  # only tiles that cross the diagonal need the mask
+                cols = torch.arange(start, end, device=q.device)[None, :]  # (1, Bk): the keys' positions
+                s = s.masked_fill(cols > rows, float("-inf"))  # (..., Bq, Bk)
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., Bq, 1)
+            m_safe = m_new.masked_fill(torch.isneginf(m_new), 0.0)  # a row with nothing allowed yet: no inf - inf
+            p = torch.exp(s - m_safe)  # (..., Bq, Bk), 0 where masked
+            rescale = torch.exp(m - m_safe)  # (..., Bq, 1): exp(m_old - m_new), puts the old sums on the new scale
+            l = l * rescale + p.sum(dim=-1, keepdim=True)  # noqa: E741
+            acc = acc * rescale + p @ v_blk  # (..., Bq, d_v)
+            m = m_new
+        empty = l == 0  # (..., Bq, 1): queries that could attend to nothing
+        outputs.append(torch.where(empty, 0.0, acc / l.masked_fill(empty, 1.0)))  # (..., Bq, d_v)
+    return torch.cat(outputs, dim=-2).to(q.dtype)  # (..., T_q, d_v)
+
+
+# ================================================================================================
+# A KV cache in 8 bits (lesson 12)
+# ================================================================================================
+#
+# A cached key or value is read at every later step, so its size, not the arithmetic, limits long
+# contexts and large batches. Stored as int8 with one float scale per group (symmetric: the
+# largest |x| of a group maps to 127), it takes a quarter of float32's bytes and half of bf16's.
+# Which groups matters: keys have a few channels with large values in every token (outlier
+# channels), so they get one scale per channel, shared by the tokens; values have no such
+# channels and get one scale per token, shared by its channels (KIVI, Liu et al. 2024).
+
+
+def quantize_int8(t: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 quantisation of ``t`` with one scale per slice along ``dim``: the entries that
+    share a scale are those along ``dim``. Returns ``(q, scale)``: q int8 shaped like t, and scale
+    (float32, size 1 along ``dim``) such that ``q * scale`` approximates t, with |error| <= scale / 2.
+
+    Keys ``(B, heads, T, head_dim)``: ``dim=-2``, one scale per channel (shared by the tokens);
+    values: ``dim=-1``, one scale per token (shared by the channels)."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        raise TypeError(f"quantize_int8 expects a floating-point tensor, got {type(t).__name__}")
+    scale = t.detach().abs().amax(dim=dim, keepdim=True).float() / 127.0  # (..., 1 along dim, ...)
+    scale = scale.masked_fill(scale == 0, 1.0)  # an all-zero slice: any scale gives zeros
+    q = torch.round(t.float() / scale).clamp(-127, 127).to(torch.int8)  # same shape as t
+    return q, scale
+
+
+def dequantize_int8(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The floats that `quantize_int8` stored: ``q * scale`` in ``dtype``."""
+    return (q.float() * scale).to(dtype)

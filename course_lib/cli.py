@@ -3,12 +3,14 @@
     course lab        start JupyterLab on the welcome lesson
     course doctor     report Python, torch, numpy, the device the course will use, and widget support
     course check NB   run your exercise notebook and show which exercises pass
+    course progress   every exercise set at once: what passes, points, the last check (--json)
     course colab      write the Colab setup cell into every notebook (--repository URL: where Colab installs from)
 
 and the teacher's commands, from the grader (`course_grader`, a second package installed by teachers):
-build, new, seal, roster, unpack, grade, mark, deadline, adjust, export, report. The grader registers them
-through the entry point group `course_lib.commands` (a function that adds its subparsers, each with a
-`func` default); without it each of them prints one line saying how to install it.
+build, new, seal, roster, unpack, grade, merge, gradescope, mark, deadline, adjust, export, report. The grader
+registers them through the entry point group `course_lib.commands` (a function that adds its subparsers, each
+with a `func` default); without the grader, `course --help` and any command but a learner's say how to
+install it.
 """
 
 from __future__ import annotations
@@ -24,24 +26,12 @@ REPO = Path(__file__).resolve().parents[1]
 LABCONFIG = Path(__file__).resolve().parent / "labconfig"  # JupyterLab settings for `course lab` (see its README)
 COMMANDS_GROUP = "course_lib.commands"  # where the grader's package names its `register(subparsers)`
 DOCTOR_GROUP = "course_lib.doctor"  # functions that return more (name, state) lines for `course doctor`
-TEACHER_COMMANDS = {  # the grader's commands, and what `course --help` says of them when it is not installed
-    "build": "write exercises/ from solutions/",
-    "new": "start a new exercise set from a template",
-    "seal": "write a checks module's seals from the values of its hand-worked answers",
-    "grade": "grade a folder of submissions into the gradebook",
-    "deadline": "set an assignment's deadline and late penalty",
-    "adjust": "add points to (or take them from) one student's assignment",
-    "export": "rewrite grades.csv, grades.json and feedback/ from the gradebook",
-    "report": "per-exercise pass rates and the most common hints",
-    "unpack": "unpack an LMS download (Canvas, Moodle) into SUBMISSIONS/<student_id>/",
-    "roster": "keep the class list in the gradebook: import an LMS export, drop a student",
-    "mark": "mark written answers in your browser: one question, the whole class",
-}
 INSTALL_GRADER = (
-    "`course {command}` is a teacher's command and comes with the grader, which {state}: "
+    "the teacher's commands (build, grade, mark, ...) come with the grader, which {state}: "
     "run `make install` in the course's folder, or `pip install -e ./course_grader` there "
     "(see docs/teaching.md)"
 )
+LEARNER_COMMANDS = ("lab", "doctor", "check", "colab")
 
 
 def _widgets_status() -> tuple[bool, str]:
@@ -154,6 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_check.set_defaults(func=check_cmd)
 
+    p_progress = sub.add_parser(
+        "progress", help="every exercise set in one table: which exercises pass, points, the last check"
+    )
+    p_progress.add_argument(
+        "folder", type=Path, nargs="?", default=None, help="your exercise notebooks (default: exercises/)"
+    )
+    p_progress.add_argument("--json", action="store_true", help="print the table as JSON")
+    p_progress.add_argument("--jobs", type=int, default=2, help="sets checked at the same time (default 2)")
+    p_progress.set_defaults(func=progress_cmd)
+
     p_colab = sub.add_parser(
         "colab", help="write the Colab setup cell (first code cell) into every lesson and solution notebook"
     )
@@ -164,11 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_colab.set_defaults(func=colab_cmd)
 
-    added, state = _grader_commands(sub)
-    for command, text in TEACHER_COMMANDS.items():
-        if command not in added:  # no grader: the command is listed, and says how to get it
-            missing = sub.add_parser(command, help=f"{text} (needs the grader)", add_help=False)
-            missing.set_defaults(func=None, missing=INSTALL_GRADER.format(command=command, state=state))
+    added, state = _grader_commands(sub)  # the teacher's commands, as the grader's entry point names them
+    if not added:
+        parser.epilog = INSTALL_GRADER.format(state=state)
     return parser
 
 
@@ -186,21 +184,38 @@ def _grader_commands(sub) -> tuple[set[str], str]:
 
 def check_cmd(args: argparse.Namespace) -> int:
     """`course check NB`: see course_lib.runner.check."""
-    from course_lib.feedback import print_table
     from course_lib.runner.check import check_notebook
+    from course_lib.runner.feedback import print_table
     from course_lib.runner.notebook import NotebookError
     from course_lib.runner.process import Limits
 
     limits = None  # the set's own budgets
     if args.timeout is not None:
         limits = Limits(cell_cpu_s=args.timeout, total_cpu_s=max(600, 20 * args.timeout), memory_mb=0)
-    skipped = []
     try:
-        rows = check_notebook(args.notebook, limits, skipped=skipped)
+        checked = check_notebook(args.notebook, limits)
     except NotebookError as err:
         print(f"ERROR: {err}")
         return 2
-    return print_table(args.notebook, rows, skipped)
+    return print_table(args.notebook, checked.rows, checked.skipped, checked.notes)
+
+
+def progress_cmd(args: argparse.Namespace) -> int:
+    """`course progress [FOLDER] [--json]`: see course_lib.progress."""
+    from course_lib import progress
+    from course_lib.runner.notebook import NotebookError
+
+    folder = args.folder or progress.default_folder(REPO)
+    try:
+        sets = progress.progress(folder, jobs=args.jobs, bar=not args.json or sys.stderr.isatty())
+    except NotebookError as err:
+        print(f"ERROR: {err}")
+        return 2
+    if args.json:
+        print(progress.as_json(folder, sets))
+    else:
+        progress.print_progress(folder, sets)
+    return 0
 
 
 def colab_cmd(args: argparse.Namespace) -> int:
@@ -216,12 +231,14 @@ def colab_cmd(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    words = [a for a in argv if not a.startswith("-")]
+    if parser.epilog and words and words[0] not in LEARNER_COMMANDS:  # no grader: a teacher's command, say how
+        print(f"`course {words[0]}`: not a learner's command; {parser.epilog}", file=sys.stderr)
+        return 2
     args, extra = parser.parse_known_args(argv)
     if args.command == "lab":  # everything we do not know is for jupyter lab (--port, --no-browser, ...)
         return lab(extra, teacher=args.teacher)
-    if getattr(args, "missing", None):  # a teacher's command without the grader: whatever its arguments
-        print(args.missing, file=sys.stderr)
-        return 2
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args.func(args)

@@ -328,14 +328,16 @@ class DecoderBlock(_Block):
 
 
 class ModernBlock(nn.Module):
-    """The block of Llama, Mistral and Qwen (Hugging Face's ``LlamaDecoderLayer``), lesson 12.
+    """The block of Llama 2 and 3 and Mistral (Hugging Face's ``LlamaDecoderLayer``), lesson 12.
 
-    ``ModernBlock(d_model, n_heads, n_kv_heads=None, d_ff=None, *, rope_base=10000.0, norm_eps=1e-5)``.
-    Pre-norm like GPT's block, with four changes: RMSNorm instead of LayerNorm, a `SwiGLU`
-    feed-forward network (``d_ff`` defaults to 8/3 · d_model rounded up to a multiple of 8), rotary
-    positions applied to q and k inside the attention (no position table anywhere), and no biases
-    at all; the attention may share key/value heads (``n_kv_heads``). Always torch's fused attention
-    kernel. Submodules named as in the course's other blocks: ``norm1``, ``self_attn``, ``norm2``, ``ff``.
+    ``ModernBlock(d_model, n_heads, n_kv_heads=None, d_ff=None, *, rope_base=10000.0, norm_eps=1e-5,
+    rope_scaling=None, qk_norm=False)``. Pre-norm like GPT's block, with four changes: RMSNorm instead
+    of LayerNorm, a `SwiGLU` feed-forward network (``d_ff`` defaults to 8/3 · d_model rounded up to a
+    multiple of 8), rotary positions applied to q and k inside the attention (no position table
+    anywhere), and no biases (Qwen 2 keeps biases on q, k and v; Qwen3 drops them and adds QK-norm,
+    ``qk_norm=True`` here); the attention may share key/value heads (``n_kv_heads``). Always torch's
+    fused attention kernel. Submodules named as in the course's other blocks: ``norm1``,
+    ``self_attn``, ``norm2``, ``ff``.
 
     ``forward(x, mask=None, *, cache=None)``: x ``(B, T, d_model)``; mask (True = may attend), e.g.
     ``causal_mask(T)`` or ``sliding_window_mask(T, W)``; cache an ``attention.KVCache``. Returns
@@ -351,13 +353,23 @@ class ModernBlock(nn.Module):
         *,
         rope_base: float = 10000.0,
         norm_eps: float = 1e-5,
+        rope_scaling=None,
+        qk_norm: bool = False,
     ):
         super().__init__()
         self.d_model = d_model  # width of the residual stream, C
         d_ff = swiglu_hidden(d_model) if d_ff is None else d_ff
         self.norm1 = RMSNorm(d_model, eps=norm_eps, fused=True)
         self.self_attn = MultiHeadAttention(
-            d_model, n_heads, bias=False, keep_weights=False, n_kv_heads=n_kv_heads, rope_base=rope_base
+            d_model,
+            n_heads,
+            bias=False,
+            keep_weights=False,
+            n_kv_heads=n_kv_heads,
+            rope_base=rope_base,
+            rope_scaling=rope_scaling,
+            qk_norm=qk_norm,
+            norm_eps=norm_eps,
         )
         self.norm2 = RMSNorm(d_model, eps=norm_eps, fused=True)
         self.ff = SwiGLU(d_model, d_ff)
@@ -370,7 +382,8 @@ class ModernBlock(nn.Module):
 
 def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
     """The SwiGLU hidden width with the weights of a 4·d_model MLP: 8/3 · d_model rounded up to a
-    multiple of ``multiple_of`` (Llama rounds to 256 at its sizes; 8 suits the course's)."""
+    multiple of ``multiple_of`` (Llama 2 rounds to 256: 11,008 at d_model = 4,096; 8 suits the
+    course's sizes). Llama 3 8B and Mistral 7B chose a wider 14,336 = 3.5 · d_model instead."""
     d = int(8 * d_model / 3)
     return multiple_of * ((d + multiple_of - 1) // multiple_of)
 

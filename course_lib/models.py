@@ -694,7 +694,8 @@ def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
 # The modern decoder (lesson 12)
 # ================================================================================================
 #
-# GPT's layout with the block that Llama, Mistral and Qwen use:
+# GPT's layout with the block of Llama 2 and 3 and Mistral (Qwen 2 adds q/k/v biases; Qwen3 and Gemma 3
+# QK-norm, `qk_norm=True` here):
 #
 #     idx (B, T) token ids
 #       -> token embedding (no position table: positions enter inside attention)   (B, T, C)
@@ -706,7 +707,8 @@ def copy_builtin_gpt_weights(ours: GPT, ref: BuiltinGPT) -> GPT:
 # Every token attends to at most `span` = window (or block_size) positions, itself included. The
 # scores depend on offsets only, so the model runs on sequences of any length: a sequence longer
 # than the span is read with a sliding window, and a KV cache can roll (keep the last span - 1
-# keys) instead of being rebuilt when generation passes block_size.
+# keys) instead of being rebuilt when generation passes block_size. Reading further back with the
+# whole past needs block_size raised, and rope_scaling to keep the offsets in the trained range.
 
 
 @dataclass
@@ -726,12 +728,16 @@ class ModernGPTConfig:
     norm_eps: float = 1e-5  # added inside every RMSNorm's square root
     tie_weights: bool = True  # one (V, C) matrix for the token embedding and the de-embedding
     dropout: float = 0.0  # not used (the model has no dropout); here so the shared config checks apply
+    rope_scaling: positional.RopeScaling | None = None  # stretched rotary frequencies (None: RoPE's own)
+    qk_norm: bool = False  # RMSNorm on each head's queries and keys (Qwen3, Gemma 3)
 
     def __post_init__(self):
+        if isinstance(self.rope_scaling, dict):  # as a saved checkpoint's config holds it
+            self.rope_scaling = positional.RopeScaling(**self.rope_scaling)
         sizes = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "n_embd")
         sizes += ("d_ff",) if self.d_ff is not None else ()
         sizes += ("window",) if self.window is not None else ()
-        _check_config(self, sizes, width="n_embd", heads="n_head", switches=("tie_weights",))
+        _check_config(self, sizes, width="n_embd", heads="n_head", switches=("tie_weights", "qk_norm"))
         if self.n_head % self.n_kv_head != 0:
             raise ValueError(
                 f"ModernGPTConfig.n_head must be a multiple of n_kv_head (query heads share key/value "
@@ -773,7 +779,14 @@ class ModernGPT(nn.Module):
         self.tok_emb = nn.Embedding(config.vocab_size, C)  # (V, C): the only embedding
         self.blocks = nn.ModuleList(
             layers.ModernBlock(
-                C, config.n_head, config.n_kv_head, config.d_ff, rope_base=config.rope_base, norm_eps=config.norm_eps
+                C,
+                config.n_head,
+                config.n_kv_head,
+                config.d_ff,
+                rope_base=config.rope_base,
+                norm_eps=config.norm_eps,
+                rope_scaling=config.rope_scaling,
+                qk_norm=config.qk_norm,
             )
             for _ in range(config.n_layer)
         )
@@ -795,28 +808,39 @@ class ModernGPT(nn.Module):
             block.self_attn.w_o.weight.normal_(0.0, residual_std)
             block.ff.w2.weight.normal_(0.0, residual_std)
 
-    def new_kv_cache(self) -> list:
+    def new_kv_cache(self, sinks: int = 0) -> list:
         """An empty rolling cache: one `attention.KVCache(max_len=span - 1)` per block. The next token
-        sees those span - 1 keys and its own: its whole window, and never more memory than that."""
-        return [attention.KVCache(max_len=self.config.span - 1) for _ in self.blocks]
+        sees those span - 1 keys and its own: its whole window, and never more memory than that.
+
+        ``sinks`` > 0 keeps the first ``sinks`` positions for ever, and the most recent span - 1 -
+        sinks (StreamingLLM's attention sinks): keys are then rotated by their place in the cache."""
+        return [attention.KVCache(max_len=self.config.span - 1, sinks=sinks) for _ in self.blocks]
 
     def forward(
         self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, kv_cache: list | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         cached = self._check_forward(idx, targets, kv_cache)  # keys already in the cache (0 without one)
         B, T = idx.shape
+        span = self.config.span
+        sinks = 0 if kv_cache is None else kv_cache[0].sinks
+        if sinks and T > 1 and cached + T > span:
+            # Past the span, a cache with sinks renumbers the positions at every step: feed one token at a time.
+            logits = torch.cat([self(idx[:, t : t + 1], kv_cache=kv_cache)[0] for t in range(T)], dim=1)  # (B, T, V)
+            return logits, self._loss(logits, targets)
         x = self.tok_emb(idx)  # (B, T, C): no positions added, the attention rotates q and k instead
         # Causal and at most span - 1 back; one new token after fewer than span cached keys sees them all.
-        span = self.config.span
         needs_mask = T > 1 or cached >= span
         mask = attention.sliding_window_mask(T, span, idx.device, past=cached) if needs_mask else None  # (T, past+T)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, cache=None if kv_cache is None else kv_cache[i])  # (B, T, C)
         logits = self.lm_head(self.ln_f(x))  # (B, T, C) -> (B, T, V)
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T).long(), ignore_index=-100)
-        return logits, loss
+        return logits, self._loss(logits, targets)
+
+    @staticmethod
+    def _loss(logits: torch.Tensor, targets: torch.Tensor | None) -> torch.Tensor | None:
+        if targets is None:
+            return None
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten().long(), ignore_index=-100)
 
     def _check_forward(self, idx, targets, kv_cache) -> int:
         """Check forward's arguments (as `GPT` does, without a length limit); return the cached keys."""
@@ -857,6 +881,8 @@ class ModernGPT(nn.Module):
         return (
             f"n_layer={c.n_layer}, n_head={c.n_head}, n_kv_head={c.n_kv_head}, n_embd={c.n_embd}, "
             f"block_size={c.block_size}, window={c.window}, vocab_size={c.vocab_size}"
+            + (f", rope_scaling={c.rope_scaling}" if c.rope_scaling is not None else "")
+            + (", qk_norm=True" if c.qk_norm else "")
         )
 
 

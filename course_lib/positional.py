@@ -25,6 +25,7 @@ half"), which is the same method with the feature dimensions permuted.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -37,6 +38,8 @@ __all__ = [
     "rotation_2d",
     "rotation_for_offset",
     "LearnedPositionalEmbedding",
+    "RopeScaling",
+    "rope_frequencies",
     "rotary_angles",
     "apply_rotary",
     "rotate_half_permutation",
@@ -178,9 +181,111 @@ class LearnedPositionalEmbedding(nn.Module):
         return f"max_len={self.max_len}, d_model={self.d_model}"
 
 
-def rotary_angles(positions: torch.Tensor, d: int, base: float = 10000.0) -> torch.Tensor:
+# ------------------------------------------------------------------------------------------------
+# Running a rotary model past its training length
+# ------------------------------------------------------------------------------------------------
+#
+# Rotary positions make scores depend on offsets only, but a model trained on sequences of length L
+# has only seen offsets below L. Past L, the slow pairs (wavelength 2π/omega_i longer than L) turn
+# to angles they never reached in training, and the loss climbs. What the field does instead of
+# hoping: change the frequencies so that the new length's angles look like the old length's.
+#
+# - "linear", position interpolation (Chen et al. 2023): every omega_i / factor, so positions
+#   0 ... factor·L turn exactly as far as 0 ... L did; but neighbouring tokens now differ by a
+#   factor less, in the fast pairs too.
+# - "ntk", NTK-aware scaling (bloc97, 2023): a larger base, base · factor^(d/(d-2)). The fastest
+#   pair keeps omega_0 = 1 and the slowest is divided by exactly `factor`: fine offsets stay sharp,
+#   long ones are interpolated.
+# - "llama3" (Llama 3.1's rope_scaling): pairs whose wavelength is shorter than L / high_freq_factor
+#   keep their frequency, those longer than L / low_freq_factor are divided by `factor`, and the
+#   ones between are blended.
+# - "yarn" (Peng et al. 2023): the same idea with the band set by how many turns a pair makes
+#   within L (beta_slow to beta_fast), plus a temperature: q and k are each scaled by
+#   0.1 · ln(factor) + 1, so the scores by its square.
+#
+# None of these is free without training: the published models fine-tune briefly at the new
+# length (Llama 3.1, Qwen 2.5's long versions). Changing `rope_base` before training (Llama 3:
+# 500,000; Mistral 7B v0.2: 1,000,000) is the other lever: slower pairs from the start.
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """How rotary frequencies are stretched to reach ``factor`` times the training length
+    (`rope_frequencies`). ``kind``: "linear", "ntk", "llama3" or "yarn" (see the comment above)."""
+
+    kind: str  # "linear" (position interpolation), "ntk" (NTK-aware), "llama3" (Llama 3.1) or "yarn"
+    factor: float  # the new length over the training length (Llama 3.1: 8, from 8,192 to 131,072 tokens)
+    original_length: int | None = None  # the training length L (llama3 and yarn sort the pairs by it)
+    low_freq_factor: float = 1.0  # llama3: wavelengths above L / low_freq_factor are interpolated
+    high_freq_factor: float = 4.0  # llama3: wavelengths below L / high_freq_factor are kept
+    beta_fast: float = 32.0  # yarn: pairs making more turns than this within L are kept
+    beta_slow: float = 1.0  # yarn: pairs making fewer turns than this within L are interpolated
+
+    def __post_init__(self):
+        kinds = ("linear", "ntk", "llama3", "yarn")
+        if self.kind not in kinds:
+            raise ValueError(f"RopeScaling.kind must be one of {kinds}, got {self.kind!r}")
+        if not is_number(self.factor) or not self.factor >= 1:
+            raise ValueError(
+                f"RopeScaling.factor must be a number >= 1 (new length / training length), got {self.factor!r}"
+            )
+        if self.kind in ("llama3", "yarn") and not (is_int(self.original_length) and self.original_length > 0):
+            raise ValueError(
+                f"RopeScaling(kind={self.kind!r}) needs original_length, the training length, as a positive int; "
+                f"got {self.original_length!r}"
+            )
+        if self.kind == "llama3" and not self.high_freq_factor > self.low_freq_factor:
+            raise ValueError(
+                f"RopeScaling: high_freq_factor must exceed low_freq_factor, got {self.high_freq_factor} "
+                f"and {self.low_freq_factor}"
+            )
+
+
+def rope_frequencies(d: int, base: float = 10000.0, scaling: RopeScaling | None = None) -> tuple[torch.Tensor, float]:
+    """RoPE's angular speeds for a head of width ``d`` (even), optionally stretched by ``scaling``:
+    ``(omega, attention_factor)``, omega shaped (d/2,) in float64. ``attention_factor`` multiplies
+    the rotated q and k (1.0 except for YaRN). Without scaling, omega is `frequencies(d, base)`."""
+    _check_size("d", d)
+    if d % 2:
+        raise ValueError(f"rotary embeddings rotate pairs of features, so d must be even, got {d}")
+    base = _check_base(base)
+    if scaling is None:
+        return frequencies(d, base), 1.0
+    if not isinstance(scaling, RopeScaling):
+        raise TypeError(f"scaling must be a RopeScaling or None, got {type(scaling).__name__}")
+    s = float(scaling.factor)
+    if scaling.kind == "linear":
+        return frequencies(d, base) / s, 1.0
+    if scaling.kind == "ntk":  # the slowest pair, i = d/2 - 1, ends up exactly s times slower
+        return frequencies(d, base * s ** (d / (d - 2))), 1.0
+    omega = frequencies(d, base)  # (d/2,)
+    L = float(scaling.original_length)
+    if scaling.kind == "llama3":
+        turns = L * omega / (2 * math.pi)  # (d/2,): how many full turns each pair makes within L
+        lo, hi = scaling.low_freq_factor, scaling.high_freq_factor
+        keep = ((turns - lo) / (hi - lo)).clamp(0.0, 1.0)  # 1: fast pair, kept; 0: slow pair, divided by s
+        return keep * omega + (1 - keep) * omega / s, 1.0
+
+    # yarn: the same blend, over a band of pair indices found from the turns made within L. The band's
+    # ends are where a pair makes beta_fast and beta_slow turns, rounded outwards to whole pairs, as in
+    # the paper's reference code.
+    def pair_with_turns(turns: float) -> float:  # omega_i · L = 2π · turns, solved for i
+        return d * math.log(L / (2 * math.pi * turns)) / (2 * math.log(base))
+
+    first = max(math.floor(pair_with_turns(scaling.beta_fast)), 0)
+    last = min(math.ceil(pair_with_turns(scaling.beta_slow)), d - 1)
+    last = last if last > first else first + 1e-3
+    i = torch.arange(d // 2, dtype=torch.float64)
+    interpolate = ((i - first) / (last - first)).clamp(0.0, 1.0)  # 0: kept, 1: divided by s
+    return (1 - interpolate) * omega + interpolate * omega / s, 0.1 * math.log(s) + 1.0
+
+
+def rotary_angles(
+    positions: torch.Tensor, d: int, base: float = 10000.0, scaling: RopeScaling | None = None
+) -> torch.Tensor:
     """RoPE's angles ``positions[..., None] * omega_i``: shape (*positions.shape, d/2), on the
-    positions' device, in float64 (float32 on MPS, which has no float64)."""
+    positions' device, in float64 (float32 on MPS, which has no float64). ``scaling`` stretches the
+    frequencies (`rope_frequencies`; its attention factor is not part of the angles)."""
     _check_size("d", d)
     if d % 2:
         raise ValueError(f"rotary embeddings rotate pairs of features, so the last dimension must be even, got {d}")
@@ -189,7 +294,7 @@ def rotary_angles(positions: torch.Tensor, d: int, base: float = 10000.0) -> tor
         raise TypeError(f"positions must be a real tensor, got dtype {positions.dtype}")
     dtype = torch.float32 if positions.device.type == "mps" else torch.float64
     # frequencies() is a tiny (d/2,) table; moving it is cheap, moving the positions back and forth is not.
-    omega = frequencies(d, base).to(device=positions.device, dtype=dtype)  # (d/2,)
+    omega = rope_frequencies(d, base, scaling)[0].to(device=positions.device, dtype=dtype)  # (d/2,)
     return positions.to(dtype)[..., None] * omega  # (..., d/2)
 
 

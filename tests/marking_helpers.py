@@ -12,7 +12,7 @@ from course_grader.export import write_exports
 from course_grader.grade import ManualAnswer, SubmissionResult
 from course_grader.gradebook import open_gradebook, text_sha256
 from course_grader.roster import parse_roster
-from course_lib.feedback import TestResult
+from course_lib.runner.feedback import TestResult
 
 ASSIGNMENT = "06_attention"
 QUESTION = "ex9_answer"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -142,7 +143,7 @@ def _course(tmp_path) -> tuple[Path, Path]:
 def test_build_never_overwrites_a_learners_changes_without_force(tmp_path, capsys):
     sol, ex = _course(tmp_path)
     assert cli.main(["build", "--solutions", str(sol), "--exercises", str(ex)]) == 0
-    target = ex / "99_tiny.ipynb"
+    target = ex / "99_tiny_exercises.ipynb"
     built = target.read_text()
     # The learner answers exercise 1 and saves.
     nb = read_notebook(target)
@@ -170,7 +171,7 @@ def test_build_never_overwrites_a_learners_changes_without_force(tmp_path, capsy
 def test_build_replaces_an_untouched_earlier_build_and_check_reports_staleness(tmp_path, capsys):
     sol, ex = _course(tmp_path)
     assert build(sol, ex).ok
-    target = ex / "99_tiny.ipynb"
+    target = ex / "99_tiny_exercises.ipynb"
     # Running the notebook (outputs, execution counts, cell metadata) does not count as a change.
     nb = read_notebook(target)
     nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
@@ -190,11 +191,34 @@ def test_build_replaces_an_untouched_earlier_build_and_check_reports_staleness(t
 
 
 def test_build_check_flags_orphaned_exercises(tmp_path):
+    """An exercise notebook without a solution, or under the name builds used to give it (an unchanged
+    `99_tiny.ipynb` beside `99_tiny_exercises.ipynb`), is to be deleted; one a learner changed is not."""
     sol, ex = _course(tmp_path)
     build(sol, ex)
-    shutil.copy(ex / "99_tiny.ipynb", ex / "98_gone.ipynb")
+    shutil.copy(ex / "99_tiny_exercises.ipynb", ex / "98_gone_exercises.ipynb")
+    shutil.copy(ex / "99_tiny_exercises.ipynb", ex / "99_tiny.ipynb")
     report = build(sol, ex, check=True)
-    assert report.orphans == [ex / "98_gone.ipynb"] and not report.ok
+    assert report.orphans == [ex / "98_gone_exercises.ipynb", ex / "99_tiny.ipynb"] and not report.ok, report
+    nb = read_notebook(ex / "99_tiny.ipynb")
+    nb["cells"][2]["source"] = "def f(x):\n    return 2 * x\n"
+    (ex / "99_tiny.ipynb").write_text(dumps_notebook(nb))
+    assert build(sol, ex, check=True).orphans == [ex / "98_gone_exercises.ipynb"]
+
+
+def test_answer_and_test_cells_let_run_all_go_on_and_nothing_else_does():
+    """JupyterLab's Run All goes past a cell tagged raises-exception: every answer and test cell of a
+    built notebook has the tag (a blank exercise must not stop the run), and no other cell (an error
+    in the setup cell must stop it)."""
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        built = build_exercise(read_notebook(path), path.name)
+        for cell in built["cells"]:
+            nbg = cell["metadata"].get("nbgrader", {})
+            answer_or_test = cell["cell_type"] == "code" and (nbg.get("grade") or nbg.get("solution"))
+            tagged = "raises-exception" in cell["metadata"].get("tags", [])
+            assert tagged == bool(answer_or_test), (
+                f"{path.name}, cell {cell['id']} ({nbg.get('grade_id')}): tagged raises-exception: {tagged}, "
+                f"expected {bool(answer_or_test)}"
+            )
 
 
 def test_exercises_folder_is_what_course_build_writes():
@@ -312,7 +336,7 @@ def test_changed_points_reach_the_built_headings_and_total_and_check_names_the_d
     )
     out = capsys.readouterr().out
     assert "WARNING" in out and "Exercise 3" in out, out
-    built = read_notebook(ex / "00_welcome.ipynb")
+    built = read_notebook(ex / "00_welcome_exercises.ipynb")
     text = "\n".join(source(c) for c in built["cells"] if c["cell_type"] == "markdown")
     assert "## Exercise 3: The receptive field of stacked convolutions (★★☆, 5 points)" in text, text
     assert "**Total: 18 points.**" in text and "Total: 16" not in text, (
@@ -386,7 +410,7 @@ def test_class_build_leaves_out_the_self_study_cells_and_every_pointer_to_soluti
     out = tmp_path / "release"
     assert cli.main(["build", "--class", "--exercises", str(out)]) == 0
     built = sorted(out.glob("*.ipynb"))
-    assert [p.name for p in built] == [p.name for p in sorted(SOLUTIONS.glob("*.ipynb"))]
+    assert [p.name for p in built] == [f"{p.stem}_exercises.ipynb" for p in sorted(SOLUTIONS.glob("*.ipynb"))]
     for path in built:
         nb = read_notebook(path)
         assert not [c for c in nb["cells"] if "solutions/" in source(c)], f"{path.name}: a cell mentions solutions/"
@@ -463,3 +487,20 @@ def test_a_written_answers_points_are_counted_in_its_heading(tmp_path):
         "the answer's own heading is no label"
     )
     assert labels[-1].tests == ["ex9_answer: 2 (marked by a person)"]
+
+
+def test_every_exercise_notebook_the_course_names_exists():
+    """The README, the guides, the lessons and the exercise sets name exercise notebooks by path
+    (`exercises/06_attention_exercises.ipynb`): each must be one that `course build` writes."""
+    texts = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    texts += sorted((REPO / "notebooks").glob("*.ipynb")) + sorted(SOLUTIONS.glob("*.ipynb"))
+    named = re.compile(r"exercises/(\d\d_[\w-]+)\.ipynb")
+    problems = [
+        f"{path.relative_to(REPO)}: exercises/{m.group(1)}.ipynb"
+        for path in texts
+        for m in named.finditer(path.read_text(encoding="utf-8"))
+        if not (REPO / "exercises" / f"{m.group(1)}.ipynb").is_file()
+    ]
+    assert not problems, "these exercise notebooks do not exist (the exercises are NN_name_exercises.ipynb):\n" + (
+        "\n".join(problems)
+    )

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # every test here starts a kernel
 
 
 def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_file_alone():
-    path = REPO / "exercises" / "00_welcome.ipynb"
+    path = REPO / "exercises" / "00_welcome_exercises.ipynb"
     before = digest(path.parent)
     proc = subprocess.run(
         [sys.executable, "-m", "course_lib.cli", "check", str(path)],
@@ -30,7 +30,7 @@ def test_course_check_on_the_blank_exercise_says_not_attempted_and_leaves_the_fi
     assert "Total" in proc.stdout and "0/16" in proc.stdout, proc.stdout
     assert proc.stdout.count("Hint: replace `raise NotImplementedError()`") == 7, "the whole message, hint included"
     assert "Traceback" not in proc.stdout + proc.stderr and "NameError" not in proc.stdout, proc.stdout
-    assert digest(path.parent)["00_welcome.ipynb"] == before["00_welcome.ipynb"], "course check modified the notebook"
+    assert digest(path.parent)[path.name] == before[path.name], "course check modified the notebook"
 
 
 def test_course_check_reports_passed_failed_with_hint_error_and_not_attempted(tmp_path):
@@ -50,7 +50,7 @@ def test_course_check_reports_passed_failed_with_hint_error_and_not_attempted(tm
     )
     path = write(tmp_path / "00_welcome.ipynb", nb)
     before = path.read_bytes()
-    rows = {r.grade_id: r for r in check_notebook(path)}
+    rows = {r.grade_id: r for r in check_notebook(path).rows}
     assert path.read_bytes() == before
     assert rows["ex1_test"].status == "passed" and rows["ex2_test"].status == "passed", rows
     assert rows["ex3_test"].status == "failed" and "+1 for the centre" in rows["ex3_test"].message, rows["ex3_test"]
@@ -73,7 +73,7 @@ def test_course_check_reports_passed_failed_with_hint_error_and_not_attempted(tm
 
 def test_course_check_of_a_complete_notebook_passes(tmp_path):
     path = write(tmp_path / "00_welcome.ipynb", learner())
-    rows = check_notebook(path)
+    rows = check_notebook(path).rows
     assert [r.status for r in rows] == ["passed"] * 7, rows
 
 
@@ -159,8 +159,8 @@ def test_a_helper_in_an_added_cell_is_not_run_and_the_name_error_says_where_it_i
     assert re.search(r"Exercise 3: The receptive field of stacked convolutions\s+0/3\s+failed", out), out
     assert "NameError: name 'my_scale' is not defined" in out, out
     assert (
-        f"`my_scale` is defined in cell {position}, a cell you added: added cells are run neither by `course check` "
-        "nor by the grader. Move it into the answer cell that uses it."
+        f"`my_scale` is defined in a cell you added (cell {position}: `# my helper`), which neither `course check` "
+        "nor the grader runs: only answer cells are graded. Move it into the answer cell that uses it."
     ) in out, out
     listed = out.split("Not run (the grader does not run these cells either):", 1)
     assert len(listed) == 2, out
@@ -189,7 +189,7 @@ def test_a_partly_right_multi_part_answer_earns_its_points_part_by_part(tmp_path
         }
     )
     path = write(tmp_path / "00_welcome.ipynb", nb)
-    rows = {r.grade_id: r for r in check_notebook(path)}
+    rows = {r.grade_id: r for r in check_notebook(path).rows}
     assert rows["ex5_test"].status == "partial" and rows["ex5_test"].points == 1, rows["ex5_test"]
     assert rows["ex2_test"].status == "partial" and rows["ex2_test"].points == 0.67, rows["ex2_test"]
     proc = _run_check(path)

@@ -188,3 +188,90 @@ def test_rope_attention_right_passes_and_bugs_are_named():
     fails_with(lesson12.check_rope_attention, _rope_variant(only="q"), match="rotated only the queries")
     fails_with(lesson12.check_rope_attention, _rope_variant(only=""), match="left out the rotation")
     fails_with(lesson12.check_rope_attention, _rope_variant(merged=True, rotate_v=True), match="kept both bugs")
+
+
+# --- more answers a learner writes (the right ones in other forms, and the wrong ones named) -------------------
+
+
+def test_kv_cache_other_wrong_forms_fail():
+    fails_with(lesson12.check_kv_cache, 57344, 57344 * 32768 / 2**30 / 1024, match="")  # KiB per token, GiB fine
+    fails_with(lesson12.check_kv_cache, 57344, 1.8, match="2 decimal places")
+    fails_with(lesson12.check_kv_cache, 57344, "1.75 GiB", match="expected a number")
+
+
+def test_d_ff_llama_3_width_is_named_as_a_later_choice():
+    text = fails_with(lesson12.check_d_ff, 2048, 14336, match="Llama 3 8B")
+    assert "Llama 2's rule" in text and "11008" not in text and "11,008" not in text, text
+    lesson12.check_d_ff(8 * 768 / 3, 256 * ((int(8 * 4096 / 3) + 255) // 256))
+    fails_with(lesson12.check_d_ff, 1024, 11008, match="")  # forgot that the GELU network has 2 matrices
+
+
+def test_expand_kv_other_forms():
+    lesson12.check_expand_kv(lambda k, n: k[:, torch.arange(n) // (n // k.shape[1])])
+    fails_with(
+        lesson12.check_expand_kv, lambda k, n: torch.cat([k] * (n // k.shape[1]), dim=1), match="tiled the heads"
+    )
+    fails_with(
+        lesson12.check_expand_kv,
+        lambda k, n: k[:, None].expand(k.shape[0], n // k.shape[1], *k.shape[1:]).reshape(k.shape[0], n, *k.shape[2:]),
+        match="tiled the heads",
+    )
+    fails_with(lesson12.check_expand_kv, lambda k, n: k.repeat_interleave(2, dim=1), match="expected shape")
+
+
+def test_online_step_other_wrong_forms():
+    fails_with(lesson12.check_online_step, 3, 1.69, [0.72, 0.10], match="3 decimal places")
+    fails_with(lesson12.check_online_step, 3, L_NEW, 0.41, match="")
+
+
+def test_window_mask_other_forms_and_the_inverted_convention():
+    lesson12.check_window_mask(lambda T, W: torch.ones(T, T).tril().triu(-(W - 1)).bool())
+    fails_with(lesson12.check_window_mask, _mask(lambda i, j, W: ~((j <= i) & (i - j < W))), match="True = blocked")
+
+
+def test_rope_attention_axis_and_layout_mistakes_are_named():
+    from course_lib.positional import apply_rotary, rotate_half_permutation
+
+    def wrong_axis(x, W_q, W_k, W_v, n_heads):  # apply_rotary on (T, n_heads, head_dim): positions run over heads
+        T, d = x.shape
+        q, k, v = (t.view(T, n_heads, d // n_heads) for t in (x @ W_q, x @ W_k, x @ W_v))
+        q, k = apply_rotary(q), apply_rotary(k)
+        q, k, v = (t.transpose(0, 1) for t in (q, k, v))
+        s = (q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)).masked_fill(
+            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")
+        )
+        return (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(T, d)
+
+    text = fails_with(lesson12.check_rope_attention, wrong_axis, match="wrong axis")
+    assert "second-to-last axis" in text, text
+
+    def rotate_half(x, W_q, W_k, W_v, n_heads):  # Hugging Face's pairing, written out
+        T, d = x.shape
+        hd = d // n_heads
+        q, k, v = (t.view(T, n_heads, hd).transpose(0, 1) for t in (x @ W_q, x @ W_k, x @ W_v))
+        omega = 10000.0 ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        ang = torch.arange(T, dtype=torch.float64)[:, None] * omega
+        cos, sin = (torch.cat([f(ang)] * 2, -1).float() for f in (torch.cos, torch.sin))
+        turn = lambda t: t * cos + torch.cat([-t[..., hd // 2 :], t[..., : hd // 2]], -1) * sin  # noqa: E731
+        q, k = turn(q), turn(k)
+        s = (q @ k.transpose(-2, -1) / math.sqrt(hd)).masked_fill(
+            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")
+        )
+        return (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(T, d)
+
+    fails_with(lesson12.check_rope_attention, rotate_half, match="rotate half")
+    assert rotate_half_permutation(4).tolist() == [0, 2, 1, 3]
+
+    def complex_rotation(x, W_q, W_k, W_v, n_heads):  # a right answer written another way
+        import torch.nn.functional as F
+
+        T, d = x.shape
+        hd = d // n_heads
+        q, k, v = (t.view(T, n_heads, hd).transpose(0, 1) for t in (x @ W_q, x @ W_k, x @ W_v))
+        omega = 10000.0 ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        turns = torch.polar(torch.ones(T, hd // 2, dtype=torch.float64), torch.arange(T)[:, None] * omega)
+        rot = lambda t: torch.view_as_real(torch.view_as_complex(t.double().reshape(*t.shape[:-1], -1, 2)) * turns)  # noqa: E731
+        q, k = (rot(t).flatten(-2).float() for t in (q, k))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(0, 1).reshape(T, d)
+
+    lesson12.check_rope_attention(complex_rotation)

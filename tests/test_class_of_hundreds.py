@@ -293,3 +293,31 @@ def test_an_assignment_without_an_lms_column_is_refused_and_the_unfilled_columns
     header = next(csv.reader(io.StringIO((out / "canvas.csv").read_text("utf-8-sig"))))
     assert header[5:] == ["Attention (20102)", "Softmax and temperature (20104)"], header
     assert run(capsys, "export", "--lms", "canvas", "--out", out)[0] == 0, "the mapping is remembered"
+
+
+# --- graded in parts -------------------------------------------------------------------------------------
+
+
+def test_extensions_and_mapped_lms_ids_survive_course_merge(late_class, tmp_path, capsys):
+    """A class graded in parts (a job array) and merged keeps each part's extensions and mapped LMS ids; two
+    parts that map one LMS id to two students are a conflict."""
+    import shutil
+
+    from course_grader.merge import MergeConflict, merge_gradebooks
+
+    run(capsys, "deadline", A, "2026-12-02T00:00+00:00", "--out", late_class)
+    one, two = tmp_path / "part-1", tmp_path / "part-2"
+    shutil.copytree(late_class, one)
+    shutil.copytree(late_class, two)
+    run(capsys, "deadline", A, "2026-12-04T00:00+00:00", "--student", "ada", "--out", one)
+    with closing(open_gradebook(two)) as book:
+        book.map_lms_id("moodle", "731006", "bob", "Bob_Smith_731006")
+    merge_gradebooks([one, two], tmp_path / "merged")
+    with closing(open_gradebook(tmp_path / "merged")) as book:
+        assert [(e.student, e.due.isoformat()) for e in book.extensions()] == [("ada", "2026-12-04T00:00:00+00:00")]
+        assert book.lms_map("moodle") == {"731006": "bob"}
+        assert {r.student: r.late_penalty for r in book.rows()} == {"ada": 0.0, "bob": 0.8}
+    with closing(open_gradebook(one)) as book:
+        book.map_lms_id("moodle", "731006", "ada", "Ada_Byron_731006")
+    with pytest.raises(MergeConflict, match="the moodle id 731006 is mapped to ada in .*part-1 and to bob in"):
+        merge_gradebooks([one, two], tmp_path / "again")

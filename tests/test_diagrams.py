@@ -32,17 +32,10 @@ OKABE_ITO = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "
 ALLOWED_PAINT = OKABE_ITO | {"#FFFFFF", "NONE"}
 PAINT_ATTRIBUTES = ("fill", "stroke", "stop-color", "color", "flood-color", "lighting-color")
 
-# Lesson 12 is being rewritten; its lead inserts these once the new lesson is in. Until then they
-# need not be shown by a notebook (and once one shows them, they must leave this set).
-AWAITING_A_LESSON = {
-    "12_gpt2_vs_modern_block.svg",
-    "12_grouped_query_attention.svg",
-    "12_rolling_kv_cache.svg",
-    "12_tiled_attention.svg",
-}
-# Names lesson 12's rewrite adds to course_lib (`KVCache(max_len, sinks=...)`,
-# `tiled_attention(..., query_block_size=...)`): a diagram may use them before they are in the source.
-COMING_NAMES = {"sinks", "query_block_size"}
+# A diagram drawn before its lesson shows it may wait here (and once one shows it, it must leave this set).
+AWAITING_A_LESSON: set[str] = set()
+# Names a lesson's rewrite adds to course_lib that a diagram may use before they are in the source.
+COMING_NAMES: set[str] = set()
 
 MARKDOWN_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*<?([^)\s>]+)>?[^)]*\)")
 

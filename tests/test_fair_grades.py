@@ -31,12 +31,12 @@ from pathlib import Path
 import pytest
 from grading_helpers import SOLUTIONS, WELCOME, learner, require_sandbox, write
 
+from course_grader.batch import GradeOptions, grade_all
 from course_grader.build import build_exercise
 from course_grader.export import write_exports, write_lms
-from course_grader.grade import grade_all
 from course_grader.gradebook import open_gradebook
 from course_grader.report import write_report
-from course_grader.sandbox import Kernel
+from course_grader.sandbox import SandboxedKernel
 from course_lib.runner.notebook import grade_id, is_solution, read_notebook, source
 from course_lib.runner.process import Budget, Limits
 
@@ -91,7 +91,7 @@ def test_a_cell_limit_counts_cpu_time_and_a_backstop_catches_only_a_stalled_kern
     whether the machine is idle or every core is busy; a kernel that only sleeps meets the wall-clock backstop."""
     require_sandbox()
     limits = Limits(cell_cpu_s=2, total_cpu_s=60, memory_mb=512)
-    kernel = Kernel(limits, sandbox=True)
+    kernel = SandboxedKernel(limits, sandbox=True)
     kernel.start()
     try:
         run, _ = kernel.run_cell("import time", "answer", budget=kernel.cell_budget())  # IPython's first-cell imports
@@ -123,9 +123,9 @@ def test_the_same_class_gets_the_same_scores_with_every_core_busy(tmp_path):
     subs = tmp_path / "subs"
     write(subs / "right" / MARKOV.name, filled(MARKOV, {}))
     write(subs / "argmax" / MARKOV.name, filled(MARKOV, {"ex6_answer": argmax}))
-    idle = grade_all(subs, SOLUTIONS, tmp_path / "idle", jobs=2, progress=quiet)
+    idle = grade_all(subs, SOLUTIONS, tmp_path / "idle", GradeOptions(jobs=2), progress=quiet)
     with busy():
-        loaded = grade_all(subs, SOLUTIONS, tmp_path / "busy", jobs=2, progress=quiet)
+        loaded = grade_all(subs, SOLUTIONS, tmp_path / "busy", GradeOptions(jobs=2), progress=quiet)
     assert scores(idle) == scores(loaded), "a busy machine changed a grade"
     right = {r.student_id: r for r in idle}["right"]
     assert right.score == right.max_score, [(t.grade_id, t.status, t.message) for t in right.tests]
@@ -156,7 +156,7 @@ def test_killing_the_server_or_a_checking_process_mid_batch_costs_no_correct_stu
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    results = grade_all(subs, SOLUTIONS, tmp_path / "out", jobs=2, progress=progress)
+    results = grade_all(subs, SOLUTIONS, tmp_path / "out", GradeOptions(jobs=2), progress=progress)
     assert killed, "the server was killed during the batch"
     assert [(r.student_id, r.status, r.score) for r in results] == [(f"s{i}", "graded", 16.0) for i in range(4)]
 
@@ -165,13 +165,15 @@ def test_a_failure_that_persists_is_a_row_that_says_so_never_a_silent_zero(tmp_p
     """A submission whose checking process failed on both tries (see `worker.run_batch`) gets a 'grader
     error' row that names the cause, says it is not a grade and how to grade it again; the batch's summary
     names it; the LMS export leaves its cell empty and says why (and names a score a limit cut short)."""
-    from course_grader.grade import Job, SubmissionResult, _ended_result, batch_trouble
+    from course_grader.changes import batch_trouble
+    from course_grader.discover import Job
+    from course_grader.grade import SubmissionResult, ended_result
     from course_grader.worker import Ending
-    from course_lib.feedback import TestResult
+    from course_lib.runner.feedback import TestResult
 
     job = Job("ada", WELCOME, WELCOME)
     ending = Ending("grader error", "the grader's own server process (pid 7) ... ended", 3.0, server_died=True)
-    res = _ended_result(job, ending)
+    res = ended_result(job, ending)
     assert res.status == "grader error" and res.score == 0, res
     assert "server process" in res.notes[0] and "This is not a grade" in res.notes[0], res.notes
     assert "--student ada" in res.notes[0] and "No other submission was affected" not in res.notes[0], res.notes
@@ -289,7 +291,7 @@ def odd_class(tmp_path_factory):
         json.dump(notebook({}), f)
     runs, lines = [], []
     for _ in range(2):
-        runs.append(grade_all(subs, teacher.parent, out, jobs=2, hide_hidden=True, progress=lines.append))
+        runs.append(grade_all(subs, teacher.parent, out, GradeOptions(jobs=2, hide_hidden=True), progress=lines.append))
     with open_gradebook(out) as book:
         lms = [write_lms(book, out / f"{layout}.csv", layout) for layout in ("canvas", "moodle", "wide")]
         report, _ = write_report(book, out)

@@ -47,10 +47,10 @@ from grading_helpers import (
     write,
 )
 
+from course_grader.batch import GradeOptions, grade_all
 from course_grader.build import build_exercise
 from course_grader.export import safe_name
-from course_grader.grade import grade_all
-from course_lib.runner.notebook import read_notebook
+from course_lib.runner.notebook import exercise_filename, read_notebook
 from course_lib.runner.process import Limits
 
 WRONG_RF = "def receptive_field(num_layers, kernel_size):\n    return num_layers * (kernel_size - 1)\n"
@@ -1150,18 +1150,18 @@ ALL_SOLUTIONS = sorted(SOLUTIONS.glob("*.ipynb"))
 
 @pytest.fixture(scope="module")
 def graded_course(tmp_path_factory):
-    """Each solution notebook submitted as is, and its built blank exercise, graded in one batch."""
+    """Each solution notebook submitted as is, and its built blank exercise under the name `course build`
+    gives it (NN_name_exercises.ipynb), graded in one batch."""
     tmp = tmp_path_factory.mktemp("course")
     subs = tmp / "submissions"
     for path in ALL_SOLUTIONS:
         write(subs / "solution" / path.name, path.read_bytes())
-        write(subs / "blank" / path.name, build_exercise(read_notebook(path), path.name))
+        write(subs / "blank" / exercise_filename(path.stem), build_exercise(read_notebook(path), path.name))
     in_sandbox = sandbox_available()[0]
     if not in_sandbox and IN_CI:
         require_sandbox()  # fails: CI grades in the sandbox
-    results = grade_all(
-        subs, SOLUTIONS, tmp / "out", jobs=2, limits=Limits(), sandbox=in_sandbox, progress=lambda line: None
-    )
+    options = GradeOptions(jobs=2, limits=Limits(), sandbox=in_sandbox)
+    results = grade_all(subs, SOLUTIONS, tmp / "out", options, progress=lambda line: None)
     return {(r.student_id, r.assignment): r for r in results}
 
 
@@ -1178,6 +1178,7 @@ def test_solution_scores_full_marks_and_blank_exercise_scores_zero(graded_course
     assert blank.score == 0 and not attempted, (
         f"{path.name}: the blank exercise is not 'not attempted' everywhere: {attempted}"
     )
+    assert not blank.notes, f"{exercise_filename(path.stem)}: {blank.notes}"
 
 
 def test_grade_explains_a_submissions_folder_without_student_folders(tmp_path, capsys):

@@ -19,21 +19,17 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, exercise, learner, solution, write
 
+from course_grader.discover import discover, loose_stem, resolve_notebooks
 from course_grader.export import lms_export, lms_table, safe_name, write_exports, write_lms
-from course_grader.grade import (
-    SubmissionResult,
-    _check_provenance,
-    added_cells,
-    discover,
-    loose_stem,
-    merge,
-    resolve_notebooks,
-)
+from course_grader.feedback_file import feedback_markdown
+from course_grader.grade import SubmissionResult
 from course_grader.gradebook import Deadline, Gradebook, parse_time
+from course_grader.record import check_provenance
 from course_grader.report import summarize, write_report
 from course_grader.roster import RosterError, parse_roster, read_roster
-from course_lib.feedback import TestResult as Outcome
-from course_lib.feedback import added_cell_hint, feedback_markdown
+from course_lib.runner.assignment import Assignment, Submission
+from course_lib.runner.feedback import TestResult as Outcome
+from course_lib.runner.feedback import added_cell_hint, added_cells_note
 
 UTC = timezone.utc
 
@@ -546,10 +542,10 @@ def test_grading_with_other_solutions_than_before_is_refused_unless_asked(book, 
         match=r"(?s)06_attention was graded before with /private/solutions/06_attention.ipynb.*"
         r"If you forgot --solutions, pass the folder used before",
     ):
-        _check_provenance(book, public, allow_new=False)
-    said = _check_provenance(book, public, allow_new=True)
+        check_provenance(book, public, allow_new=False)
+    said = check_provenance(book, public, allow_new=True)
     assert said and "grading with new solutions" in said[0]
-    assert _check_provenance(book, {"06_attention": (Path("/x"), "private-sha")}, allow_new=False) == []
+    assert check_provenance(book, {"06_attention": (Path("/x"), "private-sha")}, allow_new=False) == []
 
 
 def test_each_row_records_the_solutions_that_graded_it(book, tmp_path):
@@ -579,16 +575,18 @@ def test_added_cells_are_named_and_a_name_error_they_explain_says_so():
             "source": "def my_scale(x):\n    return x / 2\n",
         },
     )
-    sol = solution()
-    added = added_cells(sol, nb)
-    assert added == [("def my_scale(x):", {"my_scale"})]
-    _, _, notes, _ = merge(sol, nb, {})
-    assert any("1 code cell(s) you added were not run" in n and "`def my_scale(x):`" in n for n in notes), notes
+    added = Submission.parse(nb, Assignment.from_notebook(solution(), "00_welcome")).added
+    assert [(a.position, a.first_line, a.defines, a.why) for a in added] == [
+        (6, "def my_scale(x):", frozenset({"my_scale"}), "added")
+    ]
+    assert "1 code cell(s) you added were not run" in added_cells_note(
+        added
+    ) and "`def my_scale(x):`" in added_cells_note(added)
     hint = added_cell_hint("NameError: name 'my_scale' is not defined", added)
     assert (
-        "`my_scale` is defined in a cell you added (`def my_scale(x):`)" in hint
+        "`my_scale` is defined in a cell you added (cell 6: `def my_scale(x):`)" in hint
         and "Move it into the answer cell" in hint
-    )
+    ), hint
     assert added_cell_hint("NameError: name 'other' is not defined", added) == ""
 
 
@@ -644,7 +642,7 @@ def test_a_classes_work_and_grades_are_ignored_by_git(path):
 
 def test_nbgraders_submitted_folder_is_graded_as_it_is(tmp_path):
     """nbgrader's exchange collects into submitted/<student>/<assignment>/<notebook> with a timestamp.txt beside it."""
-    from course_grader.grade import _submitted_at
+    from course_grader.discover import submission_time
 
     subs = _class(
         tmp_path,
@@ -655,7 +653,7 @@ def test_nbgraders_submitted_folder_is_graded_as_it_is(tmp_path):
     )
     [job], warnings = discover(subs, _solutions(tmp_path, "06_attention"), ["06_attention"])
     assert job.submission == subs / "ada" / "06_attention" / "06_attention.ipynb" and job.notes == [], job.notes
-    when, source, digest = _submitted_at(job, subs)
+    when, source, digest = submission_time(job, subs)
     assert (when, source) == ("2026-12-01T22:59:00+00:00", "timestamp.txt") and len(digest) == 64
 
 
@@ -700,7 +698,7 @@ def test_warnings_describe_the_gradebook_as_it_is_now(book, tmp_path):
 
 def test_grade_changes_compare_what_the_lms_gets_per_exercise_and_part(book):
     """A regrade's summary compares the finals the LMS gets: exercises, marks, the late penalty, adjustments."""
-    from course_grader.grade import grade_changes, summarize_changes
+    from course_grader.changes import grade_changes, summarize_changes
 
     book.set_deadline(Deadline("06_attention", datetime(2026, 12, 1, 12, tzinfo=UTC), 25.0, 50.0, 0.0))
     for sid in ("ada", "bob", "cy", "dee"):

@@ -499,7 +499,7 @@ def test_safe_id():
 def test_a_newer_final_copy_is_the_one_graded_by_unpack_and_grade_alike(tmp_path):
     """X.ipynb next to a newer X_final.ipynb: the same rule in both (the newest of the notebooks named
     like the assignment), and the student is told which one counted."""
-    from course_grader.grade import resolve_notebooks
+    from course_grader.discover import resolve_notebooks
 
     z = make_zip(
         tmp_path / "c.zip",
@@ -520,6 +520,35 @@ def test_a_newer_final_copy_is_the_one_graded_by_unpack_and_grade_alike(tmp_path
     found, _ = resolve_notebooks(folder, [A], folder.parent)
     path, notes = found[A]
     assert path.name == f"{A}_final.ipynb" and "not graded: `06_attention.ipynb`" in notes[-1], notes
+
+
+def test_the_exercise_notebooks_name_and_the_assignments_are_both_exact(tmp_path):
+    """A student hands in what `course build` gave them, 06_attention_exercises.ipynb, or the file
+    under the assignment's own name: unpack and grade take either as the assignment's without a word;
+    a copy of the new name is still matched loosely, with a note, as copies of the old one are."""
+    from course_grader.discover import resolve_notebooks
+
+    z = make_zip(
+        tmp_path / "p.zip",
+        [("ab/06_attention_exercises.ipynb", notebook("new"), T1), ("cd/06_attention.ipynb", notebook("old"), T1)],
+    )
+    report = unpack(z, tmp_path / "s", assignment=A, tz="UTC")
+    assert written(tmp_path / "s") == {"ab": "new", "cd": "old"}
+    named = [w for w in report.warnings if "named" in w or "graded as" in w]
+    assert not named and not any(report.decisions.values()), (report.warnings, report.decisions)
+    for name, note in (
+        (f"{A}_exercises.ipynb", None),
+        (f"{A}.ipynb", None),
+        (f"{A}_exercises (1).ipynb", "its name differs"),
+        (f"work/{A}_exercises.ipynb", "it is in a subfolder"),
+    ):
+        folder = tmp_path / "collected" / name.replace("/", "_").replace(" ", "_")
+        (folder / name).parent.mkdir(parents=True)
+        (folder / name).write_bytes(notebook("x"))
+        found, extra = resolve_notebooks(folder, [A], folder.parent)
+        path, notes = found[A]
+        assert path == folder / name and not extra, (name, found, extra)
+        assert (notes == []) if note is None else (note in notes[0]), f"{name}: notes {notes}, expected {note!r}"
 
 
 def test_nbgraders_layout_from_an_lms_download(tmp_path):

@@ -5,7 +5,14 @@
 - grouped-query `attention.MultiHeadAttention` against `F.scaled_dot_product_attention(...,
   enable_gqa=True)` fed the same projections; its KV cache stores only the key/value heads;
 - `attention.tiled_attention` against `F.scaled_dot_product_attention` (causal, boolean and float
-  masks, uneven blocks, T_q != T_k, rows with nothing allowed);
+  masks, uneven query and key blocks, T_q != T_k, rows with nothing allowed); its causal call skips
+  the key blocks above the diagonal (FLOPs counted by `torch.utils.flop_counter`); in bfloat16 and
+  float16 its error against float64 stays within 1.25x of SDPA's; its causal mask is bottom-right
+  aligned where PyTorch's `is_causal` is top-left;
+- QK-norm against `F.rms_norm` + `F.scaled_dot_product_attention`; RoPE scaling (position
+  interpolation, Llama 3.1, YaRN) against `transformers`' own frequency functions, NTK-aware
+  scaling by its defining property; int8 quantisation against `torch.quantize_per_channel`;
+- the rolling cache with attention sinks against a recomputation of the tokens it keeps;
 - `layers.ModernBlock` against Hugging Face's `LlamaDecoderLayer` and `models.ModernGPT` against
   `LlamaForCausalLM`, both built from a `LlamaConfig` (nothing downloaded) with copied weights;
 - `generation.generate` with the rolling cache gives the same tokens as without, past block_size.
@@ -166,6 +173,7 @@ def test_sliding_window_mask_is_a_band():
 @pytest.mark.parametrize("kind", ["none", "causal", "bool", "float"])
 def test_tiled_attention_matches_torch(T_q, T_k, block, kind):
     torch.manual_seed(4)
+    q_block = None if kind != "causal" else 3  # query blocks of another size than the key blocks
     q = torch.randn(2, 3, T_q, 8, dtype=DTYPE, requires_grad=True)
     k = torch.randn(2, 3, T_k, 8, dtype=DTYPE, requires_grad=True)
     v = torch.randn(2, 3, T_k, 6, dtype=DTYPE, requires_grad=True)
@@ -177,7 +185,7 @@ def test_tiled_attention_matches_torch(T_q, T_k, block, kind):
         mask[..., 0] = True  # every row keeps a key (rows with none: see the next test)
     elif kind == "float":
         mask = ref_mask = torch.randn(2, 3, T_q, T_k, dtype=DTYPE)
-    out = tiled_attention(q, k, v, mask=mask, causal=kind == "causal", block_size=block)
+    out = tiled_attention(q, k, v, mask=mask, causal=kind == "causal", block_size=block, query_block_size=q_block)
     qa, ka, va = (t.detach().clone().requires_grad_() for t in (q, k, v))
     ref = F.scaled_dot_product_attention(qa, ka, va, attn_mask=ref_mask)
     torch.testing.assert_close(out, ref, **TOL)
@@ -199,6 +207,66 @@ def test_tiled_attention_empty_rows_are_zero_and_finite():
     assert torch.isfinite(q.grad).all()
     with pytest.raises(ValueError, match="T_q <= T_k"):
         tiled_attention(torch.randn(5, 8), torch.randn(3, 8), torch.randn(3, 8), causal=True)
+    with pytest.raises(ValueError, match="T_q=4 queries"):
+        tiled_attention(q, k, v, mask=torch.ones(3, 9, dtype=torch.bool))
+
+
+def _matmul_flops(fn) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def test_causal_tiled_attention_skips_the_blocks_above_the_diagonal():
+    T, d, heads, block = 1024, 64, 2, 128
+    q, k, v = (torch.randn(1, heads, T, d) for _ in range(3))
+    with torch.no_grad():
+        full = _matmul_flops(lambda: tiled_attention(q, k, v, block_size=block))
+        causal = _matmul_flops(lambda: tiled_attention(q, k, v, causal=True, block_size=block))
+    # Full: QK^T and PV, 2 * T * T * d multiply-adds each, per head.
+    assert full == 2 * 2 * T * T * d * heads, (
+        f"full tiled attention counted {full:,} FLOPs, expected {4 * T * T * d * heads:,}"
+    )
+    # 8 query blocks see 1 + 2 + ... + 8 = 36 of the 64 tiles.
+    assert causal == full * 36 // 64, f"causal counted {causal:,} FLOPs, expected 36/64 of {full:,}"
+    assert causal <= 0.6 * full, f"causal/full = {causal / full:.3f}, expected <= 0.6"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_tiled_attention_in_low_precision_keeps_float32_statistics(dtype):
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 512, 64, generator=g) for _ in range(3))
+    q = q * 8  # large scores: where running sums rounded to 8 or 11 bits go wrong
+    low = [t.to(dtype) for t in (q, k, v)]
+    exact = F.scaled_dot_product_attention(*[t.double() for t in low], is_causal=True)  # the same rounded inputs
+    out = tiled_attention(*low, causal=True, block_size=64)
+    assert out.dtype == dtype, f"the output should keep the inputs' dtype {dtype}, got {out.dtype}"
+    ours = (out.double() - exact).abs().max().item()
+    theirs = (F.scaled_dot_product_attention(*low, is_causal=True).double() - exact).abs().max().item()
+    assert ours <= 1.25 * theirs, f"tiled error {ours:.3e} against SDPA's {theirs:.3e} (expected <= 1.25x)"
+
+
+def test_causal_alignment_is_bottom_right_where_torch_is_causal_is_top_left():
+    torch.manual_seed(3)
+    T_q, T_k = 5, 12  # 5 new tokens after 7 cached ones
+    q, k, v = (
+        torch.randn(1, 2, T_q, 8, dtype=DTYPE),
+        torch.randn(1, 2, T_k, 8, dtype=DTYPE),
+        torch.randn(1, 2, T_k, 8, dtype=DTYPE),
+    )
+    bottom_right = torch.ones(T_q, T_k, dtype=torch.bool).tril(diagonal=T_k - T_q)  # query i at position 7 + i
+    top_left = torch.ones(T_q, T_k, dtype=torch.bool).tril()  # query i at position i
+    ours = tiled_attention(q, k, v, causal=True, block_size=4)
+    torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right), **TOL)
+    torch.testing.assert_close(
+        ours, F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(T_q, past=T_k - T_q)), **TOL
+    )
+    torch_causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(torch_causal, F.scaled_dot_product_attention(q, k, v, attn_mask=top_left), **TOL)
+    gap = (ours - torch_causal).abs().max().item()
+    assert gap > 0.1, f"bottom-right and top-left alignments should differ for T_q != T_k, max difference {gap}"
 
 
 # ---------------------------------------------------------------- against Hugging Face's Llama
@@ -326,3 +394,195 @@ def test_modern_gpt_shape_and_no_bias_and_tied():
         model(torch.full((1, 3), 65))
     with pytest.raises(TypeError, match="expects a ModernGPTConfig"):
         ModernGPT(object())
+
+
+# ---------------------------------------------------------------- QK-norm, RoPE scaling, sinks, int8 cache
+
+
+def test_qk_norm_matches_rms_norm_then_attention():
+    from course_lib.positional import apply_rotary as rotate
+
+    torch.manual_seed(8)
+    attn = MultiHeadAttention(32, 4, bias=False, keep_weights=False, n_kv_heads=2, rope_base=100.0, qk_norm=True)
+    attn = attn.to(DTYPE)
+    with torch.no_grad():
+        attn.q_norm.weight.normal_(1.0, 0.3)
+        attn.k_norm.weight.normal_(1.0, 0.3)
+    x = torch.randn(2, 9, 32, dtype=DTYPE, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    out = attn(x, mask=causal_mask(9))
+    q = x2 @ attn.w_q.weight.T
+    k = x2 @ attn.w_k.weight.T
+    v = x2 @ attn.w_v.weight.T
+    q, k, v = (t.view(2, 9, -1, 8).transpose(1, 2) for t in (q, k, v))
+    q = F.rms_norm(q, (8,), attn.q_norm.weight, eps=1e-5)
+    k = F.rms_norm(k, (8,), attn.k_norm.weight, eps=1e-5)
+    q, k = rotate(q, base=100.0), rotate(k, base=100.0)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    ref = ref.transpose(1, 2).reshape(2, 9, 32) @ attn.w_o.weight.T
+    torch.testing.assert_close(out, ref, **TOL)
+    g = torch.randn_like(out)
+    (out * g).sum().backward()
+    (ref * g).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad, **TOL)
+    # each head's queries are normalised: scaling w_q leaves the output unchanged (up to eps)
+    with torch.no_grad():
+        attn.w_q.weight.mul_(5.0)
+        torch.testing.assert_close(attn(x, mask=causal_mask(9)), out, atol=1e-4, rtol=1e-4)
+
+
+def test_modern_gpt_with_qk_norm_has_the_gains_and_a_cache():
+    model = ModernGPT(
+        ModernGPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, qk_norm=True)
+    )
+    names = {name for name, _ in model.named_parameters()}
+    assert "blocks.0.self_attn.q_norm.weight" in names and "blocks.1.self_attn.k_norm.weight" in names, sorted(names)
+    idx = torch.randint(0, 11, (1, 20))
+    g1, g2 = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    a = generate(model, idx[:, :3], 20, generator=g1)
+    b = generate(model, idx[:, :3], 20, generator=g2, use_cache=True)
+    assert torch.equal(a, b), "QK-norm: cached and uncached generation differ"
+
+
+def _hf_rope(rope_type: str, head_dim: int, base: float, **params):
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    config = LlamaConfig(
+        hidden_size=head_dim * 2,
+        num_attention_heads=2,
+        max_position_embeddings=params.pop("max_position_embeddings", 64),
+        rope_parameters={"rope_type": rope_type, "rope_theta": base, **params},
+    )
+    inv_freq, factor = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu")
+    return inv_freq.double(), float(factor)
+
+
+def test_rope_scaling_matches_transformers():
+    from course_lib.positional import RopeScaling, rope_frequencies
+
+    d, base = 32, 10000.0
+    cases = [
+        ("linear", RopeScaling("linear", 4.0), dict(factor=4.0)),
+        (
+            "llama3",
+            RopeScaling("llama3", 8.0, original_length=64, low_freq_factor=1.0, high_freq_factor=4.0),
+            dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=64),
+        ),
+        (
+            "yarn",
+            RopeScaling("yarn", 4.0, original_length=64),
+            dict(
+                factor=4.0,
+                original_max_position_embeddings=64,
+                beta_fast=32.0,
+                beta_slow=1.0,
+                max_position_embeddings=256,
+            ),
+        ),
+    ]
+    for rope_type, ours, params in cases:
+        omega, factor = rope_frequencies(d, base, ours)
+        want, want_factor = _hf_rope(rope_type, d, base, **params)
+        torch.testing.assert_close(omega, want, atol=1e-9, rtol=1e-5, msg=lambda m, t=rope_type: f"{t}: {m}")
+        assert abs(factor - want_factor) < 1e-6, f"{rope_type}: attention factor {factor} against {want_factor}"
+
+
+def test_ntk_scaling_keeps_the_fastest_pair_and_slows_the_slowest_by_the_factor():
+    from course_lib.positional import RopeScaling, frequencies, rope_frequencies
+
+    d, base, s = 32, 10000.0, 4.0
+    plain = frequencies(d, base)
+    omega, factor = rope_frequencies(d, base, RopeScaling("ntk", s))
+    assert omega[0].item() == 1.0 and factor == 1.0, (omega[0].item(), factor)
+    torch.testing.assert_close(omega[-1], plain[-1] / s, atol=0.0, rtol=1e-12)
+    assert bool((omega[1:-1] < plain[1:-1]).all() and (omega[1:-1] > plain[1:-1] / s).all()), "middle pairs not between"
+    with pytest.raises(ValueError, match="needs original_length"):
+        RopeScaling("llama3", 8.0)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        RopeScaling("dynamic", 2.0)
+
+
+def test_modern_gpt_rope_scaling_rotates_with_the_scaled_angles():
+    from course_lib.positional import RopeScaling
+
+    torch.manual_seed(9)
+    plain = ModernGPT(ModernGPTConfig(vocab_size=11, block_size=40, n_layer=1, n_head=2, n_kv_head=2, n_embd=16))
+    linear = ModernGPT(
+        ModernGPTConfig(
+            vocab_size=11,
+            block_size=40,
+            n_layer=1,
+            n_head=2,
+            n_kv_head=2,
+            n_embd=16,
+            rope_scaling=RopeScaling("linear", 2.0),
+        )
+    )
+    linear.load_state_dict(plain.state_dict())
+    idx = torch.randint(0, 11, (1, 40))
+    # Position interpolation by 2 at positions 0, 2, 4, ... equals the plain model's rotation at 0, 1, 2, ...:
+    # check it on the attention scores of the first layer.
+    attn_p, attn_l = plain.blocks[0].self_attn, linear.blocks[0].self_attn
+    t = torch.randn(1, 2, 40, 8)
+    torch.testing.assert_close(attn_l._rotate(t, 0)[:, :, ::2], apply_rotary(t[:, :, ::2], torch.arange(0, 20)))
+    assert not torch.allclose(attn_p._rotate(t, 0), attn_l._rotate(t, 0)), "scaling changed nothing"
+    assert plain(idx)[0].shape == linear(idx)[0].shape
+    saved = dict(linear.config.__dict__, rope_scaling={"kind": "linear", "factor": 2.0})
+    assert ModernGPTConfig(**saved).rope_scaling == RopeScaling("linear", 2.0), "a saved dict is not read back"
+
+
+def test_kv_cache_with_sinks_keeps_the_first_positions():
+    cache = KVCache(max_len=5, sinks=2)
+    k = torch.arange(9.0).view(1, 1, 9, 1)
+    cache.append(k[:, :, :3], k[:, :, :3])
+    for t in range(3, 9):
+        cache.append(k[:, :, t : t + 1], k[:, :, t : t + 1])
+    assert cache.k.flatten().tolist() == [0.0, 1.0, 6.0, 7.0, 8.0], cache.k.flatten().tolist()
+    assert cache.seen == 9 and len(cache) == 5, (cache.seen, len(cache))
+    with pytest.raises(ValueError, match="0 < sinks < max_len"):
+        KVCache(max_len=4, sinks=4)
+
+
+def test_rolling_cache_with_sinks_equals_recomputing_the_kept_tokens():
+    # With one layer a key depends on its own token only, so the step that sees the sinks and the last
+    # W - sinks - 1 tokens equals the model run afresh on exactly those tokens (positions 0, 1, ...).
+    torch.manual_seed(10)
+    span, sinks = 8, 2
+    model = ModernGPT(ModernGPTConfig(vocab_size=13, block_size=span, n_layer=1, n_head=2, n_kv_head=1, n_embd=16))
+    idx = torch.randint(0, 13, (2, 30))
+    cache = model.new_kv_cache(sinks=sinks)
+    with torch.no_grad():
+        logits, _ = model(idx, kv_cache=cache)
+        for t in (span, 15, 29):
+            kept = torch.cat([idx[:, :sinks], idx[:, t - (span - sinks) + 1 : t + 1]], dim=1)  # (B, span)
+            fresh = model(kept)[0][:, -1]
+            torch.testing.assert_close(logits[:, t], fresh, msg=lambda m, t=t: f"step {t}: {m}")
+        plain = model(idx[:, :span])[0]  # within the span, sinks change nothing
+        torch.testing.assert_close(logits[:, :span], plain)
+        no_sinks = model(idx)[0]  # the sliding window: differs once the first tokens are evicted
+        assert not torch.allclose(logits[:, 20], no_sinks[:, 20]), "the sinks made no difference"
+    assert len(cache[0]) == span - 1 and cache[0].sinks == sinks
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")  # deprecated, still the reference
+def test_quantize_int8_matches_torch_quantize_per_channel():
+    from course_lib.attention import dequantize_int8, quantize_int8
+
+    torch.manual_seed(11)
+    k = torch.randn(2, 3, 10, 8)
+    k[..., 5] *= 20  # an outlier channel
+    for dim in (-2, -1):  # keys: one scale per channel (shared along the tokens); values: one per token
+        q, scale = quantize_int8(k, dim)
+        assert q.dtype == torch.int8 and scale.shape[dim] == 1, (q.dtype, scale.shape)
+        err = (dequantize_int8(q, scale) - k).abs()
+        assert bool((err <= scale / 2 + 1e-6).all()), f"dim {dim}: error {err.max():.3g} above half a step"
+        assert int(q.abs().amax()) == 127, f"dim {dim}: the largest entry should map to 127, got {int(q.abs().amax())}"
+    # torch's own per-channel quantisation on a 2-D (T, channels) slice: one scale per channel (axis 1)
+    t = k[0, 0]  # (10, 8)
+    q, scale = quantize_int8(t, dim=0)
+    ref = torch.quantize_per_channel(t, scale.flatten().double(), torch.zeros(8, dtype=torch.long), 1, torch.qint8)
+    assert torch.equal(q, ref.int_repr()), (q, ref.int_repr())
+    q, scale = quantize_int8(t, dim=1)  # one scale per token (axis 0)
+    ref = torch.quantize_per_channel(t, scale.flatten().double(), torch.zeros(10, dtype=torch.long), 0, torch.qint8)
+    assert torch.equal(q, ref.int_repr()), (q, ref.int_repr())

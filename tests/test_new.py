@@ -45,7 +45,7 @@ def course(tmp_path_factory) -> Path:
 
 def _with_answers(root: Path, answers: dict[str, str], name: str) -> Path:
     """The built exercise with some answer cells filled in (grade_id -> source), written as `name`."""
-    nb = read_notebook(root / "exercises" / f"{NAME}.ipynb")
+    nb = read_notebook(root / "exercises" / f"{NAME}_exercises.ipynb")
     for cell in nb["cells"]:
         if grade_id(cell) in answers:
             cell["source"] = answers[grade_id(cell)]
@@ -76,15 +76,15 @@ def test_course_new_writes_a_valid_set_whose_labels_match_its_metadata(course):
         )
         == 0
     )
-    built = (course / "exercises" / f"{NAME}.ipynb").read_text()
+    built = (course / "exercises" / f"{NAME}_exercises.ipynb").read_text()
     assert "THE NEXT EXERCISE" not in built and "BEGIN HIDDEN" not in built
 
 
 @pytest.mark.slow
 def test_the_solution_scores_full_marks_and_the_blank_exercise_zero(course):
-    rows = check_notebook(course / "solutions" / f"{NAME}.ipynb")
+    rows = check_notebook(course / "solutions" / f"{NAME}.ipynb").rows
     assert [r.status for r in rows] == ["passed"] * 3 and sum(r.points for r in rows) == 8, rows
-    rows = check_notebook(course / "exercises" / f"{NAME}.ipynb")
+    rows = check_notebook(course / "exercises" / f"{NAME}_exercises.ipynb").rows
     assert [r.status for r in rows] == ["not attempted"] * 3 and sum(r.points for r in rows) == 0, rows
 
 
@@ -99,7 +99,7 @@ def test_listed_mistakes_get_their_hints_and_a_multi_part_answer_earns_part_of_i
         },
         "wrong.ipynb",
     )
-    rows = {r.grade_id: r for r in check_notebook(path)}
+    rows = {r.grade_id: r for r in check_notebook(path).rows}
     assert "it looks like you divided each score by the sum of the scores" in rows["ex1_test"].message, rows["ex1_test"]
     assert "it looks like you stopped at exp(3)" in rows["ex2_test"].message, rows["ex2_test"]
     assert rows["ex3_test"].status == "partial" and rows["ex3_test"].points == 1, rows["ex3_test"]

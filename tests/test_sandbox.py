@@ -25,10 +25,10 @@ import pytest
 import torch
 from grading_helpers import IN_CI, REPO, SOLUTIONS, require_sandbox, sandbox_available
 
-from course_grader import budgets
+from course_grader import budgets, seccomp
 from course_grader.remote import Session
 from course_grader.runner import Checker
-from course_grader.sandbox import Kernel, bound_folders, seccomp_usable
+from course_grader.sandbox import SandboxedKernel, bound_folders, seccomp_usable
 from course_lib import checks
 from course_lib.runner import wire
 from course_lib.runner.process import KernelStopped, Limits
@@ -308,7 +308,7 @@ ellipsis_answer = ...
 @pytest.fixture(scope="module")
 def session():
     sandbox = sandbox_available()[0]
-    kernel = Kernel(Limits(cell_cpu_s=60, message_mb=16), sandbox=sandbox)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=60, message_mb=16), sandbox=sandbox)
     kernel.start()
     run, learner = kernel.run_cell(LEARNER, "answer", budget=kernel.cell_budget(120))
     assert run.ok, run
@@ -622,7 +622,7 @@ if __name__ == "__main__" and len(sys.argv) == 2 and sys.argv[1].startswith("{")
 @pytest.fixture(scope="module")
 def sandboxed():
     require_sandbox()
-    kernel = Kernel(
+    kernel = SandboxedKernel(
         Limits(cell_cpu_s=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16),
         sandbox=True,
         protect=[SOLUTIONS],
@@ -692,7 +692,7 @@ def test_the_sandbox_refuses_what_no_exercise_needs_in_every_thread_child_and_pr
     kernel, session = sandboxed
     code = (
         SYSCALL_PROBE
-        + f"syscall_probe = probe_everywhere({budgets.seccomp_numbers()!r}, {SYSCALL_PROBE!r})\n"
+        + f"syscall_probe = probe_everywhere({seccomp.seccomp_numbers()!r}, {SYSCALL_PROBE!r})\n"
         + "import multiprocessing, threading, torch\n"
         + "with multiprocessing.get_context('fork').Pool(2) as _pool:\n"
         + "    pool_result = _pool.map(abs, [-1, -2, -3])\n"
@@ -772,7 +772,7 @@ def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
     require_sandbox()
     if budget is None or "memory" not in budget.folders:
         pytest.skip("no memory cgroup can be made here")
-    kernel = Kernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True, budget=budget, seccomp=False)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True, budget=budget, seccomp=False)
     kernel.start()
     try:
         run, _ = kernel.run_cell(MEMFD_HOG, "answer", budget=kernel.cell_budget(60))
@@ -788,7 +788,7 @@ def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
     require_sandbox()
     if budget is None or "cpu" not in budget.folders:
         pytest.skip("no cpu cgroup can be made here")
-    kernel = Kernel(Limits(cell_cpu_s=30, processes=32), sandbox=True, budget=budget)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30, processes=32), sandbox=True, budget=budget)
     kernel.start()
     try:
         run, _ = kernel.run_cell(
@@ -820,7 +820,7 @@ def test_forked_children_that_share_pages_are_counted_once():
     """medium: the RSS watchdog counted shared copy-on-write pages once per process, a false
     memory-limit for legitimate multiprocessing; it now counts PSS (here without any cgroup)."""
     require_sandbox()
-    kernel = Kernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True)
     kernel.start()
     code = (
         "import os, time\nb = bytearray(200 * 2**20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nkids = []\n"
@@ -847,7 +847,7 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
     require_sandbox()
     hidden = REPO / ".venv" / f"course-protect-test-{os.getpid()}"
     (hidden / "secret").mkdir(parents=True)
-    kernel = Kernel(Limits(cell_cpu_s=30), sandbox=True, protect=[hidden])
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, protect=[hidden])
     try:
         kernel.start()
         code = (
@@ -866,7 +866,7 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
 def test_nothing_the_learner_started_survives_the_sandbox():
     require_sandbox()
     marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
-    kernel = Kernel(Limits(cell_cpu_s=30), sandbox=True)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True)
     kernel.start()
     code = f'''
 import os, subprocess

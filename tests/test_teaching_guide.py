@@ -27,6 +27,8 @@ TEACHER_COMMANDS = {
     "report",
     "roster",
     "mark",
+    "gradescope",
+    "merge",
 }
 
 
@@ -73,6 +75,10 @@ def test_the_guide_covers_every_teacher_command():
         "--feedback-zip",
         "--map",
         "--new-column",
+        "--shard",
+        "gradescope build",
+        "gradescope test",
+        "gradescope import",
     ):
         assert any(option in line for line in GUIDE_COMMANDS), f"docs/teaching.md shows no command with {option}"
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course_grader import budgets
+from course_grader import budgets, seccomp
 from course_grader.worker import Task, run_batch
 
 # --- tasks (module-level: the checking processes import them by name) ----------------------------------------
@@ -198,7 +198,7 @@ def test_the_seccomp_program_refuses_what_no_exercise_needs():
     interpreting it, for both architectures it is written for, whichever this machine is."""
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
     for index, machine in enumerate(("x86_64", "aarch64")):
-        program, numbers, arch = budgets.seccomp_filter(machine), budgets.seccomp_numbers(machine), AUDIT_ARCH[machine]
+        program, numbers, arch = seccomp.seccomp_filter(machine), seccomp.seccomp_numbers(machine), AUDIT_ARCH[machine]
         assert program is not None and len(program) // 8 < 256, machine
 
         def verdict(name_or_nr, arg0=0, *, arch=arch, program=program, numbers=numbers):
@@ -207,7 +207,7 @@ def test_the_seccomp_program_refuses_what_no_exercise_needs():
 
         missing = [name for name in MUST_REFUSE if name not in numbers]
         assert not missing, f"{machine}: the filter does not know {missing}"
-        for name in [*MUST_REFUSE, *budgets.REFUSED_CALLS]:
+        for name in [*MUST_REFUSE, *seccomp.REFUSED_CALLS]:
             if name in numbers:
                 assert verdict(name) == eperm, (
                     f"{machine}: {name} ({numbers[name]}) gives {verdict(name):#x}, not EPERM"
@@ -257,7 +257,7 @@ def test_the_seccomp_filters_numbers_are_the_kernels():
             continue
         text = open(header).read()
         known = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", text)}
-        for name, nr in budgets.seccomp_numbers(machine).items():
+        for name, nr in seccomp.seccomp_numbers(machine).items():
             if name in known:
                 assert nr == known[name], f"{machine}: {name} is {known[name]} in {header}, the filter uses {nr}"
                 compared += 1

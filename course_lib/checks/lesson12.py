@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from course_lib.positional import apply_rotary
+from course_lib.positional import apply_rotary, rotate_half_permutation
 
 from .core import CheckFailed, Seals, call, check_all, check_tensor, passed
 
@@ -48,11 +48,14 @@ SEALS = Seals({
         "divided 4 x d_model by 2 instead of 2 x 4 x d_model by 3": "19e1caf6a6b8a479e2fd",
     }),
     "d_ff_llama": (None, "005d621014cd7601ba97", {
-        "rounded down: Llama rounds 8/3 x d_model UP to the next multiple of 256": "dedb8d9b022d36e32c37",
-        "did not round: Llama's width is a multiple of 256 (11,008 / 256 = 43)": "83aa8e2f3ded648587ee",
-        "rounded 8/3 x d_model to the nearest integer only: Llama rounds up to a multiple of 256":
+        "rounded down: Llama 2 rounds 8/3 x d_model UP to the next multiple of 256": "dedb8d9b022d36e32c37",
+        "did not round: Llama 2's width is a multiple of 256": "83aa8e2f3ded648587ee",
+        "rounded 8/3 x d_model to the nearest integer only: Llama 2 rounds up to a multiple of 256":
             "bfdbf67134c15237eaee",
         "used 4 x d_model, the GELU network's width": "631613717fa3dd828221",
+        "gave Llama 3 8B's (and Mistral 7B's) width, 3.5 x d_model: that is a later, wider choice; the question asks "
+        "for Llama 2's rule, 8/3 x d_model rounded up to a multiple of 256":
+            "3c604fa79b452130eace",
     }),
     "m_new": (3, "6dfaf8684b43bf4fc1a2", {
         "kept the old maximum: the new maximum is the larger of the old one and this block's largest score":
@@ -106,7 +109,7 @@ def check_kv_cache(kv_bytes_per_token: Any, kv_cache_gib: Any) -> None:
 
 
 def check_d_ff(d_ff_equal: Any, d_ff_llama: Any) -> None:
-    """Exercise 2: the SwiGLU width with a GELU network's parameters, and Llama's rounding of it."""
+    """Exercise 2: the SwiGLU width with a GELU network's parameters, and Llama 2's rounding of it."""
     check_all(
         lambda: SEALS.check(
             "d_ff_equal",
@@ -118,7 +121,7 @@ def check_d_ff(d_ff_equal: Any, d_ff_llama: Any) -> None:
             "d_ff_llama",
             d_ff_llama,
             kind="count",
-            hint="8/3 x 4096 is not a whole number: round it up to the next multiple of 256",
+            hint="Llama 2's rule: 8/3 x 4096 is not a whole number; round it up to the next multiple of 256",
         ),
     )
 
@@ -247,6 +250,8 @@ def _window_mistakes(T: int, W: int) -> dict[str, torch.Tensor]:
             (j <= i) & (i - j < W)
         ).T,
         "kept only the causal mask: the window also hides keys W or more positions back": j <= i,
+        "returned the blocked positions (True = blocked, the convention of torch.nn.MultiheadAttention's "
+        "attn_mask): here True means MAY attend, as in F.scaled_dot_product_attention": ~((j <= i) & (i - j < W)),
     }
 
 
@@ -316,6 +321,12 @@ def _rope_mistakes(x, W_q, W_k, W_v, n_heads: int) -> dict[str, torch.Tensor]:
 
     q, k, v = x @ W_q, x @ W_k, x @ W_v
     rq, rk = apply_rotary(heads(q)), apply_rotary(heads(k))
+    perm = rotate_half_permutation(hd)
+    inverse = torch.argsort(perm)
+
+    def rotate_half(t):  # Hugging Face's pairing of feature i with i + head_dim/2, written with the course's
+        return apply_rotary(t[..., perm])[..., inverse]
+
     return {
         "rotated the values too: rotary positions turn only q and k (the scores); the values carry content": merge(
             _attend(rq, rk, apply_rotary(heads(v)))
@@ -330,11 +341,18 @@ def _rope_mistakes(x, W_q, W_k, W_v, n_heads: int) -> dict[str, torch.Tensor]:
         "rotated only the keys: the score depends on the offset only when both q and k are rotated": merge(
             _attend(heads(q), rk, heads(v))
         ),
-        "kept both bugs of rope_attention_buggy: rotate after splitting the heads, and only q and k": merge(
+        "kept both bugs of rope_attention_buggy (it rotates before splitting the heads, and it rotates v): "
+        "split the heads first, then rotate q and k only": merge(
             _attend(heads(apply_rotary(q)), heads(apply_rotary(k)), heads(apply_rotary(v)))
         ),
-        "left out the rotation: apply_rotary to each head's queries and keys": merge(
+        "left out the rotation, or rotated along the wrong axis: apply_rotary turns positions 0, 1, ... along "
+        "the second-to-last axis, so give it each head's (n_heads, T, head_dim) queries and keys, after the "
+        "transpose (on (T, n_heads, head_dim) it turns each head by its head number, which cancels in q . k)": merge(
             _attend(heads(q), heads(k), heads(v))
+        ),
+        'paired feature i with i + head_dim/2 (the "rotate half" layout of Hugging Face\'s Llama): apply_rotary '
+        "pairs neighbours (2i, 2i + 1); call it as it is": merge(
+            _attend(rotate_half(heads(q)), rotate_half(heads(k)), heads(v))
         ),
         "rotated the input x (like adding a position table): RoPE turns the queries and keys after their projections": (
             lambda xr: merge(_attend(heads(xr @ W_q), heads(xr @ W_k), heads(xr @ W_v)))

@@ -2,7 +2,7 @@
 
     python -m course_lib.runner.kernel FD
 
-FD is one end of a socket pair; the other end belongs to the caller (`process.Kernel`). The kernel
+FD is one end of a socket pair; the other end belongs to the caller (`process.KernelProcess`). The kernel
 answers one request at a time (see `wire` for the format):
 
     run      {code, kind}            run a cell with IPython (magics, display, top-level await)
@@ -48,7 +48,7 @@ HIDDEN_NAME = re.compile(r"^(_+|_i+\d*|_\d+|_[oid]h|__\w+__)$")  # IPython's own
 _MISSING = object()
 
 
-class Kernel:
+class KernelServer:
     def __init__(self, shell, sock: socket.socket, message_limit: int):
         self.shell, self.sock, self.message_limit = shell, sock, message_limit
         self.objects: dict[int, object] = {}  # handles given to the checker
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
             pass
     shell = make_shell()
     set_limits(config)
-    kernel = Kernel(shell, sock, int(config.get("message_mb", 64)) * 2**20)
+    kernel = KernelServer(shell, sock, int(config.get("message_mb", 64)) * 2**20)
     signal.signal(signal.SIGINT, kernel.on_sigint)
     kernel.serve()
     os._exit(0)  # no interpreter shutdown: whatever the cells left running ends with the process

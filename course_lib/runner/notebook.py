@@ -33,8 +33,33 @@ CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
 TEXT_STUB = "YOUR ANSWER HERE"
 
 
+# A learner's copy of an exercise set is named after its assignment with this suffix, so that a lesson
+# and its exercises never open as two identical tabs in JupyterLab (`notebooks/06_attention.ipynb`,
+# `exercises/06_attention_exercises.ipynb`). The assignment itself keeps the solution notebook's name
+# (`06_attention`, the id the gradebook and the LMS files use), and the grader takes a notebook handed
+# in under either name as that assignment's.
+EXERCISE_SUFFIX = "_exercises"
+
+
 class NotebookError(ValueError):
     """A notebook that cannot be used: says which file and what is wrong."""
+
+
+def exercise_filename(assignment: str) -> str:
+    """The file name of an assignment's exercise notebook: "06_attention" -> "06_attention_exercises.ipynb"."""
+    return f"{assignment}{EXERCISE_SUFFIX}.ipynb"
+
+
+def assignment_of(stem: str) -> str:
+    """The assignment an exercise notebook's name stands for, under its new or its old name:
+    "06_attention_exercises" and "06_attention" -> "06_attention"."""
+    return stem.removesuffix(EXERCISE_SUFFIX) if stem != EXERCISE_SUFFIX else stem
+
+
+def exact_filenames(assignment: str) -> tuple[str, str]:
+    """The two names under which a notebook is exactly an assignment's: the assignment's own (as the
+    solution notebook and nbgrader's release are called) and the exercise notebook's."""
+    return f"{assignment}.ipynb", exercise_filename(assignment)
 
 
 # --- reading and writing -------------------------------------------------------------------------

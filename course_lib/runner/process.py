@@ -1,11 +1,11 @@
 """Start a learner's kernel as a child process and talk to it within limits.
 
-`Kernel(limits, cwd=...)`: `start()`, then `request(...)` / `run_cell(...)`, then `shutdown()`. The
+`KernelProcess(limits, cwd=...)`: `start()`, then `request(...)` / `run_cell(...)`, then `shutdown()`. The
 kernel (`course_lib.runner.kernel`) runs in a session of its own, in `cwd`, with a fresh home
 folder and an environment with nothing from the caller's shell but what Python and the course
 need. This is how `course check` runs a learner's own notebook: the learner's code on the learner's
 machine, so no sandbox. The grader starts the same kernel inside a bubblewrap sandbox
-(`course_grader.sandbox.Kernel`, a subclass that starts the process another way).
+(`course_grader.sandbox.SandboxedKernel`, a subclass that starts the process another way).
 
 The kernel's only link to its caller is one end of a socket pair passed in; its stdout and stderr
 go to a pipe that is read, counted and capped here. Limits enforced here, outside the kernel, where
@@ -83,7 +83,7 @@ class Limits:
 
 class Budget:
     """One cell's allowance (or one kernel start's): `cpu_s` seconds on `clock` (CPU seconds the submission
-    has used so far, see `Kernel.cpu_used`) from now, and a wall-clock end `wall_end` (time.monotonic())
+    has used so far, see `KernelProcess.cpu_used`) from now, and a wall-clock end `wall_end` (time.monotonic())
     past which it stops whatever it used. `cut`: the allowance is what is left of the submission's total,
     not the cell's own."""
 
@@ -114,7 +114,7 @@ class Budget:
         return f"the cell used more CPU time than its limit ({self.cpu_s:g} s)"
 
 
-def submission_clock(kernel: Kernel):
+def submission_clock(kernel: KernelProcess):
     """CPU seconds a submission has used: its kernels' (all starts) and this process's (the checks run for it)."""
     return lambda: kernel.cpu_used() + time.process_time()
 
@@ -212,7 +212,7 @@ def _pss_bytes(pid: int) -> int | None:
 # --- one kernel ---------------------------------------------------------------------------------------
 
 
-class Kernel:
+class KernelProcess:
     """One learner kernel: `start()`, then `request(...)` / `run_cell(...)`, then `shutdown()`.
 
     `cwd` is where the kernel runs (default: its home, a fresh temporary folder under `temp_root`).

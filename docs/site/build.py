@@ -91,6 +91,16 @@ def _is_setup_cell(cell: dict) -> bool:
     return cell.get("id") == "colab-setup" or "colab-setup" in cell.get("metadata", {}).get("tags", [])
 
 
+def assignment_of(stem: str) -> str:
+    """The assignment a lesson or exercise notebook belongs to ("06_attention_exercises" -> "06_attention")."""
+    sys.path.insert(0, str(REPO))  # course_lib.runner.notebook: the one place that knows the names
+    try:
+        from course_lib.runner.notebook import assignment_of as of
+    finally:
+        sys.path.pop(0)
+    return of(stem)
+
+
 def _address(nb: dict) -> str | None:
     """The repository address written into a notebook's Colab setup cell ('' when none is written)."""
     sys.path.insert(0, str(REPO))  # course_lib.colab: the one place that knows the cell's format
@@ -528,13 +538,14 @@ def stage(build: Build) -> dict:
         _write(build.src / guide, linker.rewrite(text, guide, guide, guide))
 
     links = {}
-    exercises_by_stem = {p.stem: p for p in exercise_paths}
-    lessons_by_stem = {p.stem: p for p in lesson_paths}
+    # A lesson and its exercise set share the assignment's name: 06_attention, 06_attention_exercises.
+    exercises_by_name = {assignment_of(p.stem): p for p in exercise_paths}
+    lessons_by_name = {p.stem: p for p in lesson_paths}
     for path in lesson_paths + exercise_paths:
         lesson = path.parent.name == "notebooks"
         doc = path.relative_to(build.repo).with_suffix("").as_posix()
         entry = stage_notebook(build, linker, path, lesson)
-        partner = (exercises_by_stem if lesson else lessons_by_stem).get(path.stem)
+        partner = (exercises_by_name if lesson else lessons_by_name).get(assignment_of(path.stem))
         if partner is not None:
             entry["partner"] = partner.relative_to(build.repo).with_suffix("").as_posix()
             entry["partner_label"] = "The exercises for this lesson" if lesson else "The lesson"

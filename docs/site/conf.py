@@ -19,7 +19,7 @@ project = "From One-Hot to Transformer"
 author = "the course's authors"
 copyright = "the course's authors, MIT licence"
 
-extensions = ["myst_nb", "course_site"]
+extensions = ["myst_nb", "sphinx_copybutton", "course_site"]
 root_doc = "index"
 exclude_patterns = ["_course_pages.json"]
 
@@ -47,7 +47,13 @@ mathjax3_config = {"options": {"enableMenu": False}}
 
 html_theme = "sphinx_book_theme"
 html_title = project
+templates_path = ["_templates"]  # layout.html: the home page's title without the course's name twice
 html_css_files = ["course.css"]
+html_js_files = ["course.js"]  # the course map as cards on a phone; search snippets that show the match
+html_search_scorer = str(HERE / "search_scorer.js")  # lessons before exercise pages and guides
+
+# A copy button on code: a lesson's code cells and the guides' commands, not the outputs.
+copybutton_selector = "div:not(.output) > div.highlight > pre"
 html_favicon = "_static/favicon.svg"
 html_context = {"default_mode": "auto"}  # light or dark as the reader's system says
 html_extra_path = [os.environ["COURSE_SITE_EXTRA"]]  # the notebooks as they are, for download

@@ -48,12 +48,10 @@ RENDER_TIMEOUT_S = 30
 
 # JupyterLab settings the tests put in place through the settings API, on top of what `course lab`
 # itself sets. Autosave off: running a notebook makes it dirty, and JupyterLab must never write the
-# lessons' outputs (or a test's typed answers) back into the checkout. Windowing off: JupyterLab
-# otherwise keeps cells far from the viewport out of the page (or unrendered), and the checks read
-# every cell.
+# lessons' outputs (or a test's typed answers) back into the checkout. (Windowing is off in `course
+# lab` itself, course_lib/labconfig/settings: every cell is in the page, which the checks read.)
 TEST_SETTINGS = {
     "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
-    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
 }
 
 

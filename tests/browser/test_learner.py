@@ -1,5 +1,6 @@
-"""A learner's first minutes in `course lab`: a clean JupyterLab on first start, and an exercise done
-by typing answers into the notebook, wrong first, then right."""
+"""A learner's first minutes in `course lab`: a clean JupyterLab on first start, an exercise done by
+typing answers into the notebook, wrong first, then right, and Run All on an exercise notebook that is
+still blank above a right answer."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import shutil
 from labdriver import Page, apply_test_settings, new_shots_dir, start_lab
 
 WELCOME = "notebooks/00_welcome.ipynb"
-EXERCISE = "exercises/06_attention.ipynb"  # exercise 4, the causal mask: a two-line answer
+EXERCISE = "exercises/06_attention_exercises.ipynb"  # exercise 4, the causal mask: a two-line answer
+LESSON = "notebooks/06_attention.ipynb"  # its lesson, open beside it in the Run All test
 
 # What nbgrader's lab extension adds, as the page shows it. All empty for a learner; all present for
 # `course lab --teacher` (which is also how the test knows these probes can see nbgrader at all).
@@ -197,3 +199,138 @@ def test_learner_gets_a_hint_then_passes(lab, browser):
         lab.shutdown_kernels()
     _finish(shots, bool(problems))
     assert not problems, f"{EXERCISE}, exercise 4, in JupyterLab:\n" + "\n".join(problems) + f"\nScreenshots: {shots}"
+
+
+def test_run_all_goes_past_blank_exercises_and_checks_the_answers_below(lab, browser):
+    """Run → Run All Cells on the exercise notebook with only exercise 4 answered: exercises 1-3 say
+    "not attempted" and the run goes on to the last cell, where exercise 4's test says passed. With
+    the lesson open too, the two tabs have different names."""
+    shots = new_shots_dir("run-all")
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = Page(context.new_page(), lab, shots)
+    page.record_console()
+    problems = []
+    try:
+        apply_test_settings(lab)  # autosave off: the typed answer must not reach the checkout
+        page.open(EXERCISE)
+        answer, test, blank_test = (_cell_index(page, g) for g in ("ex4_answer", "ex4_test", "ex1_test"))
+        _type_answer(page, answer, ["def make_causal_mask(T):", "return torch.ones(T, T, dtype=torch.bool).tril()"])
+        page.run_all_from_menu()
+        page.screenshot("run-all-window")
+        last = page.page.evaluate(
+            """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+                       const code = cells.filter(c => c.model.type === 'code');
+                       return {index: cells.indexOf(code[code.length - 1]),
+                               count: code[code.length - 1].model.executionCount,
+                               unrun: code.filter(c => !c.model.executionCount).length}; }"""
+        )
+        if last["count"] is None or last["unrun"]:
+            problems.append(f"Run All stopped early: {last['unrun']} code cell(s) did not run, the last one {last}")
+        blank = _shown_output(page, blank_test)
+        if "not attempted" not in blank:
+            problems.append(f"exercise 1, left blank, should say 'not attempted'; shown:\n{blank}")
+        right = _shown_output(page, test)
+        page.screenshot("run-all-exercise4", test)
+        if not re.search(r"^✔ make_causal_mask: passed", right, re.M):
+            problems.append(f"exercise 4's right answer, below blank ones, should show passed; shown:\n{right}")
+        page.page.evaluate("path => { window.jupyterapp.commands.execute('docmanager:open', {path}); }", LESSON)
+        page.page.wait_for_function(
+            "path => { const w = window.jupyterapp.shell.currentWidget;"
+            " return !!(w && w.context && w.context.path === path && w.context.isReady); }",
+            arg=LESSON,
+            timeout=120_000,
+        )
+        tabs = page.page.evaluate(
+            "() => [...document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tabLabel')].map(e => e.innerText)"
+        )
+        page.screenshot("run-all-two-tabs")
+        if len(tabs) != 2 or len(set(tabs)) != 2:
+            problems.append(f"the lesson's and the exercises' tabs should have two different names; tabs: {tabs}")
+        problems += page.console_errors
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+    _finish(shots, bool(problems))
+    assert not problems, f"{EXERCISE}, Run All:\n" + "\n".join(problems) + f"\nScreenshots: {shots}"
+
+
+# --- "section N" links ------------------------------------------------------------------------------
+
+FAR_LESSON = "notebooks/12_modern_decoder.ipynb"  # its first "section 3" link is thousands of pixels above it
+
+# From the notebook's model (JupyterLab may not have rendered far cells yet): the "section N" link
+# whose heading is the most cells below it, as (cell of the link, cell of the heading, the heading's id).
+FARTHEST_LINK_JS = r"""
+() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model);
+    const headings = {};
+    cells.forEach((m, i) => {
+        if (m.type !== 'markdown') return;
+        for (const line of m.sharedModel.getSource().split('\n')) {
+            const h = line.match(/^#{1,4}\s+(.*\S)\s*$/);
+            if (h) headings[h[1].replace(/[`*]/g, '').replace(/ /g, '-')] = i;
+        }
+    });
+    let best = null;
+    cells.forEach((m, i) => {
+        if (m.type !== 'markdown') return;
+        for (const l of m.sharedModel.getSource().matchAll(/\[(section[^\]]*)\]\(#([^)\s]+)\)/gi)) {
+            const target = headings[l[2]];
+            if (target !== undefined && (!best || target - i > best[1] - best[0])) best = [i, target, l[2]];
+        }
+    });
+    return best;
+}
+"""
+HEADING_TOP_JS = """
+id => {
+    const h = [...document.querySelectorAll('.jp-Notebook h1, .jp-Notebook h2, .jp-Notebook h3')]
+        .find(e => e.getAttribute('data-jupyter-id') === id);  // JupyterLab's heading ids
+    return h ? Math.round(h.getBoundingClientRect().top) : null;
+}
+"""
+
+
+def test_a_far_section_link_scrolls_its_heading_into_view(lab, browser):
+    """In the lab as `course lab` sets it up, clicking a "section N" link far above its heading brings the
+    heading into view. JupyterLab's default windowing lays out cells far from the viewport only when
+    they come near it, so a heading far below may not be where the scroll ends (a learner saw lesson
+    12's "section 3" link change the URL and not scroll, twice); `course lab` attaches every cell."""
+    shots = new_shots_dir("section-link")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = Page(context.new_page(), lab, shots)
+    page.record_console()
+    problems = []
+    try:
+        page.open(FAR_LESSON)
+        mode = page.page.evaluate("() => window.jupyterapp.shell.currentWidget.content.notebookConfig.windowingMode")
+        if mode != "none":
+            problems.append(
+                f"`course lab` should lay out every cell of a notebook (windowingMode 'none'), not {mode!r}"
+            )
+        found = page.page.evaluate(FARTHEST_LINK_JS)
+        assert found and found[1] - found[0] > 5, f"{FAR_LESSON}: no section link far above its heading: {found}"
+        link_cell, heading_cell, anchor = found
+        page.cell(link_cell).scroll_into_view_if_needed()
+        link = page.cell(link_cell).locator(f'a[href="#{anchor}"]').first
+        link.click()
+        try:
+            page.page.wait_for_function(
+                f"id => {{ const top = ({HEADING_TOP_JS})(id); return top !== null && top >= 0 && top < 700; }}",
+                arg=anchor,
+                timeout=10_000,
+                polling=200,
+            )
+        except Exception:
+            top = page.page.evaluate(HEADING_TOP_JS, anchor)
+            problems.append(
+                f"{FAR_LESSON}: the link in cell {link_cell + 1} to #{anchor} (cell {heading_cell + 1}) did not bring "
+                f"its heading into view within 10 s (the heading's top: {top} px; the window is 800 px high)"
+            )
+        page.screenshot("after-click")
+        problems += page.console_errors
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+    _finish(shots, bool(problems))
+    assert not problems, "\n".join(problems) + f"\nScreenshots: {shots}"

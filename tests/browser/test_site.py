@@ -5,7 +5,10 @@ from the same sources is reused), served by Python's http.server on 127.0.0.1, a
 opened: it must load with no console error, no failed request and no request to another host;
 every image must load; its maths must be typeset (no raw `$...$` or `\\frac` left); a lesson page
 must have its previous/next links, its table of contents, an "Open in Colab" and a "Download the
-notebook" link; a widget must show its figure or printout. The search must find "softmax".
+notebook" link; a widget must show its figure or printout. The search must find "softmax", with
+lessons first and a snippet that shows the word. At a laptop's 1280x800 the code of lessons 11 and
+12 fits its column and the home page does not scroll sideways; on a phone the course map is one
+card per lesson.
 
 Like the lesson tests, these need Chromium (skipped with a reason without it, required under
 CI=true), and the site's packages (the `site` extra: `make site` installs them; under CI=true the
@@ -38,7 +41,7 @@ from labdriver import RAW_TEX, REPO, new_shots_dir
 BUILD = REPO / "docs" / "site" / "build.py"
 SITE = REPO / "docs" / "site" / "_build" / "html"
 CI = os.environ.get("CI", "").lower() == "true"
-SITE_PACKAGES = ("sphinx", "myst_nb", "myst_parser", "sphinx_book_theme", "mathjax")
+SITE_PACKAGES = ("sphinx", "myst_nb", "myst_parser", "sphinx_book_theme", "sphinx_copybutton", "mathjax")
 LESSONS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXERCISES = sorted((REPO / "exercises").glob("[0-9][0-9]_*.ipynb"))
 PAGES = (
@@ -327,6 +330,113 @@ def test_search_finds_softmax(tab, shots):
     )
 
 
+# --- what fits the screen ------------------------------------------------------------------------------
+
+# Code and output blocks of a page wider than their column: with the site's own CSS (a line that does
+# not fit wraps), and with wrapping turned off (whether the lines themselves fit).
+CODE_FITS_JS = r"""
+() => {
+    const blocks = [...document.querySelectorAll('article.bd-article div.highlight pre')];
+    const over = () => blocks.filter(b => b.scrollWidth > b.clientWidth + 1)
+        .map(b => `${b.scrollWidth - b.clientWidth} px too wide: ${b.textContent.split('\n')[0].slice(0, 60)}`);
+    const styled = over();
+    blocks.forEach(b => { b.style.whiteSpace = 'pre'; });
+    const unwrapped = over();
+    blocks.forEach(b => { b.style.whiteSpace = ''; });
+    return {blocks: blocks.length, column: document.querySelector('article.bd-article').clientWidth,
+            styled, unwrapped};
+}
+"""
+# Sideways scrolling of the whole page, and of the course map inside its box.
+PAGE_WIDTH_JS = r"""
+() => {
+    const map = document.querySelector('section#course-map table');
+    const box = map && map.parentElement;
+    const cells = map ? [...map.querySelectorAll('td')] : [];
+    return {page: document.documentElement.scrollWidth, window: window.innerWidth,
+            map: map ? map.scrollWidth : null, box: box ? box.clientWidth : null,
+            cells_outside: cells.filter(td => td.getBoundingClientRect().right > window.innerWidth + 1).length,
+            labels: cells.filter(td => td.dataset.label).length, cells: cells.length,
+            title: document.title};
+}
+"""
+
+
+@pytest.fixture
+def laptop(browser, served):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.mark.parametrize("page", ["notebooks/11_gpt.html", "notebooks/12_modern_decoder.html"])
+def test_code_fits_the_column_on_a_laptop(page, laptop, served, shots):
+    laptop.goto(served + page, wait_until="load")
+    found = laptop.evaluate(CODE_FITS_JS)
+    if found["styled"] or found["unwrapped"]:
+        laptop.screenshot(path=str(shots / f"fit-{Path(page).stem}.png"))
+    assert found["blocks"] > 20, f"{page}: only {found['blocks']} code blocks found"
+    assert not found["styled"], f"{page} at 1280x800: code blocks wider than the {found['column']} px column: {found}"
+    assert not found["unwrapped"], (
+        f"{page} at 1280x800: code lines that fit only by wrapping (the column is {found['column']} px): "
+        f"{found['unwrapped'][:5]}"
+    )
+    cells, copy = laptop.locator("div.cell_input pre").count(), laptop.locator("div.cell_input button.copybtn").count()
+    assert cells > 10 and copy == cells, f"{page}: {copy} copy buttons on its {cells} code cells"
+    assert not laptop.locator("div.cell_output button.copybtn").count(), f"{page}: copy buttons on outputs"
+
+
+def test_the_home_page_fits_a_laptop_and_its_course_map_reads_on_a_phone(browser, served, shots):
+    problems = []
+    for width, height in ((1280, 800), (390, 844)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        page.goto(served + "index.html", wait_until="load")
+        found = page.evaluate(PAGE_WIDTH_JS)
+        if found["page"] > found["window"]:
+            problems.append(f"at {width} px the home page scrolls sideways ({found['page']} px wide)")
+        if found["map"] is None:
+            problems.append("the home page has no course map (section#course-map table)")
+        elif found["map"] > found["box"] + 1:
+            problems.append(f"at {width} px the course map is {found['map']} px wide in a {found['box']} px box")
+        if found["cells_outside"]:
+            problems.append(f"at {width} px {found['cells_outside']} cells of the course map are off the screen")
+        if width < 768 and found["labels"] != found["cells"]:
+            problems.append(f"on a phone {found['cells'] - found['labels']} cards' cells lack their column's name")
+        if found["title"] != "From One-Hot to Transformer":
+            problems.append(f"the home page's title is {found['title']!r}")
+        if problems:
+            page.screenshot(path=str(shots / f"home-{width}.png"))
+        context.close()
+    assert not problems, "\n".join(problems) + f"\nscreenshots: {shots}"
+
+
+def test_search_shows_the_word_it_found_and_lessons_first(laptop, served, shots):
+    """The snippet under each result starts where the page says "rotary", not at the theme's menu;
+    the lessons that use the word come before the exercise sets."""
+    laptop.goto(served + "search.html?q=rotary", wait_until="load")
+    try:
+        laptop.wait_for_function(
+            "() => { const li = [...document.querySelectorAll('#search-results li')];"
+            " return li.length > 2 && li.every(l => l.querySelector('p.context')); }",
+            timeout=PAGE_TIMEOUT_S * 1000,
+        )
+    except Exception:
+        laptop.screenshot(path=str(shots / "search-rotary.png"))
+        raise
+    results = laptop.evaluate(
+        "() => [...document.querySelectorAll('#search-results li')].map(li => "
+        "[li.querySelector('a').getAttribute('href'), li.querySelector('p.context').innerText])"
+    )
+    without = [(href, text[:80]) for href, text in results if "rotary" not in text.lower()]
+    kinds = [href.split("/")[0] for href, _ in results]
+    lessons_first = kinds.index("exercises") > max(i for i, k in enumerate(kinds) if k == "notebooks")
+    if without or not lessons_first:
+        laptop.screenshot(path=str(shots / "search-rotary.png"))
+    assert not without, f"search results whose snippet does not show 'rotary': {without}"
+    assert "notebooks" in kinds and lessons_first, f"the lessons should come first: {[h for h, _ in results]}"
+
+
 # --- the links, read from the built files (no browser) -------------------------------------------------
 
 
@@ -419,7 +529,7 @@ def tiny_course(root: Path, lesson_cells: list[dict] | None = None) -> Path:
     (root / "docs" / "nbgrader").mkdir(parents=True)
     (root / "README.md").write_text(
         "# A tiny course\n\nOne lesson.\n\n## Course map\n\n| lesson | exercises |\n|---|---|\n"
-        "| [00 Sums](notebooks/00_sums.ipynb) | [exercises/00](exercises/00_sums.ipynb) |\n\n"
+        "| [00 Sums](notebooks/00_sums.ipynb) | [exercises/00](exercises/00_sums_exercises.ipynb) |\n\n"
         "More in [Other](#other).\n\n## Other\n\nText.\n"
     )
     (root / "docs" / "teaching.md").write_text("# Teaching\n\nSee [the nbgrader guide](nbgrader/README.md).\n")
@@ -435,7 +545,9 @@ def tiny_course(root: Path, lesson_cells: list[dict] | None = None) -> Path:
         ]
     )
     (root / "notebooks" / "00_sums.ipynb").write_text(_notebook(cells))
-    (root / "exercises" / "00_sums.ipynb").write_text(_notebook([_md("# Exercises 00: Sums"), _code("x = 1", None)]))
+    (root / "exercises" / "00_sums_exercises.ipynb").write_text(
+        _notebook([_md("# Exercises 00: Sums"), _code("x = 1", None)])
+    )
     return root
 
 
@@ -511,13 +623,15 @@ def test_colab_links_follow_the_address_course_colab_writes(tmp_path, site_packa
     from course_lib.colab import set_setup_cell
 
     course = tiny_course(tmp_path / "course")
-    for path in [course / "notebooks" / "00_sums.ipynb", course / "exercises" / "00_sums.ipynb"]:
+    for path in [course / "notebooks" / "00_sums.ipynb", course / "exercises" / "00_sums_exercises.ipynb"]:
         set_setup_cell(path, address)
     site_build = _site_build()
     build = site_build.Build(repo=course, out=tmp_path / "site" / "html", work=tmp_path / "site")
     pages = site_build.stage(build)
     assert pages["notebooks/00_sums"]["colab"] == colab
-    assert pages["exercises/00_sums"]["colab"] == (colab and colab.replace("/notebooks/", "/exercises/"))
+    assert pages["exercises/00_sums_exercises"]["colab"] == (
+        colab and colab.replace("/notebooks/00_sums.ipynb", "/exercises/00_sums_exercises.ipynb")
+    )
     home = (build.src / "index.md").read_text()
     if readme_link:
         assert f"[Other]({readme_link})" in home, home
@@ -527,3 +641,27 @@ def test_colab_links_follow_the_address_course_colab_writes(tmp_path, site_packa
     staged = json.loads((build.src / "notebooks" / "00_sums.ipynb").read_text())
     setup = [c for c in staged["cells"] if c.get("id") == "colab-setup"]
     assert setup and "remove-cell" in setup[0]["metadata"]["tags"], "the setup cell shows on the page"
+
+
+def test_a_lesson_added_later_is_on_the_site_with_its_exercises_without_editing_the_build(tmp_path, site_packages):
+    """A new lesson and its exercise set (a final project, say) are found by their file names, and each
+    page links the other; so is an exercise set under its old name (NN_name.ipynb)."""
+    course = tiny_course(tmp_path / "course")
+    (course / "notebooks" / "13_project.ipynb").write_text(_notebook([_md("# Lesson 13: A project"), _code("1")]))
+    (course / "exercises" / "13_project_exercises.ipynb").write_text(_notebook([_md("# Exercises 13: A project")]))
+    (course / "notebooks" / "14_more.ipynb").write_text(_notebook([_md("# Lesson 14: More"), _code("1")]))
+    (course / "exercises" / "14_more.ipynb").write_text(_notebook([_md("# Exercises 14: More")]))
+    site_build = _site_build()
+    build = site_build.Build(repo=course, out=tmp_path / "site" / "html", work=tmp_path / "site")
+    pages = site_build.stage(build)
+    partners = {doc: page.get("partner") for doc, page in pages.items()}
+    assert partners == {
+        "notebooks/00_sums": "exercises/00_sums_exercises",
+        "exercises/00_sums_exercises": "notebooks/00_sums",
+        "notebooks/13_project": "exercises/13_project_exercises",
+        "exercises/13_project_exercises": "notebooks/13_project",
+        "notebooks/14_more": "exercises/14_more",
+        "exercises/14_more": "notebooks/14_more",
+    }, partners
+    home = (build.src / "index.md").read_text()
+    assert "notebooks/13_project" in home and "exercises/13_project_exercises" in home, home
