@@ -17,6 +17,8 @@ Sections (pick some with --only, e.g. `python -m bench --only kernels gpt`):
   bpe        lesson 05: BPE training time and compression vs the `tokenizers` library (bench/bpe.py)
   grading    `course grade`: submissions per minute at --jobs 2 (lessons 06 and 09), CPU per submission, and
              what one submission that hits every limit costs a batch (bench/grading.py)
+  marking    `course mark` at 3,000 students: one saved mark, the question's page (size, load time), against
+             the class-wide exports every save used to rewrite (bench/marking.py)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "RESULTS.md"
 BUDGET_S = 60.0  # per lesson, on 2 cores
 TARGET_S = 30.0
-SECTIONS = ["notebooks", "kernels", "gpt", "modern", "word2vec", "bpe", "grading"]
+SECTIONS = ["notebooks", "kernels", "gpt", "modern", "word2vec", "bpe", "grading", "marking"]
 
 
 # --- timing helpers ---------------------------------------------------------------------------------
@@ -363,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "word2vec": section_module("word2vec"),
         "bpe": section_module("bpe"),
         "grading": section_grading,
+        "marking": section_module("marking"),
     }
     results, failed = {}, []
     for name in args.only or SECTIONS:

@@ -184,14 +184,26 @@ def register(sub) -> list[str]:
     p_deadline.add_argument(
         "--penalty",
         type=float,
-        default=10.0,
+        default=None,
         help="percent of the assignment's points lost per started day late (default 10)",
     )
     p_deadline.add_argument(
-        "--max", type=float, default=100.0, help="the most a late submission loses, in percent (default 100)"
+        "--max", type=float, default=None, help="the most a late submission loses, in percent (default 100)"
     )
-    p_deadline.add_argument("--grace", type=float, default=0.0, help="minutes of lateness forgiven (default 0)")
-    p_deadline.add_argument("--list", action="store_true", help="show the deadlines")
+    p_deadline.add_argument("--grace", type=float, default=None, help="minutes of lateness forgiven (default 0)")
+    p_deadline.add_argument(
+        "--student",
+        metavar="ID",
+        help="give this student their own deadline for the assignment (an extension): its late penalty counts "
+        "from DUE, and the feedback says so",
+    )
+    p_deadline.add_argument(
+        "--remove", action="store_true", help="with --student: take the student's extension away (kept on record)"
+    )
+    p_deadline.add_argument(
+        "--grader", default="", help="with --student: who gives (or removes) the extension (default: your login name)"
+    )
+    p_deadline.add_argument("--list", action="store_true", help="show the deadlines and the extensions")
     p_deadline.add_argument("--out", type=Path, default=Path("grading-output"), help=out_help)
 
     p_adjust = sub.add_parser(
@@ -247,6 +259,19 @@ def register(sub) -> list[str]:
         default=None,
         metavar="FILE",
         help="a CSV file of assignment,column lines (the same as --column, for every assignment)",
+    )
+    p_export.add_argument(
+        "--new-column",
+        action="store_true",
+        help="let an assignment that fits none of the LMS's columns (in the roster's LMS export) become a new "
+        "assignment in the LMS (without it, the export stops and names the columns still unfilled)",
+    )
+    p_export.add_argument(
+        "--feedback-zip",
+        choices=("canvas", "moodle"),
+        action="append",
+        help="also write feedback-LMS-A.zip: every student's feedback on the --assignment, named as the LMS's "
+        "download named their file, for Canvas's Re-Upload Submissions or Moodle's feedback files zip",
     )
     p_export.add_argument(
         "--missing",
@@ -310,6 +335,14 @@ def register(sub) -> list[str]:
         metavar="JSON",
         help="submission times from Canvas's submissions API (saved as JSON), for late penalties",
     )
+    p_unpack.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="LMS=ID",
+        help="this download's student LMS (the id a warning said it was written as, e.g. Anh_Nguyen_731006, or the "
+        "LMS's own number) is the roster's student ID; repeatable, kept in the gradebook for later unpackings",
+    )
     p_unpack.add_argument("--overwrite", action="store_true", help="replace notebooks already unpacked")
     p_unpack.add_argument(
         "--tz", default=None, help="the time zone of the zip's times (e.g. Europe/Berlin; default: this machine's)"
@@ -334,6 +367,21 @@ def register(sub) -> list[str]:
         help="a grader (repeat it for each teaching assistant): each gets an address of their own, and the marks "
         "saved from it are recorded under NAME (default: one address, under your login name)",
     )
+    p_mark.add_argument(
+        "--section",
+        action=_GraderSection,
+        default={},
+        metavar="SECTION",
+        help="after a --grader: the section whose answers they mark (repeatable); their address shows only its "
+        "students, and a save for anyone else is refused (default: every section)",
+    )
+    p_mark.add_argument(
+        "--section-column",
+        default="Section",
+        metavar="COLUMN",
+        help="the roster's column that holds each student's section (default: Section, as Canvas exports it)",
+    )
+    p_mark.add_argument("--page-size", type=int, default=25, help="answers listed on a page (default 25)")
     p_mark.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     p_mark.add_argument("--list", action="store_true", help="print how many answers are marked, and stop")
 
@@ -492,6 +540,18 @@ def merge_cmd(args: argparse.Namespace) -> int:
     print("\n".join(report.lines()))
     print(f"rewrote {args.out / 'grades.csv'}, {args.out / 'grades.json'} and {args.out / 'feedback'}/")
     return 0
+
+
+class _GraderSection(argparse.Action):
+    """`--section A` gives the --grader named just before it section A: {grader: [sections]}."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        graders = getattr(namespace, "grader", None) or []
+        if not graders:
+            parser.error(f"--section {value} names no grader: put it after the --grader it is for")
+        given = dict(getattr(namespace, self.dest) or {})
+        given[graders[-1]] = [*given.get(graders[-1], []), value.strip()]
+        setattr(namespace, self.dest, given)
 
 
 def _explained(command):
@@ -656,37 +716,85 @@ def _gradebook(out: Path):
 
 
 def deadline_cmd(args: argparse.Namespace) -> int:
-    """`course deadline ASSIGNMENT DUE --penalty P`: see course_grader.gradebook."""
+    """`course deadline ASSIGNMENT DUE --penalty P`, `--student ID` (an extension), `--list`: see
+    course_grader.gradebook."""
     from .export import write_exports
-    from .gradebook import Deadline, parse_time
 
     with closing(_gradebook(args.out)) as book:
-        if args.assignment:
-            if not args.due:
-                raise ValueError(
-                    "give the deadline after the assignment, e.g. course deadline 06_attention '2026-12-01 23:59'"
-                )
-            d = Deadline(args.assignment, parse_time(args.due), args.penalty, args.max, args.grace)
-            book.set_deadline(d)
+        if args.student is not None:
+            _extension(book, args)
+            write_exports(book, args.out)
+        elif args.assignment:
+            _deadline(book, args)
             write_exports(book, args.out)
         elif not args.list:
             raise ValueError("name an assignment and its deadline, or pass --list")
-        rows = book.rows()
-        for d in book.deadlines().values():
-            print(
-                f"{d.assignment}: due {d.due.isoformat()}, -{d.percent_per_day:g}% per started day late "
-                f"(at most -{d.max_percent:g}%), grace {d.grace_minutes:g} min"
-            )
-            untimed = [
-                r.student for r in rows if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at
-            ]
-            if untimed:
-                print(
-                    f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt "
-                    f"in the student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
-                    + (" ..." if len(untimed) > 10 else "")
-                )
+        for line in _deadline_lines(book):
+            print(line)
     return 0
+
+
+def _deadline(book, args: argparse.Namespace) -> None:
+    """`course deadline A DUE --penalty P --max M --grace G`."""
+    from .gradebook import Deadline, parse_time
+
+    if args.remove:
+        raise ValueError("--remove takes an extension away: course deadline A --student ID --remove")
+    if not args.due:
+        raise ValueError("give the deadline after the assignment, e.g. course deadline 06_attention '2026-12-01 23:59'")
+    given = (args.penalty, args.max, args.grace)
+    penalty, most, grace = (d if v is None else v for v, d in zip(given, (10.0, 100.0, 0.0), strict=True))
+    book.set_deadline(Deadline(args.assignment, parse_time(args.due), penalty, most, grace))
+
+
+def _extension(book, args: argparse.Namespace) -> None:
+    """`course deadline A DUE --student ID` (an extension) or `course deadline A --student ID --remove`."""
+    from .gradebook import parse_time
+
+    if not args.assignment:
+        raise ValueError("name the assignment: course deadline 06_attention '2026-12-08 23:59' --student ID")
+    if any(v is not None for v in (args.penalty, args.max, args.grace)):
+        raise ValueError(
+            "an extension moves one student's deadline; the penalty stays the assignment's: set --penalty, "
+            f"--max and --grace without --student (course deadline {args.assignment} DUE --penalty P)"
+        )
+    label = book.roster().label(args.student) if book.roster() else args.student
+    if args.remove:
+        gone = book.remove_extension(args.student, args.assignment, args.grader)
+        print(f"removed the extension of {label} for {args.assignment} to {gone.due.isoformat()} (kept on record)")
+        return
+    if not args.due:
+        raise ValueError(f"give the extended deadline: course deadline {args.assignment} DUE --student {args.student}")
+    given = book.set_extension(args.student, args.assignment, parse_time(args.due), args.grader)
+    print(f"{label}: extension of {args.assignment} to {given.due.isoformat()} (given by {given.grader})")
+
+
+def _deadline_lines(book) -> list[str]:
+    """Each deadline, its extensions, and the graded submissions without a time (never penalised)."""
+    rows = book.rows()
+    roster = book.roster()
+    lines = []
+    for d in book.deadlines().values():
+        lines.append(
+            f"{d.assignment}: due {d.due.isoformat()}, -{d.percent_per_day:g}% per started day late "
+            f"(at most -{d.max_percent:g}%), grace {d.grace_minutes:g} min"
+        )
+        for e in book.extensions(assignment=d.assignment):
+            who = roster.label(e.student) if roster else e.student
+            lines.append(
+                f"  extension: {who} to {e.due.isoformat()} (given by {e.grader} on {e.created_at[:10]}; "
+                f"remove: course deadline {d.assignment} --student {e.student} --remove)"
+            )
+        untimed = [
+            r.student for r in rows if r.assignment == d.assignment and r.status == "graded" and not r.submitted_at
+        ]
+        if untimed:
+            lines.append(
+                f"  warning: {len(untimed)} graded submission(s) have no submission time (no timestamp.txt "
+                f"in the student's folder), so no late penalty applies to them: {', '.join(untimed[:10])}"
+                + (" ..." if len(untimed) > 10 else "")
+            )
+    return lines
 
 
 def adjust_cmd(args: argparse.Namespace) -> int:
@@ -757,24 +865,11 @@ def adjust_cmd(args: argparse.Namespace) -> int:
 
 
 def export_cmd(args: argparse.Namespace) -> int:
-    """`course export [--lms canvas|moodle]`: see course_grader.export."""
+    """`course export [--lms canvas|moodle] [--feedback-zip canvas|moodle]`: see course_grader.export and
+    course_grader.feedback_zip."""
     from .export import write_exports, write_lms
 
-    columns = {}
-    if args.columns is not None:
-        import csv
-
-        with open(args.columns, encoding="utf-8-sig", newline="") as f:
-            for line in csv.reader(f):
-                if len(line) >= 2 and line[0].strip() and line[0].strip().casefold() != "assignment":
-                    columns[line[0].strip()] = line[1].strip()
-    for given in args.column:
-        name, sep, column = given.partition("=")
-        if not sep or not name.strip() or not column.strip():
-            raise ValueError(
-                f"--column takes ASSIGNMENT=COLUMN, e.g. '04_word_vectors=Word Vectors (12345)'; got {given!r}"
-            )
-        columns[name.strip()] = column.strip()
+    columns = _columns(args)
     with closing(_gradebook(args.out)) as book:
         rows = write_exports(book, args.out)
         print(
@@ -790,11 +885,55 @@ def export_cmd(args: argparse.Namespace) -> int:
                 args.assignment,
                 columns=columns if layout != "wide" else None,
                 missing=args.missing_work,
+                new_column=args.new_column,
             )
             print(f"wrote {path}")
             for note in export.notes:
                 print(f"  {note}")
+        for layout in args.feedback_zip or []:
+            _feedback_zip(book, args, layout, sorted({r.assignment for r in rows}))
     return 0
+
+
+def _columns(args: argparse.Namespace) -> dict[str, str]:
+    """The LMS columns `--columns FILE` and `--column A=COLUMN` give: assignment -> column."""
+    columns = {}
+    if args.columns is not None:
+        import csv
+
+        with open(args.columns, encoding="utf-8-sig", newline="") as f:
+            for line in csv.reader(f):
+                if len(line) >= 2 and line[0].strip() and line[0].strip().casefold() != "assignment":
+                    columns[line[0].strip()] = line[1].strip()
+    for given in args.column:
+        name, sep, column = given.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise ValueError(
+                f"--column takes ASSIGNMENT=COLUMN, e.g. '04_word_vectors=Word Vectors (12345)'; got {given!r}"
+            )
+        columns[name.strip()] = column.strip()
+    return columns
+
+
+def _feedback_zip(book, args: argparse.Namespace, layout: str, assignments: list[str]) -> None:
+    """`--feedback-zip LAYOUT`: the zip of one assignment's feedback that the LMS takes back."""
+    from .feedback_zip import write_feedback_zip
+
+    chosen = args.assignment or (assignments if len(assignments) == 1 else [])
+    if len(chosen) != 1:
+        raise ValueError(
+            "a feedback zip goes back to one assignment in the LMS: name it with --assignment "
+            f"(the gradebook has {', '.join(assignments) or 'none'})"
+        )
+    path, made = write_feedback_zip(book, args.out, layout, chosen[0])
+    lms = layout.capitalize()
+    where = "Re-Upload Submissions" if layout == "canvas" else "Upload multiple feedback files in a zip"
+    print(f"wrote {path}: {len(made.files)} student(s)' feedback, for {lms}'s {where} on {chosen[0]}")
+    by_reason: dict[str, list[str]] = {}
+    for student, why in made.left_out.items():
+        by_reason.setdefault(why.split(" (")[0], []).append(student)
+    for why, who in by_reason.items():
+        print(f"  left out ({why}): {len(who)}: {', '.join(who[:10])}" + (" ..." if len(who) > 10 else ""))
 
 
 def report_cmd(args: argparse.Namespace) -> int:
@@ -812,28 +951,13 @@ def report_cmd(args: argparse.Namespace) -> int:
 
 def unpack_cmd(args: argparse.Namespace) -> int:
     """`course unpack ZIP --assignment A`: see course_grader.lms. The roster is the one given (then kept in
-    the gradebook at --out), else the one the gradebook keeps; every decision is recorded there."""
+    the gradebook at --out), else the one the gradebook keeps; so are the LMS ids mapped with --map, and
+    every decision is recorded there."""
     from .gradebook import open_gradebook
     from .lms import read_canvas_times, unpack
-    from .roster import read_roster
 
-    roster, book_path = None, args.out / "gradebook.db"
-    if args.roster is not None:
-        roster, warnings = read_roster(args.roster, args.id_column)
-        for w in warnings:
-            print(f"warning: {w}")
-        print(f"roster: {roster.describe()}")
-    elif book_path.is_file():
-        with closing(open_gradebook(args.out)) as book:
-            roster = book.roster()
-        if roster is not None:
-            print(f"roster: the one kept in {book_path} ({len(roster.active)} students)")
-    if roster is None:
-        print(
-            f"warning: no roster (none given with --roster, none kept in {book_path}): each student's folder is "
-            "named from the LMS's name and id. Pass --roster FILE once (your LMS's export works as it is); "
-            "it is kept."
-        )
+    roster, recorded = _unpack_roster(args)
+    given = _lms_map(args.map)
     times = read_canvas_times(args.canvas_times) if args.canvas_times is not None else None
     report = unpack(
         args.zip,
@@ -846,10 +970,14 @@ def unpack_cmd(args: argparse.Namespace) -> int:
         max_bytes=int(args.max_size * 2**20),
         output_layout=args.output_layout,
         canvas_times=times,
+        lms_map={**recorded, "": given},
     )
+    book_path = args.out / "gradebook.db"
     with closing(open_gradebook(args.out)) as book:
         if args.roster is not None:
             book.set_roster(roster)
+        for key, (student, named) in report.mapped.items():
+            book.map_lms_id(report.layout, key, student, named)
         for sid, entry in report.entries.items():
             book.record_unpacked(
                 sid,
@@ -862,8 +990,54 @@ def unpack_cmd(args: argparse.Namespace) -> int:
                 report.when.get(sid),
             )
     print(report.summary())
+    used = {named for _, named in report.mapped.values()}
+    for name in given:
+        if name not in used:
+            print(f"warning: --map {name}={given[name]}: no student of this zip is {name!r}; nothing recorded for it")
+    if report.mapped:
+        shown = ", ".join(f"{named} = {student}" for student, named in report.mapped.values())
+        print(f"mapped by hand (kept in {book_path}, used at every later unpacking): {shown}")
     print(f"recorded in {book_path}: what was decided for each student reaches their feedback when you grade")
     return 0
+
+
+def _unpack_roster(args: argparse.Namespace):
+    """(The roster to match the zip's students to, the LMS ids mapped before: layout -> {LMS key: student}):
+    --roster, else the gradebook's."""
+    from .gradebook import open_gradebook
+    from .roster import read_roster
+
+    roster, recorded, book_path = None, {}, args.out / "gradebook.db"
+    if args.roster is not None:
+        roster, warnings = read_roster(args.roster, args.id_column)
+        for w in warnings:
+            print(f"warning: {w}")
+        print(f"roster: {roster.describe()}")
+    if book_path.is_file():
+        with closing(open_gradebook(args.out)) as book:
+            recorded = {layout: book.lms_map(layout) for layout in ("canvas", "moodle", "plain")}
+            if roster is None:
+                roster = book.roster()
+                if roster is not None:
+                    print(f"roster: the one kept in {book_path} ({len(roster.active)} students)")
+    if roster is None:
+        print(
+            f"warning: no roster (none given with --roster, none kept in {book_path}): each student's folder is "
+            "named from the LMS's name and id. Pass --roster FILE once (your LMS's export works as it is); "
+            "it is kept."
+        )
+    return roster, recorded
+
+
+def _lms_map(given: list[str]) -> dict[str, str]:
+    """`--map LMS=ID` items: LMS key (or the id a student would be written as) -> the roster's student id."""
+    found = {}
+    for item in given:
+        left, sep, right = item.partition("=")
+        if not sep or not left.strip() or not right.strip():
+            raise ValueError(f"--map takes LMS=ID, e.g. --map 'Anh_Nguyen_731006=s123'; got {item!r}")
+        found[left.strip()] = right.strip()
+    return found
 
 
 def roster_cmd(args: argparse.Namespace) -> int:
@@ -918,4 +1092,11 @@ def mark_cmd(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(lines) or "No manually graded answers in the gradebook.")
         return 0
-    return serve(args.out, graders=args.grader, port=args.port)
+    return serve(
+        args.out,
+        graders=args.grader,
+        port=args.port,
+        sections=args.section,
+        column=args.section_column,
+        page_size=args.page_size,
+    )

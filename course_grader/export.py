@@ -124,6 +124,19 @@ def write_feedback(rows: list[Row], out: Path) -> None:
     _replace_folder(draft_feedback(rows, out), out / "feedback")
 
 
+def write_student_feedback(book: Gradebook, out: Path, student: str, assignment: str) -> Path | None:
+    """Rewrite one student's feedback file on one assignment (atomically), from their rows alone: what a mark
+    saved on the marking page changes. The class-wide files (grades.csv, grades.json, the index) are the
+    next `write_exports`'s. The file written, or None when the gradebook has no such row."""
+    rows = book.rows(student, assignment)
+    if not rows:
+        return None
+    path = out / "feedback" / safe_name(student) / f"{assignment}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, feedback_markdown(rows[0]))
+    return path
+
+
 # --- grades.csv and grades.json ------------------------------------------------------------------------
 
 CSV_COLUMNS = [
@@ -250,6 +263,43 @@ def lms_columns(book: Gradebook, layout: str, names: list[str], given: dict[str,
     return found
 
 
+def new_columns(book: Gradebook, layout: str, mapped: dict[str, str], allowed: bool = False) -> list[str]:
+    """What to say about assignments written to no column the LMS already has (the LMS imports such a column as
+    a new assignment). With the roster exported from that LMS, its grade columns are known: an assignment that
+    fits none and was never mapped with --column is refused (ValueError naming the LMS's columns still
+    unfilled and how to map it), unless `allowed` (`--new-column`). Otherwise, a note."""
+    roster = book.roster()
+    theirs = roster.lms_columns if roster is not None and roster.kind == layout else []
+    given = json.loads(book.meta(f"lms_columns_{layout}", "{}"))
+    lms = {"canvas": "Canvas", "moodle": "Moodle"}[layout]
+    if not theirs:
+        return [
+            f"the kept roster is not {lms}'s own gradebook export, so its columns are unknown: "
+            + ", ".join(repr(c) for c in mapped.values())
+            + f" become new assignments in {lms} unless it has columns of those names (--column A=COLUMN "
+            "writes an assignment into an existing one)"
+        ]
+    notes = [
+        f"{a} goes into {c!r}, which the roster's {lms} export does not have (an assignment made in {lms} since "
+        "the roster was exported?)"
+        for a, c in mapped.items()
+        if a in given and c not in theirs
+    ]
+    unmatched = [a for a, c in mapped.items() if a not in given and c not in theirs]
+    if not unmatched:
+        return notes
+    unfilled = [c for c in theirs if c not in mapped.values()]
+    said = (
+        f"{', '.join(unmatched)} fit{'s' if len(unmatched) == 1 else ''} no column of the roster's {lms} export, "
+        f"so {lms} would import {'it' if len(unmatched) == 1 else 'each'} as a new assignment; its grade columns "
+        f"still unfilled: {', '.join(repr(c) for c in unfilled) or 'none'}. Name the column with "
+        f'--column "{unmatched[0]}={unfilled[0] if unfilled else "COLUMN"}" (remembered for later exports)'
+    )
+    if not allowed:
+        raise ValueError(said + f", or pass --new-column to make a new assignment in {lms}")
+    return [*notes, f"written as new column(s) (--new-column): {said}"]
+
+
 def lms_export(
     book: Gradebook,
     layout: str,
@@ -257,13 +307,15 @@ def lms_export(
     *,
     columns: dict[str, str] | None = None,
     missing: str = "empty",
+    new_column: bool = False,
 ) -> LmsExport:
     """One row per student (the roster's order, then any other graded student), one column per
     assignment with the final score. Empty, never 0: no row (never graded), "not submitted" (unless
     `missing="zero"`), a dropped student, an LMS's test student, and a submission the grader failed to
     check ("grader error", "stopped": not a grade). A submission that could not be graded for what it
     is (unreadable, the wrong notebook) is exported as 0. `notes` says whose and why, for each of these,
-    and names the scores with an exercise a limit stopped (CPU time, memory, output)."""
+    and names the scores with an exercise a limit stopped (CPU time, memory, output). An assignment that
+    would become a new column in the LMS is refused unless `new_column` (see `new_columns`)."""
     if missing not in ("empty", "zero"):
         raise ValueError(f"missing work is exported as 'empty' or 'zero', not {missing!r}")
     rows = book.rows()
@@ -276,6 +328,7 @@ def lms_export(
             f"(it has: {', '.join(sorted({r.assignment for r in rows})) or 'none'})"
         )
     mapped = lms_columns(book, layout, names, columns) if layout in ("canvas", "moodle") else {a: a for a in names}
+    created = new_columns(book, layout, mapped, new_column) if layout in ("canvas", "moodle") else []
     by_row = {(r.student, r.assignment): r for r in rows}
     max_scores = {r.assignment: r.max_score for r in rows}
     students = [s.id for s in roster.students] if roster else []
@@ -384,7 +437,7 @@ def lms_export(
     renamed = [f"{a} -> {c!r}" for a, c in mapped.items() if a != c]
     if renamed:
         notes.append("written to the LMS's own columns: " + ", ".join(renamed))
-    return LmsExport(table, mapped, notes)
+    return LmsExport(table, mapped, notes + created)
 
 
 def lms_table(book: Gradebook, layout: str, assignments: list[str] | None = None) -> list[list]:
@@ -400,7 +453,8 @@ def write_lms(
     *,
     columns: dict[str, str] | None = None,
     missing: str = "empty",
+    new_column: bool = False,
 ) -> LmsExport:
-    export = lms_export(book, layout, assignments, columns=columns, missing=missing)
+    export = lms_export(book, layout, assignments, columns=columns, missing=missing, new_column=new_column)
     write_atomic(Path(path), csv_text(export.table))
     return export

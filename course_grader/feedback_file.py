@@ -27,8 +27,11 @@ def feedback_markdown(r) -> str:
             + (f" (so far: {to_mark} written answer(s) still to be marked)" if to_mark else ""),
             "",
         ]
-        if r.late_penalty or r.adjustments:
+        extension = getattr(r, "extension", "")  # "Extension to 2026-12-05 23:59 +01:00 (on time)"
+        if r.late_penalty or r.adjustments or extension:
             lines += [f"- Exercises: {num(r.score)} / {num(r.max_score)}"]
+            if extension:
+                lines += [f"- {extension}"]
             if r.late_penalty:
                 when = getattr(r, "late_text", "") or f"at {r.submitted_at}"
                 lines += [f"- Late penalty: -{num(r.late_penalty)} (submitted {when})"]

@@ -16,6 +16,9 @@ Adjustments live here too and are applied in every export:
   `timestamp.txt` (nbgrader's format: its exchange and `course unpack` write it); a file's
   modification time is not used (copying resets it), so a submission without one is never penalised,
   and `course deadline` says how many such rows there are;
+- a student's own deadline for an assignment (`course deadline A DUE --student ID`, an extension): the
+  assignment's late penalty counts from it instead, and the feedback says "Extension to ... (on time)"
+  rather than a penalty taken back by hand. A replaced or removed extension stays on record;
 - manual points (+ or -) with a reason, per student and assignment, and who gave them. Removing one
   (`course adjust --remove N`) keeps it on record, no longer counted, with who removed it, when and why.
 
@@ -29,10 +32,11 @@ when and why their work was regraded.
 
 Also kept here: the roster (with each student's status: active, dropped, or an LMS's test student),
 what `course unpack` decided about each student's files (`unpacked`: renamed, skipped, marked late
-by the LMS, too large), and the marks people gave to manually graded answers (`marks`: points, a
-rubric item, a comment, the grader, and the mark the grader's page showed when they gave it), which
-join the score. Marks are only ever added: a later mark of the same answer counts, the earlier ones
-stay on record.
+by the LMS, too large), the LMS ids the teacher mapped to students by hand (`lms_map`: Moodle's
+namesakes, given once with `course unpack --map`), and the marks people gave to manually graded
+answers (`marks`: points, a rubric item, a comment, the grader, and the mark the grader's page showed
+when they gave it), which join the score. Marks are only ever added: a later mark of the same answer
+counts, the earlier ones stay on record.
 
     score = the tests' points + the marks;    final = max(0, score - late penalty + manual points)
 
@@ -40,7 +44,9 @@ Changes to these tables are migrations (`ADDED_COLUMNS`): an older gradebook get
 it is opened, and a gradebook written by a newer grader is refused rather than misread.
 
 Exports are rewritten whole and atomically from the gradebook, never appended to, so a crash
-halfway leaves the previous complete files.
+halfway leaves the previous complete files. `rows(student, assignment)` reads only what one student's
+rows need: a mark saved on the marking page rewrites that student's feedback file from it, without
+reading the class.
 """
 
 from __future__ import annotations
@@ -50,15 +56,17 @@ import hashlib
 import json
 import math
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from course_lib.runner.text import inert, inert_tree
 
 from .roster import Roster, Student
 
-SCHEMA_VERSION = 4  # 3: submission times per (student, assignment); 4: removed adjustments kept, marks.replaces
+SCHEMA_VERSION = 5  # 3: submission times per (student, assignment); 4: removed adjustments kept, marks.replaces;
+# 5: per-student extensions, LMS ids mapped by the teacher
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (
@@ -93,6 +101,12 @@ CREATE TABLE IF NOT EXISTS marks (
     id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, assignment TEXT NOT NULL,
     grade_id TEXT NOT NULL, points REAL NOT NULL, rubric TEXT NOT NULL, comment TEXT NOT NULL,
     grader TEXT NOT NULL, answer_sha256 TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS extensions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, assignment TEXT NOT NULL, due TEXT NOT NULL,
+    grader TEXT NOT NULL, created_at TEXT NOT NULL, removed_at TEXT, removed_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS lms_map (
+    layout TEXT NOT NULL, lms_key TEXT NOT NULL, student TEXT NOT NULL, given_as TEXT NOT NULL,
+    given_at TEXT NOT NULL, PRIMARY KEY (layout, lms_key));
 """
 # Columns added since schema 1 (an older gradebook gets them on opening, with these defaults).
 ADDED_COLUMNS = {
@@ -168,9 +182,10 @@ class Deadline:
         percent = min(self.max_percent, self.percent_per_day * days)
         return round(max_score * percent / 100.0, 2), days
 
-    def describe(self, submitted_at: datetime, days: int) -> str:
+    def describe(self, submitted_at: datetime, days: int, label: str = "the deadline") -> str:
         """How late, in words, with the time in the deadline's own zone: "1 day 10 hours after the
-        deadline (2026-12-01 23:59 +01:00), at 2026-12-03 10:12 +01:00: 2 started days, -10% each"."""
+        deadline (2026-12-01 23:59 +01:00), at 2026-12-03 10:12 +01:00: 2 started days, -10% each"
+        (`label` names the deadline: "your extended deadline")."""
         zone = self.due.tzinfo
         late = submitted_at - self.due
         d, rest = divmod(int(late.total_seconds()) // 60, 24 * 60)
@@ -182,7 +197,7 @@ class Deadline:
         started = f"{days} started day{'s' if days != 1 else ''}"
         cap = f" (at most -{self.max_percent:g}%)" if self.max_percent < 100 else ""
         return (
-            f"{shown} after the deadline ({_clock(self.due, zone)}), at {_clock(submitted_at, zone)}: {started}, "
+            f"{shown} after {label} ({_clock(self.due, zone)}), at {_clock(submitted_at, zone)}: {started}, "
             f"-{self.percent_per_day:g}% each{cap}"
         )
 
@@ -192,6 +207,21 @@ def _clock(when: datetime, zone) -> str:
     return shown.strftime("%Y-%m-%d %H:%M ") + (
         shown.strftime("%z")[:3] + ":" + shown.strftime("%z")[3:] if shown.utcoffset() else "UTC"
     )
+
+
+@dataclass
+class Extension:
+    """One student's own deadline for an assignment (`course deadline A DUE --student ID`): the assignment's late
+    penalty counts from it. One counts at a time; a replaced or removed one stays on record."""
+
+    id: int
+    student: str
+    assignment: str
+    due: datetime  # aware
+    grader: str  # who gave it
+    created_at: str
+    removed_at: str | None = None  # replaced by a newer one, or `--remove`d: no longer counts
+    removed_by: str = ""
 
 
 @dataclass
@@ -272,6 +302,7 @@ class Row:
     email: str = ""
     lms_late: bool = False  # the LMS marked the submission late (Canvas's flag, from `course unpack`)
     late_text: str = ""  # how late, in words and in the deadline's zone ("" when on time)
+    extension: str = ""  # the student's own deadline, in words: "Extension to 2026-12-05 23:59 +01:00 (on time)"
     regrades: list[dict] = field(default_factory=list)  # {at, old, new, reason}: this attempt graded again
 
 
@@ -642,11 +673,12 @@ class Gradebook:
                 ),
             ).lastrowid
 
-    def marks(self, assignment: str | None = None) -> list[Mark]:
-        """Every mark ever given (oldest first), the overwritten ones too."""
+    def marks(self, assignment: str | None = None, student: str | None = None) -> list[Mark]:
+        """Every mark ever given (oldest first), the overwritten ones too (of `assignment`, of `student`)."""
         cur = self.db.execute(
-            f"SELECT {MARK_COLUMNS} FROM marks WHERE (? IS NULL OR assignment=?) ORDER BY id",
-            (assignment, assignment),
+            f"SELECT {MARK_COLUMNS} FROM marks WHERE (? IS NULL OR assignment=?) AND (? IS NULL OR student=?) "
+            "ORDER BY id",
+            (assignment, assignment, student, student),
         )
         return [Mark(*r) for r in cur]
 
@@ -661,10 +693,27 @@ class Gradebook:
 
     def manual_answer(self, student: str, assignment: str, grade_id: str) -> dict | None:
         """The manually graded answer `grade_id` in the latest attempt, as the marking page shows it."""
-        for r in self.rows():
-            if r.student == student and r.assignment == assignment:
-                return next((t for t in r.tests if t.get("manual") and t["grade_id"] == grade_id), None)
+        for r in self.rows(student, assignment):
+            return next((t for t in r.tests if t.get("manual") and t["grade_id"] == grade_id), None)
         return None
+
+    def answers(self, assignment: str | None = None) -> list[tuple[str, str, str, list[dict]]]:
+        """(student, assignment, solutions path, its manually graded answers with their latest marks) for every
+        latest attempt that has such answers (of `assignment`): what the marking pages list, read without the
+        tests, the late penalties or the history that whole rows need."""
+        marks = {(m.student, m.assignment, m.grade_id): m for m in self.marks(assignment)}
+        cur = self.db.execute(
+            "SELECT r.student, r.assignment, r.solutions_path, r.manual FROM results r "
+            "WHERE r.manual != '[]' AND (? IS NULL OR r.assignment=?) AND r.attempt = "
+            "(SELECT MAX(attempt) FROM results y WHERE y.student=r.student AND y.assignment=r.assignment)",
+            (assignment, assignment),
+        )
+        found = []
+        for student, a, path, manual in cur:
+            manual = json.loads(manual)
+            _apply_marks(manual, student, a, marks)
+            found.append((student, a, path, manual))
+        return found
 
     # --- adjustments --------------------------------------------------------------------------------
 
@@ -717,14 +766,102 @@ class Gradebook:
             )
         return found
 
-    def adjustments(self, removed: bool = False) -> list[Adjustment]:
-        """The adjustments that count, oldest first; with `removed`, the removed ones too (they never count)."""
+    def adjustments(
+        self, removed: bool = False, *, student: str | None = None, assignment: str | None = None
+    ) -> list[Adjustment]:
+        """The adjustments that count, oldest first (of `student`, of `assignment`); with `removed`, the removed
+        ones too (they never count)."""
         cur = self.db.execute(
             "SELECT id, student, assignment, points, reason, created_at, grader, cap, removed_at, removed_by, "
-            "removed_reason FROM adjustments WHERE (? OR removed_at IS NULL) ORDER BY id",
-            (int(removed),),
+            "removed_reason FROM adjustments WHERE (? OR removed_at IS NULL) AND (? IS NULL OR student=?) "
+            "AND (? IS NULL OR assignment=?) ORDER BY id",
+            (int(removed), student, student, assignment, assignment),
         )
         return [Adjustment(*r[:7], bool(r[7]), *r[8:]) for r in cur]
+
+    # --- per-student extensions -----------------------------------------------------------------------
+
+    def set_extension(self, student: str, assignment: str, due: datetime, grader: str = "") -> Extension:
+        """Give `student` their own deadline for `assignment` (later than the assignment's): the late penalty counts
+        from it. It replaces the student's earlier extension of that assignment (kept on record as removed)."""
+        deadline = self.deadlines().get(assignment)
+        if deadline is None:
+            raise ValueError(
+                f"{assignment} has no deadline yet: set it first (course deadline {assignment} DUE --penalty P); "
+                "an extension moves one student's deadline, the penalty stays the assignment's"
+            )
+        if due <= deadline.due:
+            raise ValueError(
+                f"an extension is later than the deadline: {assignment} is due {deadline.due.isoformat()}, "
+                f"the extension given is {due.isoformat()}"
+            )
+        self._known_student(student, assignment)
+        who = grader.strip() or whoami()
+        with self.db:
+            self.db.execute(
+                "UPDATE extensions SET removed_at=?, removed_by=? WHERE student=? AND assignment=? "
+                "AND removed_at IS NULL",
+                (now(), who, student, assignment),
+            )
+            self.db.execute(
+                "INSERT INTO extensions (student, assignment, due, grader, created_at) VALUES (?,?,?,?,?)",
+                (student, assignment, due.isoformat(), who, now()),
+            )
+        return self.extensions(student=student, assignment=assignment)[0]
+
+    def remove_extension(self, student: str, assignment: str, grader: str = "") -> Extension:
+        """Take `student`'s extension of `assignment` away (kept on record, with who removed it and when)."""
+        with self.db:
+            done = self.db.execute(
+                "UPDATE extensions SET removed_at=?, removed_by=? WHERE student=? AND assignment=? "
+                "AND removed_at IS NULL",
+                (now(), grader.strip() or whoami(), student, assignment),
+            ).rowcount
+        if not done:
+            given = sorted(f"{e.student} ({e.assignment})" for e in self.extensions())
+            raise ValueError(
+                f"{student} has no extension of {assignment} to remove (the extensions that count: "
+                f"{', '.join(given) or 'none'}; course deadline --list shows them)"
+            )
+        return self.extensions(student=student, assignment=assignment, removed=True)[-1]
+
+    def extensions(
+        self, *, student: str | None = None, assignment: str | None = None, removed: bool = False
+    ) -> list[Extension]:
+        """The extensions that count (with `removed`, the replaced and removed ones too), oldest first."""
+        cur = self.db.execute(
+            "SELECT id, student, assignment, due, grader, created_at, removed_at, removed_by FROM extensions "
+            "WHERE (? OR removed_at IS NULL) AND (? IS NULL OR student=?) AND (? IS NULL OR assignment=?) ORDER BY id",
+            (int(removed), student, student, assignment, assignment),
+        )
+        return [Extension(r[0], r[1], r[2], datetime.fromisoformat(r[3]), *r[4:]) for r in cur]
+
+    def _known_student(self, student: str, assignment: str) -> None:
+        """Raise ValueError unless `student` is on the roster or has a grade of `assignment`."""
+        known = self.db.execute(
+            "SELECT 1 FROM roster WHERE student=? UNION SELECT 1 FROM results WHERE student=? AND assignment=?",
+            (student, student, assignment),
+        ).fetchone()
+        if known is None:
+            raise ValueError(
+                f"{student!r} is neither on the roster kept in {self.path} nor graded for {assignment}: give the "
+                "student's id, as `course roster list` shows it"
+            )
+
+    # --- LMS ids the teacher mapped -------------------------------------------------------------------
+
+    def map_lms_id(self, layout: str, lms_key: str, student: str, given_as: str) -> None:
+        """Record that the LMS's id `lms_key` (a Moodle participant number, a Canvas user id, a plain zip's folder)
+        is `student` (`course unpack --map`): later unpackings use it before the roster's names."""
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO lms_map (layout, lms_key, student, given_as, given_at) VALUES (?,?,?,?,?)",
+                (layout, lms_key, student, inert(given_as, 200), now()),
+            )
+
+    def lms_map(self, layout: str) -> dict[str, str]:
+        """The LMS ids the teacher mapped for `layout`: LMS key -> student id."""
+        return dict(self.db.execute("SELECT lms_key, student FROM lms_map WHERE layout=?", (layout,)))
 
     # --- the roster ---------------------------------------------------------------------------------
 
@@ -775,6 +912,13 @@ class Gradebook:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
+    def roster_student(self, student: str) -> Student | None:
+        """One student as the kept roster has them (None: not on it), read alone."""
+        r = self.db.execute(
+            "SELECT student, name, email, extra, status FROM roster WHERE student=?", (student,)
+        ).fetchone()
+        return Student(r[0], r[1], r[2], json.loads(r[3]), r[4]) if r else None
+
     def roster(self) -> Roster | None:
         cur = self.db.execute("SELECT student, name, email, extra, status FROM roster ORDER BY position")
         students = [Student(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in cur]
@@ -790,106 +934,53 @@ class Gradebook:
 
     # --- reading it back ----------------------------------------------------------------------------
 
-    def rows(self) -> list[Row]:
-        """The latest attempt of every (student, assignment), marks and adjustments applied, sorted."""
-        roster = self.roster()
-        deadlines = self.deadlines()
-        by_key: dict[tuple[str, str], list[Adjustment]] = {}
-        for adj in self.adjustments():
-            by_key.setdefault((adj.student, adj.assignment), []).append(adj)
-        marks: dict[tuple[str, str, str], Mark] = {}
-        for m in self.marks():
-            marks[(m.student, m.assignment, m.grade_id)] = m  # the latest counts
-        late_flags = {
-            (r[0], r[1]): (r[2], bool(r[3]))
-            for r in self.db.execute("SELECT student, assignment, sha256, late FROM unpacked")
-        }
-        replaced: dict[tuple[str, str, int], list[dict]] = {}
-        for h in self.history():
-            replaced.setdefault((h["student"], h["assignment"], h["attempt"]), []).append(h)
-        cur = self.db.execute("""
+    def rows(self, student: str | None = None, assignment: str | None = None) -> list[Row]:
+        """The latest attempt of every (student, assignment), marks and adjustments applied, sorted. `student`
+        and `assignment` narrow it to their rows, and then only what those rows need is read (a saved mark
+        renders one student's feedback without reading the class)."""
+        ctx = self._context(student, assignment)
+        cur = self.db.execute(
+            """
             SELECT r.student, r.assignment, r.attempt, r.status, r.score, r.max_score, r.file, r.submission_sha256,
                    r.submitted_at, r.submitted_from, r.solutions_path, r.solutions_sha256, r.graded_at, r.seconds,
-                   r.run, r.tests, r.notes, r.manual,
+                   r.tests, r.notes, r.manual,
                    (SELECT COUNT(*) FROM results x WHERE x.student=r.student AND x.assignment=r.assignment)
-            FROM results r WHERE r.attempt = (SELECT MAX(attempt) FROM results y
-                                              WHERE y.student=r.student AND y.assignment=r.assignment)""")
-        rows = []
-        for (
-            student,
-            assignment,
-            attempt,
-            status,
-            auto,
-            max_score,
-            file,
-            sha,
-            submitted_at,
-            submitted_from,
-            sol_path,
-            sol_sha,
-            graded_at,
-            seconds,
-            _run,
-            tests,
-            notes,
-            manual,
-            attempts,
-        ) in cur:
-            tests, manual = json.loads(tests), json.loads(manual)
-            marked, to_mark = _apply_marks(manual, student, assignment, marks)
-            tests = _in_order(tests, manual)
-            score = round(auto + marked, 2)
-            max_score = round(max_score + sum(t["max_points"] for t in manual), 2)
-            deadline = deadlines.get(assignment)
-            penalty, days, late_text = 0.0, 0, ""
-            if deadline is not None and submitted_at and status == "graded":
-                when = datetime.fromisoformat(submitted_at)
-                penalty, days = deadline.penalty(when, max_score)
-                late_text = deadline.describe(when, days) if penalty else ""
-            adjs = by_key.get((student, assignment), [])
-            extra = round(sum(a.points for a in adjs), 2)
-            final = max(0.0, score - penalty + extra)
-            if any(a.cap for a in adjs):
-                final = min(final, max(max_score, score - penalty))  # --cap: no extra credit from adjustments
-            s = roster.by_id.get(student) if roster else None
-            regrades = _regrades(replaced.get((student, assignment, attempt), []), auto)
-            rows.append(
-                Row(
-                    student,
-                    s.name if s else "",
-                    assignment,
-                    attempt,
-                    attempts,
-                    status,
-                    score,
-                    max_score,
-                    penalty,
-                    days,
-                    extra,
-                    round(final, 2),
-                    file,
-                    submitted_at,
-                    submitted_from,
-                    graded_at,
-                    seconds,
-                    sol_path,
-                    sol_sha,
-                    tests,
-                    json.loads(notes),
-                    adjs,
-                    auto_score=auto,
-                    to_mark=to_mark,
-                    enrolment=s.status if s else "active",
-                    email=s.email if s else "",
-                    lms_late=late_flags.get((student, assignment)) == (sha, True),
-                    late_text=late_text,
-                    regrades=regrades,
-                )
-            )
-        order = {s.id: i for i, s in enumerate(roster.students)} if roster else {}
-        rows.sort(key=lambda r: (order.get(r.student, len(order)), r.student, r.assignment))
+            FROM results r WHERE (? IS NULL OR r.student=?) AND (? IS NULL OR r.assignment=?)
+                AND r.attempt = (SELECT MAX(attempt) FROM results y
+                                 WHERE y.student=r.student AND y.assignment=r.assignment)""",
+            (student, student, assignment, assignment),
+        )
+        rows = [_row(_Result(*r), ctx) for r in cur]
+        last = len(ctx.people)
+        rows.sort(key=lambda r: (ctx.people.get(r.student, ("", "", "", last))[3], r.student, r.assignment))
         return rows
+
+    def _context(self, student: str | None, assignment: str | None) -> _Context:
+        """What the rows of `student` and `assignment` (None: every one) need beside their results."""
+        who = (student, student)
+        people = {
+            r[0]: tuple(r[1:])
+            for r in self.db.execute(
+                "SELECT student, name, email, status, position FROM roster WHERE (? IS NULL OR student=?)", who
+            )
+        }
+        adjustments: dict[tuple[str, str], list[Adjustment]] = {}
+        for adj in self.adjustments(student=student, assignment=assignment):
+            adjustments.setdefault((adj.student, adj.assignment), []).append(adj)
+        marks = {(m.student, m.assignment, m.grade_id): m for m in self.marks(assignment, student)}  # the latest counts
+        late_flags = {
+            (r[0], r[1]): (r[2], bool(r[3]))
+            for r in self.db.execute(
+                "SELECT student, assignment, sha256, late FROM unpacked WHERE (? IS NULL OR student=?) "
+                "AND (? IS NULL OR assignment=?)",
+                (*who, assignment, assignment),
+            )
+        }
+        replaced: dict[tuple[str, str, int], list[dict]] = {}
+        for h in self.history(student, assignment):
+            replaced.setdefault((h["student"], h["assignment"], h["attempt"]), []).append(h)
+        extensions = {(e.student, e.assignment): e for e in self.extensions(student=student, assignment=assignment)}
+        return _Context(people, self.deadlines(), extensions, adjustments, marks, late_flags, replaced)
 
     def attempts(self, student: str, assignment: str) -> list[dict]:
         cur = self.db.execute(
@@ -899,6 +990,117 @@ class Gradebook:
         )
         keys = ("attempt", "status", "score", "max_score", "file", "submitted_at", "graded_at", "solutions_sha256")
         return [dict(zip(keys, r, strict=True)) for r in cur]
+
+
+class _Result(NamedTuple):
+    """A student's latest attempt at an assignment, as `Gradebook.rows` reads it from `results`."""
+
+    student: str
+    assignment: str
+    attempt: int
+    status: str
+    auto: float  # the tests' points
+    max_score: float  # the tests' maximum
+    file: str | None
+    sha: str | None
+    submitted_at: str | None
+    submitted_from: str | None
+    solutions_path: str
+    solutions_sha256: str
+    graded_at: str
+    seconds: float
+    tests: str  # JSON
+    notes: str  # JSON
+    manual: str  # JSON: the manually graded answers
+    attempts: int
+
+
+@dataclass
+class _Context:
+    """What the rows of a gradebook (or of one student, one assignment) need besides their results."""
+
+    people: dict[str, tuple]  # student -> (name, email, status, position) from the roster
+    deadlines: dict[str, Deadline]
+    extensions: dict[tuple[str, str], Extension]  # (student, assignment) -> the extension that counts
+    adjustments: dict[tuple[str, str], list[Adjustment]]
+    marks: dict[tuple[str, str, str], Mark]  # (student, assignment, grade_id) -> the latest mark
+    late_flags: dict[tuple[str, str], tuple[str | None, bool]]  # (student, assignment) -> (file's sha256, LMS late)
+    replaced: dict[tuple[str, str, int], list[dict]]  # (student, assignment, attempt) -> its replaced versions
+
+
+@dataclass
+class _Late:
+    penalty: float = 0.0
+    days: int = 0
+    text: str = ""  # how late, in words ("" when on time)
+    extension: str = ""  # the student's own deadline, in words ("" without one)
+
+
+def _lateness(deadline: Deadline | None, extension: Extension | None, r: _Result, max_score: float) -> _Late:
+    """The late penalty of a result: counted from the student's extension when they have one (an extension never
+    makes a deadline earlier), else from the assignment's deadline. A result without a submission time is never
+    late, and only a graded submission loses points."""
+    if deadline is None:
+        return _Late()
+    extended = extension is not None and extension.due > deadline.due
+    due = replace(deadline, due=extension.due.astimezone(deadline.due.tzinfo)) if extended else deadline
+    shown = f"Extension to {_clock(due.due, due.due.tzinfo)}" if extended else ""
+    if not (r.submitted_at and r.status == "graded"):
+        return _Late(extension=shown)
+    when = datetime.fromisoformat(r.submitted_at)
+    penalty, days = due.penalty(when, max_score)
+    if not penalty:
+        return _Late(extension=shown + " (on time)" if shown else "")
+    label = "your extended deadline" if extended else "the deadline"
+    return _Late(penalty, days, due.describe(when, days, label), shown)
+
+
+def _row(r: _Result, ctx: _Context) -> Row:
+    """A gradebook row from a result: its marks, late penalty and adjustments applied."""
+    key = (r.student, r.assignment)
+    tests, manual = json.loads(r.tests), json.loads(r.manual)
+    marked, to_mark = _apply_marks(manual, r.student, r.assignment, ctx.marks)
+    score = round(r.auto + marked, 2)
+    max_score = round(r.max_score + sum(t["max_points"] for t in manual), 2)
+    late = _lateness(ctx.deadlines.get(r.assignment), ctx.extensions.get(key), r, max_score)
+    adjs = ctx.adjustments.get(key, [])
+    extra = round(sum(a.points for a in adjs), 2)
+    final = max(0.0, score - late.penalty + extra)
+    if any(a.cap for a in adjs):
+        final = min(final, max(max_score, score - late.penalty))  # --cap: no extra credit from adjustments
+    name, email, enrolment, _ = ctx.people.get(r.student, ("", "", "active", 0))
+    return Row(
+        r.student,
+        name,
+        r.assignment,
+        r.attempt,
+        r.attempts,
+        r.status,
+        score,
+        max_score,
+        late.penalty,
+        late.days,
+        extra,
+        round(final, 2),
+        r.file,
+        r.submitted_at,
+        r.submitted_from,
+        r.graded_at,
+        r.seconds,
+        r.solutions_path,
+        r.solutions_sha256,
+        _in_order(tests, manual),
+        json.loads(r.notes),
+        adjs,
+        auto_score=r.auto,
+        to_mark=to_mark,
+        enrolment=enrolment,
+        email=email,
+        lms_late=ctx.late_flags.get(key) == (r.sha, True),
+        late_text=late.text,
+        extension=late.extension,
+        regrades=_regrades(ctx.replaced.get((*key, r.attempt), []), r.auto),
+    )
 
 
 def _apply_marks(manual: list[dict], student: str, assignment: str, marks: dict) -> tuple[float, int]:

@@ -48,13 +48,16 @@ What the layouts look like (read from the LMSs' own code, and what this module r
 - auto: the layout that fits the names (Moodle's `_assignsubmission_` marker, Canvas's
   `_<digits>_<digits>_` files, folders otherwise); the report says which one was read.
 
-Students: each entry's LMS key (Canvas user id, Moodle participant id, the plain folder) is looked
-up in the roster with `Roster.find`: the LMS id (the roster's id, or an extra column such as
-Canvas's `ID` or Moodle's `ID number`), then the name (Canvas's squashed `doejane` too), then the
-login. A key that fits two roster students matches neither: the student gets an id made from the
-LMS key (`Zoe_Muller_123456`: letters and digits, accents dropped, the LMS id kept so namesakes
-stay apart) and a warning names the entry; so do students the roster lacks, and every student when
-there is no roster (the warnings are the map back from folder to entry).
+Students: each entry's LMS key (Canvas user id, Moodle participant id, the plain folder) is first
+looked up in the mappings the teacher gave (`--map 'Anh_Nguyen_731006=s123'`, by the key or by the
+id the student would otherwise be written as; `course unpack` keeps them in the gradebook and passes
+them to every later unpacking), then in the roster with `Roster.find`: the LMS id (the roster's id,
+or an extra column such as Canvas's `ID` or Moodle's `ID number`), then the name (Canvas's squashed
+`doejane` too), then the login. A key that fits two roster students matches neither: the student
+gets an id made from the LMS key (`Zoe_Muller_123456`: letters and digits, accents dropped, the LMS
+id kept so namesakes stay apart) and a warning names the entry and says how to map it; so do
+students the roster lacks, and every student when there is no roster (the warnings are the map back
+from folder to entry).
 
 Files: of a student's notebooks, those named like the assignment once case, punctuation and what
 copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `discover.loose_stem`, the
@@ -143,6 +146,7 @@ class UnpackReport:
     entries: dict[str, str] = field(default_factory=dict)  # id -> the zip entry chosen (written or not)
     labels: dict[str, str] = field(default_factory=dict)  # id -> "Zoë Müller (zm42)" for messages
     output: str = "course"  # course | nbgrader: the folders written
+    mapped: dict[str, tuple[str, str]] = field(default_factory=dict)  # LMS key -> (student, mapped as) by --map
 
     def label(self, sid: str) -> str:
         return self.labels.get(sid, sid)
@@ -397,6 +401,94 @@ def _match(roster: Roster, entry: _Entry, layout: str) -> tuple[Student | None, 
     return named, named_how
 
 
+MOODLE_MAP_NOTE = (
+    " (Moodle numbers the participants of each assignment anew, so another assignment's download needs its own "
+    "--map; the assignment's grading worksheet lists each 'Participant N' with the student's email)"
+)
+
+
+def _who_is_who(
+    by_key: dict[str, list[_Entry]],
+    roster: Roster | None,
+    layout: str,
+    maps: list[dict[str, str]],
+    warnings: list[str],
+) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """(LMS key -> student id for every student in the zip, LMS key -> (student, the name it was mapped by) for
+    those the teacher mapped).
+    A mapping (`--map`, by the LMS key or by the id a student would otherwise be written as; or one recorded in
+    the gradebook) comes first, then the roster; every student matched by neither gets a warning that says how
+    to map them."""
+    ids: dict[str, str] = {}
+    mapped: dict[str, tuple[str, str]] = {}
+    for key, group in by_key.items():
+        first = group[0]
+        given, named = _mapped_to(maps, first, key)
+        if given is not None:
+            if roster is not None and given not in roster:
+                raise UnpackError(
+                    f"--map gives {first.name} the id {given!r}, which is not on the roster ({roster.source}); "
+                    "expected a student id as `course roster list` shows it"
+                )
+            _check_folder_name(given, f"--map for {first.name}")
+            ids[key], mapped[key] = given, (given, named)
+            continue
+        student, how = _match(roster, first, layout) if roster is not None else (None, "")
+        if student is not None:
+            _check_folder_name(student.id, f"the roster's student {student.id!r} ({roster.source})")
+            ids[key] = student.id
+            continue
+        if layout == "plain":
+            sid = key if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]*", key) else safe_id(key)
+        else:
+            sid = safe_id(first.label, key)
+        ids[key] = sid
+        said = _unmatched(first, key, sid, how, roster, layout)
+        if said:
+            warnings.append(said)
+    _check_one_folder_each(by_key, ids)
+    return ids, mapped
+
+
+def _mapped_to(maps: list[dict[str, str]], entry: _Entry, key: str) -> tuple[str | None, str]:
+    """(the student the first of `maps` that knows the entry names, and by which name: its LMS key or the id it
+    would otherwise be written as), or (None, "")."""
+    for found in maps:
+        for named in (key, safe_id(entry.label, key)):
+            if named in found:
+                return found[named], named
+    return None, ""
+
+
+def _unmatched(first: _Entry, key: str, sid: str, how: str, roster: Roster | None, layout: str) -> str:
+    """The warning about a student matched to no roster student ("" when there is nothing to say)."""
+    if roster is None:
+        if sid == key:
+            return ""
+        if layout == "plain":
+            return f"{first.name}: the folder name {key!r} is written as {sid!r}"
+        return f"{first.name}: no roster; the student is {sid!r} (made from {first.label or key!r}, LMS id {key})"
+    hint = (
+        f". If you know who it is, unpack again with --map '{sid}=ID' (their id on the roster): the mapping is "
+        "kept in the gradebook and used by every later unpacking" + (MOODLE_MAP_NOTE if layout == "moodle" else "")
+    )
+    if how:
+        return f"{first.name}: not matched to the roster ({how}); written as {sid!r}{hint}"
+    return f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; written as {sid!r}{hint}"
+
+
+def _check_one_folder_each(by_key: dict[str, list[_Entry]], ids: dict[str, str]) -> None:
+    folders: dict[str, str] = {}
+    for key, sid in ids.items():
+        clash = folders.get(sid.casefold())
+        if clash is not None:
+            raise UnpackError(
+                f"{by_key[clash][0].name} and {by_key[key][0].name} would both be written to the folder "
+                f"{sid!r}; expected one folder per student: fix the roster or the zip"
+            )
+        folders[sid.casefold()] = key
+
+
 # --- times ----------------------------------------------------------------------------------------
 
 
@@ -493,12 +585,14 @@ def unpack(
     max_total_bytes: int = MAX_TOTAL_BYTES,
     output_layout: str = "course",
     canvas_times: dict[str, dt.datetime] | None = None,
+    lms_map: dict[str, dict[str, str]] | None = None,
 ) -> UnpackReport:
     """Unpack an LMS's submissions zip into `dest/<student_id>/<assignment>.ipynb` (see the module's
     docstring for the layouts and rules). `tz` is the zone the zip's times were written in (an IANA
     name or a tzinfo; default this machine's). `canvas_times`: Canvas user id -> submission time
-    (`read_canvas_times`). Raises UnpackError, before writing anything, when the zip or the arguments
-    cannot be used."""
+    (`read_canvas_times`). `lms_map`: layout ("" for any) -> {LMS key, or the id a student would
+    otherwise be written as -> the student the teacher named}, used before the roster. Raises
+    UnpackError, before writing anything, when the zip or the arguments cannot be used."""
     zip_path, dest = Path(zip_path), Path(dest)
     assignment = _check_assignment(assignment)
     if layout not in LAYOUTS:
@@ -538,6 +632,7 @@ def unpack(
             max_total_bytes,
             output_layout,
             canvas_times,
+            lms_map,
         )
 
 
@@ -555,6 +650,7 @@ def _unpack(
     max_total_bytes: int,
     output_layout: str,
     canvas_times: dict[str, dt.datetime] | None,
+    lms_map: dict[str, dict[str, str]] | None = None,
 ) -> UnpackReport:
     from .discover import loose_stem  # the rule `course grade` uses to match names
 
@@ -610,41 +706,8 @@ def _unpack(
     by_key: dict[str, list[_Entry]] = {}
     for e in entries:
         by_key.setdefault(e.key, []).append(e)
-    ids: dict[str, str] = {}  # LMS key -> student id
-    for key, group in by_key.items():
-        first = group[0]
-        student, how = _match(roster, first, layout) if roster is not None else (None, "")
-        if student is not None:
-            _check_folder_name(student.id, f"the roster's student {student.id!r} ({roster.source})")
-            ids[key] = student.id
-            continue
-        if layout == "plain":
-            sid = key if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]*", key) else safe_id(key)
-        else:
-            sid = safe_id(first.label, key)
-        ids[key] = sid
-        if roster is None:
-            if sid != key:
-                warnings.append(
-                    f"{first.name}: no roster; the student is {sid!r} (made from {first.label or key!r}, LMS id {key})"
-                    if layout != "plain"
-                    else f"{first.name}: the folder name {key!r} is written as {sid!r}"
-                )
-        elif how:
-            warnings.append(f"{first.name}: not matched to the roster ({how}); written as {sid!r}")
-        else:
-            warnings.append(
-                f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; written as {sid!r}"
-            )
-    folders: dict[str, str] = {}
-    for key, sid in ids.items():
-        clash = folders.get(sid.casefold())
-        if clash is not None:
-            raise UnpackError(
-                f"{by_key[clash][0].name} and {by_key[key][0].name} would both be written to the folder "
-                f"{sid!r}; expected one folder per student: fix the roster or the zip"
-            )
-        folders[sid.casefold()] = key
+    maps = [(lms_map or {}).get("", {}), (lms_map or {}).get(layout, {})]  # what is given now comes first
+    ids, mapped = _who_is_who(by_key, roster, layout, maps, warnings)
 
     # --- which notebook: the rule `course grade` follows too (grade.resolve_notebooks) -------------
     plan: list[tuple[str, _Entry]] = []
@@ -713,6 +776,7 @@ def _unpack(
         decisions=decisions,
         labels={sid: (roster.label(sid) if roster is not None else sid) for sid in ids.values()},
         output=output_layout,
+        mapped=mapped,
     )
     kept_plan = []
     for sid, e in plan:

@@ -7,8 +7,9 @@ over the whole class would have written:
 
 - results (the latest and every earlier attempt) and their history of replaced versions, with the runs
   that graded them (renumbered; a run that several parts share, copied from the same gradebook, is one);
-- what `course unpack` recorded, deadlines, adjustments (a removed one stays removed), marks of written
-  answers (each with the mark it replaced), the roster and the remembered LMS columns.
+- what `course unpack` recorded, deadlines, students' extensions and adjustments (a removed one stays
+  removed), marks of written answers (each with the mark it replaced), the roster, the remembered LMS
+  columns and the LMS ids mapped to students (`course unpack --map`; one student per LMS id).
 
 A record found in several parts (the same row copied into each) is kept once. Two parts that disagree
 are a conflict, and the merge writes nothing and names it: two different grades of one student's
@@ -129,7 +130,7 @@ def merge_gradebooks(inputs: list[Path], out: Path, command: str = "course merge
                 {
                     name: _table(book.db, name)
                     for name in ("meta", "roster", "deadlines", "runs", "results", "history", "unpacked", "adjustments")
-                    + ("marks",)
+                    + ("marks", "extensions", "lms_map")
                 }
             )
     report = MergeReport(out, folders)
@@ -324,4 +325,37 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
         merged["marks"].append(
             {**r, "id": mark_id[key], **({"replaces": mark_id.get(replaced)} if "replaces" in r else {})}
         )
+    merged["extensions"] = _merge_extensions(tables)
+    merged["lms_map"] = _merge_lms_map(folders, tables)
     return merged
+
+
+def _merge_extensions(tables: list[dict]) -> list[dict]:
+    """Students' extensions: records, once each, renumbered in the order they were given (the latest of a
+    student's assignment counts); one that a part replaced or removed stays so."""
+    removal = ("removed_at", "removed_by")
+    found: dict[tuple, dict] = {}
+    for t in tables:
+        for r in t["extensions"]:
+            key = tuple(v for k, v in r.items() if k != "id" and k not in removal)
+            seen = found.get(key)
+            if seen is None or (seen.get("removed_at") is None and r.get("removed_at") is not None):
+                found[key] = r
+    ordered = sorted(found.values(), key=lambda r: (r["created_at"], r["id"]))
+    return [{**r, "id": n} for n, r in enumerate(ordered, 1)]
+
+
+def _merge_lms_map(folders: list[Path], tables: list[dict]) -> list[dict]:
+    """The LMS ids teachers mapped to students (`course unpack --map`): one student per LMS key."""
+    found: dict[tuple, tuple[dict, int]] = {}
+    for i, t in enumerate(tables):
+        for r in t["lms_map"]:
+            key = (r["layout"], r["lms_key"])
+            seen = found.get(key)
+            if seen is not None and seen[0]["student"] != r["student"]:
+                raise MergeConflict(
+                    f"the {r['layout']} id {r['lms_key']} is mapped to {seen[0]['student']} in "
+                    f"{_label(folders[seen[1]])} and to {r['student']} in {_label(folders[i])}"
+                )
+            found.setdefault(key, (r, i))
+    return [r for r, _ in found.values()]

@@ -75,15 +75,27 @@ def solution_notebook() -> dict:
     }
 
 
-def marking_class(root: Path, answers: dict[str, str] | None = None) -> Path:
+ROSTER = "student_id,name\nada,Ada Byron\nbob,Bob Smith\ncy,Cy Young\nzoë,Zoë Müller\n"
+
+
+def big_class(n: int, sections: str = "ABC") -> tuple[str, dict[str, str]]:
+    """A roster of `n` students (s001, s002, ...) with a Section column (A, B, C, A, ...), and their answers."""
+    ids = [f"s{i:03d}" for i in range(1, n + 1)]
+    roster = "student_id,name,Section\n" + "".join(
+        f"{sid},Student {sid},{sections[i % len(sections)]}\n" for i, sid in enumerate(ids)
+    )
+    return roster, {sid: f"Answer of {sid}: the softmax saturates." for sid in ids}
+
+
+def marking_class(root: Path, answers: dict[str, str] | None = None, roster: str = ROSTER) -> Path:
     """root/solutions/06_attention.ipynb and root/grades/gradebook.db with its exports (the students'
-    answers: ANSWERS, or `answers`); returns root/grades."""
+    answers: ANSWERS, or `answers`; the class: `roster`, as a CSV file's text); returns root/grades."""
     solution = root / "solutions" / f"{ASSIGNMENT}.ipynb"
     solution.parent.mkdir(parents=True, exist_ok=True)
     solution.write_text(json.dumps(solution_notebook(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     out = root / "grades"
     with closing(open_gradebook(out)) as book:
-        book.set_roster(parse_roster("student_id,name\nada,Ada Byron\nbob,Bob Smith\ncy,Cy Young\nzoë,Zoë Müller\n"))
+        book.set_roster(parse_roster(roster))
         for sid, text in (answers or ANSWERS).items():
             blank = text == "YOUR ANSWER HERE"
             manual = [

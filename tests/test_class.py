@@ -628,6 +628,9 @@ def test_two_graders_mark_the_written_answers(classroom, capsys):
         (right[0], 2.0, "Ana Ruiz (TA)"),
         (right[1], 1.5, "Ben Okafor"),
     ]
+    assert "> Say what the squares stop." in feedback(out, right[1]), "a saved mark rewrites its student's feedback"
+    code, text = run(capsys, "export", "--out", out)  # the class-wide files: as the marking page does when it stops
+    assert code == 0, text
     rows = rows_of(out)
     assert (rows[(right[0], QUIZ)]["score"], rows[(right[0], QUIZ)]["to_mark"]) == ("10", "0")
     assert rows[(right[1], QUIZ)]["final"] == "9.5"

@@ -814,9 +814,11 @@ def test_lms_files_leave_missing_work_empty_and_say_what_is_zero(book):
     record(book, result("S1", 0.0, status="unreadable", notes=["The submission could not be read: not JSON."]), sha="x")
     record(book, result("c4ca4238a0b923820dcc509a6f75849b", 4.0), sha="t")
     record(book, result("S2", 4.0), sha="d")
-    export = lms_export(book, "canvas")
+    with pytest.raises(ValueError, match="06_attention fits no column of the roster's Canvas export"):
+        lms_export(book, "canvas")
+    export = lms_export(book, "canvas", new_column=True)
     assert export.table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "06_attention"], (
-        "no Canvas column fits 06_attention: a new one"
+        "no Canvas column fits 06_attention: a new one, when asked for"
     )
     assert export.table[1][0].strip() == "Points Possible" and export.table[1][5] == "4"
     assert export.table[2] == ["Müller, Zoë", "48100", "S1", "zoe@uni.example", "A", "0"]

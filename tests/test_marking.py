@@ -141,7 +141,7 @@ def test_a_mark_is_stored_with_its_grader_and_joins_the_exports(server):
     assert rows["ada"].score == 4 and rows["ada"].to_mark == 0, (rows["ada"].score, rows["ada"].to_mark)
     assert "> Exactly." in (out / "feedback" / "ada" / f"{ASSIGNMENT}.md").read_text(), "the feedback is rewritten"
     grades = (out / "grades.csv").read_text(encoding="utf-8-sig")
-    assert "ada,Ada Byron,06_attention,graded,4," in grades, grades
+    assert "ada,Ada Byron,06_attention,graded,2," in grades, "the class-wide exports wait for the server to stop"
     status, headers, _ = mark(server, cookie, {**fields["bob"], "answer": ""}, points="5")
     assert status == 303 and "worth+at+most+2" in headers["Location"], headers["Location"]
     status, headers, _ = mark(server, cookie, {**fields["bob"], "answer": "an-old-answer"}, points="1")
@@ -149,6 +149,11 @@ def test_a_mark_is_stored_with_its_grader_and_joins_the_exports(server):
     status, headers, _ = mark(server, cookie, {k: v for k, v in fields["bob"].items() if k != "seen"}, points="1")
     assert status == 303 and "reload+the+page" in headers["Location"], "a form must say which mark its page showed"
     assert len(marks_of(out)) == 1, [(x.student, x.points) for x in marks_of(out)]
+    server.shutdown()
+    said = server.finish()
+    assert said[0].startswith("1 mark(s) saved: rewrote") and "(4 rows)" in said[0], said
+    grades = (out / "grades.csv").read_text(encoding="utf-8-sig")
+    assert "ada,Ada Byron,06_attention,graded,4," in grades, grades
 
 
 # --- who a mark is recorded as --------------------------------------------------------------------------
@@ -369,14 +374,14 @@ def test_a_gradebook_written_at_schema_2_opens_and_works(tmp_path):
             ("Ben Okafor", 1.0, None),
         ]
         assert [(a.id, a.removed_at) for a in book.adjustments(removed=True)] == [(1, None), (2, None)]
-        assert book.meta("schema") == str(SCHEMA_VERSION) == "4"
+        assert book.meta("schema") == str(SCHEMA_VERSION) == "5"
         book.remove_adjustment(2, "Prof. Keller", "not earned")
         assert [a.id for a in book.adjustments()] == [1]
         [ada] = [t for r in book.rows() if r.student == "ada" for t in r.tests if t.get("manual")]
         with pytest.raises(StaleMark):
             book.add_mark("ada", ASSIGNMENT, QUESTION, 2, grader="Ana Ruiz", answer_sha256=ada["answer_sha256"], seen=1)
         book.add_mark("ada", ASSIGNMENT, QUESTION, 2, grader="Ana Ruiz", answer_sha256=ada["answer_sha256"], seen=2)
-    with closing(open_gradebook(old)) as book:  # and again, now that it is schema 4
+    with closing(open_gradebook(old)) as book:  # and again, now that it is schema 5
         rows = {r.student: r for r in book.rows()}
         assert (rows["ada"].score, rows["cy"].final) == (4.0, 2.0), (rows["ada"].score, rows["cy"].final)
     srv = start(old, ["Teacher"])

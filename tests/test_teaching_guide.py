@@ -58,6 +58,9 @@ def test_the_guide_covers_every_teacher_command():
     assert any("--student" in line for line in GUIDE_COMMANDS) and any(
         "--new-solutions" in line for line in GUIDE_COMMANDS
     )
+    assert any(line.startswith("course deadline") and "--student" in line for line in GUIDE_COMMANDS), (
+        "docs/teaching.md shows no extension (course deadline A DUE --student ID)"
+    )
     for option in (
         "--dry-run",
         "--reason",
@@ -68,6 +71,10 @@ def test_the_guide_covers_every_teacher_command():
         "roster drop",
         "--grader",
         "--cap",
+        "--section",
+        "--feedback-zip",
+        "--map",
+        "--new-column",
         "--shard",
         "gradescope build",
         "gradescope test",

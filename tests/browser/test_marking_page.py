@@ -18,7 +18,7 @@ from contextlib import closing
 
 import pytest
 from labdriver import new_shots_dir
-from marking_helpers import ASSIGNMENT, marking_class
+from marking_helpers import ASSIGNMENT, big_class, marking_class
 
 from course_grader.export import safe_name
 from course_grader.gradebook import open_gradebook
@@ -29,12 +29,13 @@ pytestmark = pytest.mark.slow
 GRADERS = ["Ana Ruiz", "Ben Okafor (TA)"]
 
 
-def _start(out):
-    """`course mark` as a teacher starts it for two graders; its process, the address printed for each, and a
-    reader of what it prints."""
+def _start(out, graders=tuple(GRADERS), more=()):
+    """`course mark` as a teacher starts it for `graders` (two by default, `more` options after each's
+    --grader: name -> [options]); its process, the address printed for each, and a reader of what it prints."""
+    more = dict(more)
     proc = subprocess.Popen(
         [sys.executable, "-m", "course_lib.cli", "mark", "--out", str(out)]
-        + [arg for name in GRADERS for arg in ("--grader", name)],
+        + [arg for name in graders for arg in ("--grader", name, *more.get(name, ()))],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -44,7 +45,7 @@ def _start(out):
     reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True)
     reader.start()
     printed, urls = [], {}
-    while len(urls) < len(GRADERS):  # one line per grader, each within a minute, or a failure (never a hang)
+    while len(urls) < len(graders):  # one line per grader, each within a minute, or a failure (never a hang)
         try:
             printed.append(lines.get(timeout=60))
         except queue.Empty:
@@ -53,7 +54,7 @@ def _start(out):
         if not found:
             break
         urls[found[1]] = found[2]
-    if sorted(urls) != sorted(GRADERS) or len(set(urls.values())) != len(GRADERS):
+    if sorted(urls) != sorted(graders) or len(set(urls.values())) != len(graders):
         proc.kill()
         pytest.fail(f"course mark printed {printed!r}, not one address per grader")
     return proc, urls, (reader, lines)
@@ -186,5 +187,48 @@ def test_a_page_loaded_before_the_other_graders_mark_cannot_overwrite_it_unseen(
     assert second.replaces == first.id, "Ben's mark says which one it replaced, knowingly"
     text = (out / "feedback" / safe_name("zoë") / f"{ASSIGNMENT}.md").read_text(encoding="utf-8")
     assert "TA2: no mechanism" in text and "TA1" not in text, text
+    if not os.environ.get("COURSE_BROWSER_SHOTS"):
+        shutil.rmtree(shots, ignore_errors=True)
+
+
+def test_a_ta_marks_her_section_a_page_at_a_time(browser, tmp_path):
+    """Ana marks section A of a class of 60 (sections A, B, C), five answers a page: she narrows the list to
+    the answers still to mark, goes to the next page, marks there and comes back to that page; she never
+    sees another section's student."""
+    roster, answers = big_class(60)
+    out = marking_class(tmp_path, answers, roster)
+    proc, urls, output = _start(out, ("Ana Ruiz",), {"Ana Ruiz": ["--section", "A", "--page-size", "5"]})
+    shots = new_shots_dir("marking-section")
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = None
+    try:
+        page = context.new_page()
+        _open_question(page, urls["Ana Ruiz"])
+        assert page.locator("form.mark").count() == 5, "five answers a page"
+        shown = page.locator("h3").all_inner_texts()
+        assert all(text.startswith("Student s") for text in shown), shown
+        assert page.get_by_text("Answers 1-5 of 20, page 1 of 4").count() == 2, "section A's 20, above and below"
+        page.get_by_label("still to mark only").check()
+        page.get_by_role("button", name="Show").click()
+        page.wait_for_load_state("load")
+        assert "todo=1" in page.url
+        page.get_by_role("link", name="next page").first.click()
+        page.wait_for_load_state("load")
+        who = page.locator("h3").first.inner_text().split(" · ")[0]  # "Student s016 (s016)"
+        _mark(page, who, points="2", comment="Clear.")
+        page.screenshot(path=str(shots / "page2.png"), full_page=True)
+        assert "page=2" in page.url and "todo=1" in page.url, page.url
+        assert page.get_by_text("Answers 6-10 of 19, page 2 of 4").count() == 2, "one fewer still to mark"
+    except Exception:
+        if page is not None:
+            page.screenshot(path=str(shots / "failure.png"), full_page=True)
+        raise
+    finally:
+        context.close()
+        log = _stop(proc, output)
+    sid = who.split("(")[-1].rstrip(")")
+    assert [(m.student, m.grader) for m in _marks(out)] == [(sid, "Ana Ruiz")], log
+    assert (int(sid[1:]) - 1) % 3 == 0, f"{sid} is not in section A"
+    assert "1 mark(s) saved: rewrote" in log, log
     if not os.environ.get("COURSE_BROWSER_SHOTS"):
         shutil.rmtree(shots, ignore_errors=True)
