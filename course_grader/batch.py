@@ -63,7 +63,8 @@ WARNING: grading WITHOUT the sandbox. The learners' code runs as you, with your 
   - it can signal or trace the grader's own processes and connect to the network.
 The checks still run in the grader's process, out of the learners' reach, and the time, output, memory,
 file-size and CPU limits still apply. Grade untrusted submissions only in the sandbox (install bubblewrap)
-or in a throwaway container."""
+or in a throwaway container; there, as root, COURSE_GRADE_KERNEL_USER=nobody runs the learners' kernels as
+that unprivileged user, away from the grader's files (what the Gradescope autograder does)."""
 
 
 @dataclass

@@ -64,8 +64,10 @@ RIGHT = {  # right answers, for crafted cells that do something else first
 }
 
 # Runs the grader as its child and adopts every process the grader leaves behind (PR_SET_CHILD_SUBREAPER):
-# whatever is still alive a second after the grader exits outlived the batch. With "interrupt_after": N,
-# Ctrl-C (SIGINT to the grader's process group) once N submissions are graded. With "kill_marker": M, the
+# whatever is still alive a second after the grader exits outlived the batch. With "interrupt_after": N and
+# "interrupt_marker": M, Ctrl-C (SIGINT to the grader's process group) once N submissions are graded and a
+# process whose command line holds M runs in a sandbox: a submission is then still being checked, so the
+# Ctrl-C lands mid-batch on a fast machine and a slow one alike. With "kill_marker": M, the
 # process checking a submission is killed (SIGKILL) once a process whose command line holds M runs in its
 # sandbox: that process's ancestor whose grandparent is the grader (the grader forks checking processes
 # from a server process of its own).
@@ -77,18 +79,16 @@ options = json.loads(sys.argv[1])
 proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                         start_new_session=True)
 lines, killed = [], []
+def graded():
+    return sum(1 for ln in list(lines) if re.search(r" / \S+\s+graded$", ln.rstrip()))
 def read_stdout():
     for line in proc.stdout:
         lines.append(line)
-        graded = sum(1 for ln in lines if re.search(r" / \S+\s+graded$", ln.rstrip()))
-        if options.get("interrupt_after") and graded >= options["interrupt_after"] and not killed:
-            killed.append("SIGINT")
-            os.killpg(proc.pid, signal.SIGINT)
 errors = []
 reader = threading.Thread(target=read_stdout)
 reader.start()
 threading.Thread(target=lambda: errors.append(proc.stderr.read())).start()
-marker = options.get("kill_marker")
+marker = options.get("kill_marker") or options.get("interrupt_marker")
 while marker and proc.poll() is None and not killed:
     try:
         family = psutil.Process(proc.pid).children(recursive=True)  # the grader's, not the whole machine's
@@ -99,6 +99,11 @@ while marker and proc.poll() is None and not killed:
             cmdline = " ".join(p.cmdline())
         except psutil.Error:
             continue
+        if marker in cmdline and options.get("interrupt_marker"):
+            if graded() >= options["interrupt_after"]:
+                killed.append("SIGINT")
+                os.killpg(proc.pid, signal.SIGINT)
+            break
         if marker in cmdline:
             for up in p.parents():
                 try:
@@ -504,6 +509,13 @@ attention_steps_1_20 = attention_steps_1_100 = 99
         "ada": learner(),
         "Jos\u00e9": learner(),
         "Jose\u0301": learner(),
+        # the first run is interrupted while this one is checked (WRAPPER's interrupt_marker): the second grades it
+        "zy_interrupted": learner(
+            {
+                "ex2_answer": "import subprocess, time\nsubprocess.Popen(['sleep', '978'])\n"
+                "time.sleep(3)\n" + RIGHT["ex2"]
+            }
+        ),
         # the process checking this one is killed from outside mid-batch (WRAPPER's kill_marker)
         "zz_killed": learner(
             {
@@ -651,7 +663,7 @@ def graded(tmp_path_factory):
     ]
     env = dict(os.environ, TMPDIR=str(private_tmp))
     started = time.monotonic()
-    first = _grade(cmd, tmp, env, interrupt_after=3)  # Ctrl-C once three submissions are graded
+    first = _grade(cmd, tmp, env, interrupt_after=3, interrupt_marker="sleep 978")  # Ctrl-C while zy_ is checked
     first_seconds = time.monotonic() - started
     stale_left = [g for g in stale_groups if os.path.exists(g)]
     first_left_in_tmp = sorted(p.name for p in private_tmp.iterdir())
@@ -706,6 +718,7 @@ FULL_MARKS = [
     "index.csv",
     "Ada",
     "Jos\u00e9",
+    "zy_interrupted",
     "zzz_honest",
 ]  # correct work, whatever sits next to it in the batch
 
