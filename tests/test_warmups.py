@@ -142,9 +142,11 @@ def test_an_answer_of_the_wrong_kind_says_what_was_expected_and_what_was_given(l
 
 def test_a_bool_is_not_a_number_and_a_fraction_of_a_shape_is_not_a_shape():
     q = WARMUPS["06"][0]  # 757
-    assert warmups.verdict(q, 1, True).status == "unreadable"
+    v = warmups.verdict(q, 1, True)
+    assert v.status == "unreadable", f"True is not a number here, but it was judged {v.status}:\n{v.text}"
     shape = next(q for _, _, q in QUESTIONS if q.kind == "shape")
-    assert warmups.verdict(shape, 1, (3.5, 3)).status == "unreadable"
+    v = warmups.verdict(shape, 1, (3.5, 3))
+    assert v.status == "unreadable", f"(3.5, 3) is not a shape, but it was judged {v.status}:\n{v.text}"
 
 
 def test_every_printed_line_fits_the_notebook_column():
@@ -178,7 +180,8 @@ def test_bad_lessons_and_answer_names_say_what_is_expected():
         Question(recalls="01", section="1. x", prompt="?", answer=1, explanation=".", kind="text")
     with pytest.raises(ValueError, match="choice question has options"):
         Question(recalls="01", section="1. x", prompt="?", answer="a", explanation=".", kind="choice")
-    assert Mistake(1, "why").answer == 1
+    with pytest.raises(ValueError, match="recalls names a lesson"):
+        Question(recalls="13", section="1. x", prompt="?", answer=1, explanation=".", mistakes=(Mistake(2, "."),))
 
 
 # --- the lessons' cells ----------------------------------------------------------------------------------
@@ -245,15 +248,17 @@ def test_writing_the_cells_inserts_them_once_and_updates_them(tmp_path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     nb["cells"] = [c for c in nb["cells"] if c.get("id") not in (warmups.MARKDOWN_ID, warmups.CODE_ID)]
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    assert warmups.write_cells(path) is True
+    assert warmups.write_cells(path) is True, "a lesson without its warm-up cells must get them"
     assert warmups.write_cells(path) is False, "writing twice must change nothing"
     sources = [_source(c) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
     at = sources.index(warmups.markdown("02"))
-    assert sources[at + 1] == warmups.answer_cell("02") and sources[at + 2].startswith("## 1.")
+    assert sources[at + 1] == warmups.answer_cell("02") and sources[at + 2].startswith("## 1."), (
+        f"the cells were written at {at}, not just before section 1: {[s[:20] for s in sources[at : at + 3]]}"
+    )
     nb = json.loads(path.read_text(encoding="utf-8"))
     nb["cells"][at]["source"] = ["## Warm-up\n", "an old question\n"]
     path.write_text(json.dumps(nb), encoding="utf-8")
-    assert warmups.write_cells(path) is True
+    assert warmups.write_cells(path) is True, "an edited warm-up cell must be written back"
     assert [_source(c) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]].count(
         warmups.markdown("02")
     ) == 1
