@@ -199,9 +199,23 @@ def _matches(q: Question, given, mistake: Mistake) -> bool:
     return _same(q, given, wrong, tol)
 
 
+def _thousands(value) -> int | None:
+    """The whole number a learner meant by 16,640, which Python reads as the tuple (16, 640); else None."""
+    if not isinstance(value, tuple) or len(value) < 2:
+        return None
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return None
+    # only groups that a literal can have: 1 to 999 first, then 000 or 100 to 999 (Python refuses 050)
+    if not 0 < value[0] < 1000 or not all(x == 0 or 100 <= x < 1000 for x in value[1:]):
+        return None
+    return int(str(value[0]) + "".join(f"{x:03d}" for x in value[1:]))
+
+
 def _show(q: Question, value) -> str:
     if q.kind == "number":
-        return f"{value:.4g}" if isinstance(value, float) else str(value)
+        if float(value).is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"  # a whole number in full, 16,640 (not 1.664e+04)
+        return f"{value:.4g}"
     if q.kind == "shape":
         return str(tuple(value))
     return f'"{value}"'
@@ -242,10 +256,12 @@ def verdict(q: Question, number: int, value) -> Verdict:
     given = _read(q, value)
     if given is None:
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        meant = _thousands(value) if q.kind == "number" else None
+        comma = f" In Python a comma makes a tuple: write {meant} or {meant:_}." if meant is not None else ""
         return Verdict(
             number,
             "unreadable",
-            _block(f"○ {number}. {name} should be {q.how()}; it is {shown} (a {type(value).__name__})."),
+            _block(f"○ {number}. {name} should be {q.how()}; it is {shown} (a {type(value).__name__}).{comma}"),
         )
     if _same(q, given, q.answer):
         return Verdict(number, "right", _block(f"✔ {number}. Right: {_show(q, given)}.", q.explanation, _see(q)))
@@ -921,6 +937,353 @@ WARMUPS: dict[str, tuple[Question, ...]] = {
                         "every pair of tokens."
                     ),
                 ),
+            ),
+        ),
+    ),
+    "09": (
+        Question(
+            recalls="08",
+            section="3. Splitting `d_model` into heads: reshape, then transpose",
+            prompt=(
+                "The queries of a batch have shape (B, T, d_model) = (2, 10, 48), and there are 4 heads. "
+                "What is their shape after `.view(B, T, h, d_k)` and then `.transpose(1, 2)`?"
+            ),
+            kind="shape",
+            answer=(2, 4, 10, 12),
+            explanation=(
+                "Each head gets d_k = 48 / 4 = 12 features. view cuts the last axis into 4 blocks of 12, "
+                "(2, 10, 4, 12); transpose(1, 2) swaps the token axis and the head axis, (2, 4, 10, 12): "
+                "for each example and each head, a (T, d_k) matrix of queries, as single-head attention "
+                "expects."
+            ),
+            mistakes=(
+                Mistake(
+                    (2, 10, 4, 12),
+                    (
+                        "That is the shape after view, before the transpose: the heads must come before the "
+                        "tokens, so that each head is a batch of (T, d_k) matrices."
+                    ),
+                ),
+                Mistake(
+                    (2, 4, 10, 48),
+                    "A head does not see all 48 features: each gets its own slice of d_k = 48 / 4 = 12.",
+                ),
+                Mistake(
+                    (2, 10, 12, 4),
+                    "transpose(1, 2) swaps axes 1 and 2, the tokens and the heads, not the last two axes.",
+                ),
+            ),
+        ),
+        Question(
+            recalls="08",
+            section="9. Counting parameters: the number of heads is free",
+            prompt=("How many parameters does `MultiHeadAttention(d_model=64, n_heads=4)` have, biases included?"),
+            answer=4 * 64**2 + 4 * 64,
+            explanation=(
+                "Four d_model × d_model projections (W_Q, W_K, W_V, W_O) and d_model biases each: "
+                "4 · 64² + 4 · 64 = 16,384 + 256 = 16,640. The heads are slices of these matrices, so "
+                "their number changes nothing."
+            ),
+            mistakes=(
+                Mistake(
+                    4 * (4 * 64**2 + 4 * 64),
+                    (
+                        "The heads do not each get full-size projections: they share the four d_model × d_model "
+                        "matrices, each head reading its own slice."
+                    ),
+                ),
+                Mistake(4 * 64**2, "Each of the four layers also has d_model = 64 biases: + 256."),
+                Mistake(
+                    3 * 64**2 + 3 * 64,
+                    (
+                        "That counts W_Q, W_K and W_V only; the output projection W_O, which combines the heads, "
+                        "is the fourth."
+                    ),
+                ),
+                Mistake(
+                    4 * 64 * 16 + 4 * 16,
+                    ("d_k = 16 is one head's slice; all heads together use the whole d_model × d_model matrices."),
+                ),
+            ),
+        ),
+        Question(
+            recalls="06",
+            section="3. Scores, softmax and weights",
+            prompt=(
+                "Every query and every key is multiplied by 3. By what factor do the attention scores "
+                "q · k / √d_k grow?"
+            ),
+            answer=9,
+            explanation=(
+                "Each score is a sum of products q_i k_i, and each product grows by 3 · 3 = 9; √d_k depends "
+                "on the dimension only. Scores 9 times larger make the softmax far sharper: a stream that "
+                "grows with depth would saturate attention, which is what this lesson's normalisation "
+                "prevents."
+            ),
+            mistakes=(
+                Mistake(3, "Both the query and the key grow by 3, so their dot product grows by 3 · 3 = 9."),
+                Mistake(1, "Dividing by √d_k does not undo it: d_k is the dimension, which stays the same."),
+                Mistake(6, "The two factors multiply, they do not add: each product q_i k_i grows by 3 · 3 = 9."),
+            ),
+        ),
+    ),
+    "10": (
+        Question(
+            recalls="09",
+            section="3. LayerNorm from scratch",
+            prompt=(
+                "What is the last entry of LayerNorm(x) for x = (0, 0, 3, 5), with gain 1, bias 0 and ε "
+                "small enough to ignore?"
+            ),
+            answer=math.sqrt(2),
+            tolerance=0.01,
+            explanation=(
+                "The mean is 2 and the deviations are (−2, −2, 1, 3); the variance divides their squares by "
+                "d: (4 + 4 + 1 + 9) / 4 = 4.5. The last entry is 3 / √4.5 = 3 / 2.12 ≈ 1.41 (exactly √2)."
+            ),
+            mistakes=(
+                Mistake(3 / math.sqrt(6), "LayerNorm's variance divides by d = 4, not by d − 1 = 3: 18 / 4 = 4.5."),
+                Mistake(
+                    5 / math.sqrt(8.5),
+                    "That is RMSNorm, which does not subtract the mean; LayerNorm centres first: 5 − 2 = 3.",
+                ),
+                Mistake(3 / 4.5, "LayerNorm divides by the standard deviation √4.5, not by the variance 4.5."),
+                Mistake(3, "The deviation 3 must still be divided by the standard deviation √4.5 ≈ 2.12."),
+                Mistake(5 / math.sqrt(4.5), "Subtract the mean 2 first: the last entry's deviation is 3, not 5."),
+            ),
+        ),
+        Question(
+            recalls="09",
+            section="1. The block at a glance",
+            prompt="Which line is one pre-norm sub-layer, as in GPT-2 and most models since?",
+            kind="choice",
+            options=(
+                "x ← x + f(LayerNorm(x))",
+                "x ← LayerNorm(x + f(x))",
+                "x ← LayerNorm(x) + f(LayerNorm(x))",
+                "x ← x + LayerNorm(f(x))",
+            ),
+            answer="a",
+            explanation=(
+                "Pre-norm normalises only what goes into the sub-layer. The stream x itself is only ever "
+                "added to, so the identity path runs unbroken from the bottom to the top, and one final "
+                "LayerNorm after the last block normalises what the output layer reads."
+            ),
+            mistakes=(
+                Mistake(
+                    "b",
+                    "That is post-norm, the 2017 paper's Add & Norm: it normalises the stream itself after every sum.",
+                ),
+                Mistake(
+                    "c",
+                    (
+                        "That replaces the stream by its normalised copy at every sub-layer, so the identity path "
+                        "no longer carries x through unchanged."
+                    ),
+                ),
+                Mistake(
+                    "d",
+                    (
+                        "That normalises the sub-layer's output; pre-norm normalises its input, and leaves what it "
+                        "adds to the stream as it is."
+                    ),
+                ),
+            ),
+        ),
+        Question(
+            recalls="07",
+            section="2. Sinusoidal position encodings",
+            prompt="What is the length (the Euclidean norm) of one row of the sinusoidal position table with d = 64?",
+            answer=math.sqrt(32),
+            tolerance=0.03,
+            explanation=(
+                "The 64 columns are 32 pairs, a sine and a cosine of the same angle, and each pair adds "
+                "sin² + cos² = 1 to the squared length: √32 ≈ 5.66, the same for every position. This "
+                "lesson multiplies its word embeddings by √C so that the word is heard next to it."
+            ),
+            mistakes=(
+                Mistake(8, "The entries are not all ±1: each sine and cosine pair adds sin² + cos² = 1, not 2."),
+                Mistake(32, "32 is the squared length; the length is its square root, √32 ≈ 5.66."),
+                Mistake(
+                    1, "The rows are not normalised: each of the 32 sine and cosine pairs adds 1 to the squared length."
+                ),
+            ),
+        ),
+    ),
+    "11": (
+        Question(
+            recalls="10",
+            section="4. Label smoothing, by hand",
+            prompt=(
+                "Label smoothing with ε = 0.1 over V = 10 classes, as PyTorch defines it "
+                "(`F.cross_entropy(..., label_smoothing=0.1)`). What target probability does the right "
+                "class get?"
+            ),
+            answer=0.91,
+            tolerance=0.004,
+            explanation=(
+                "The target is (1 − ε) · one-hot + ε / V: the right class gets 1 − 0.1 + 0.1 / 10 = 0.91 and "
+                "each of the 9 others 0.01, so the target still sums to 1."
+            ),
+            mistakes=(
+                Mistake(
+                    0.9,
+                    (
+                        "That is the other convention, 1 − ε exactly; PyTorch spreads ε / V over all V classes, the "
+                        "right one included: 0.9 + 0.01."
+                    ),
+                ),
+                Mistake(0.01, "0.01 = ε / V is what each wrong class gets; the right class keeps 1 − ε on top of it."),
+                Mistake(1.0, "Label smoothing takes ε away from the right class and spreads it over all the classes."),
+            ),
+        ),
+        Question(
+            recalls="10",
+            section="2. Encoder and decoder",
+            prompt="Where do the keys and values of a decoder layer's cross-attention come from?",
+            kind="choice",
+            options=(
+                "from the encoder's last-layer output, projected by that decoder layer's own W_K and W_V",
+                "from the encoder layer at the same depth as the decoder layer",
+                "from the decoder's own earlier positions",
+                "from the source embeddings, before the encoder",
+            ),
+            answer="a",
+            explanation=(
+                "The encoder's last layer gives one vector per source token, the memory; every decoder "
+                "layer projects it into keys and values with its own W_K and W_V, while its queries come "
+                "from the decoder's stream. A decoder-only GPT, this lesson's model, has no memory and no "
+                "cross-attention."
+            ),
+            mistakes=(
+                Mistake(
+                    "b",
+                    (
+                        "Every decoder layer reads the same memory, the output of the encoder's last layer, "
+                        "whatever its own depth."
+                    ),
+                ),
+                Mistake(
+                    "c",
+                    (
+                        "That is the decoder's self-attention; in cross-attention only the queries come from the "
+                        "decoder."
+                    ),
+                ),
+                Mistake(
+                    "d",
+                    (
+                        "The keys and values come from what the encoder made of the source, after all its layers, "
+                        "not from the raw embeddings."
+                    ),
+                ),
+            ),
+        ),
+        Question(
+            recalls="02",
+            section="7. Real text: a character-level bigram model of Tiny Shakespeare",
+            prompt=(
+                "A model gives each of 65 characters the same probability, 1/65, at every position. What is "
+                "its cross-entropy loss, in nats per character?"
+            ),
+            answer=math.log(65),
+            tolerance=0.01,
+            explanation=(
+                "The loss is the mean of −ln p(next character) = −ln(1/65) = ln 65 ≈ 4.17 nats: a uniform "
+                "guess, the number any model must beat, and where an untrained model's loss should start."
+            ),
+            mistakes=(
+                Mistake(math.log2(65), "That is in bits (log base 2); nats use the natural logarithm: ln 65 ≈ 4.17."),
+                Mistake(65, "65 is the perplexity, e^loss: as unsure as a fair choice among 65. The loss is ln 65."),
+                Mistake(1 / 65, "That is the probability itself; the loss is its negative logarithm, −ln(1/65)."),
+                Mistake(math.log10(65), "That is log base 10; nats use the natural logarithm: ln 65 ≈ 4.17."),
+            ),
+        ),
+    ),
+    "12": (
+        Question(
+            recalls="11",
+            section="8. A KV cache",
+            prompt=(
+                "A GPT with 4 layers and n_embd = 128 generates with a KV cache. How many numbers does the "
+                "cache hold for one sequence of 64 tokens?"
+            ),
+            answer=2 * 4 * 64 * 128,
+            explanation=(
+                "Every layer keeps a key and a value of 128 numbers for every token: 2 · 4 · 64 · 128 = "
+                "65,536. The heads split the 128 numbers among them and add nothing. This lesson makes "
+                "the cache smaller by sharing keys and values among heads."
+            ),
+            mistakes=(
+                Mistake(4 * 64 * 128, "Both the keys and the values are cached: a factor 2."),
+                Mistake(2 * 64 * 128, "Every one of the 4 layers keeps its own keys and values: a factor 4."),
+                Mistake(
+                    2 * 4 * 64 * 128 * 4,
+                    "The heads split n_embd = 128 among them (n_head · d_head = 128); they do not multiply it.",
+                ),
+                Mistake(
+                    2 * 4 * 64 * 64 * 128,
+                    "A cache grows with the number of tokens, not its square: each token adds one key and one value.",
+                ),
+            ),
+        ),
+        Question(
+            recalls="07",
+            section="9. Rotary position embeddings: RoPE",
+            prompt=(
+                "With rotary positions, a query at position 5 and a key at position 3 have the score s. What "
+                "score do the same two vectors get at positions 105 and 103?"
+            ),
+            kind="choice",
+            options=(
+                "s, the same score",
+                "another score, because both absolute positions changed",
+                "a smaller score, because positions far from the start are damped",
+                "it depends on rows 103 and 105 of a learned position table",
+            ),
+            answer="a",
+            explanation=(
+                "RoPE turns the query by 105 · θ and the key by 103 · θ in each pair; the dot product of two "
+                "rotated vectors depends only on the difference, (105 − 103) · θ = (5 − 3) · θ. So a key "
+                "computed once keeps its meaning as the text moves on, which lets this lesson's cache roll."
+            ),
+            mistakes=(
+                Mistake(
+                    "b",
+                    (
+                        "Both vectors turn by their own positions, but a dot product sees only the difference of "
+                        "the two rotations: 105 − 103 = 5 − 3."
+                    ),
+                ),
+                Mistake(
+                    "c",
+                    (
+                        "Nothing in RoPE depends on the distance from the start; only the offset between query "
+                        "and key matters, 2 in both cases."
+                    ),
+                ),
+                Mistake("d", "RoPE has no table: the angle of pair i is computed, m · θ_i, for any position m."),
+            ),
+        ),
+        Question(
+            recalls="08",
+            section="9. Counting parameters: the number of heads is free",
+            prompt="What is the shape of `w_k.weight` in `MultiHeadAttention(d_model=256, n_heads=8)`?",
+            kind="shape",
+            answer=(256, 256),
+            explanation=(
+                "w_k is one nn.Linear(d_model, d_model), whatever the number of heads: a (256, 256) weight, "
+                "and head h reads its own 32 rows of it. Grouped-query attention, in this lesson, shrinks "
+                "exactly this matrix, to (n_kv_head · d_head, d_model)."
+            ),
+            mistakes=(
+                Mistake((32, 256), "32 is one head's slice; one d_model × d_model matrix serves all 8 heads."),
+                Mistake((256, 32), "32 is one head's slice; one d_model × d_model matrix serves all 8 heads."),
+                Mistake(
+                    (8, 256, 32),
+                    "The heads are slices of one (256, 256) matrix, not a stack of 8 separate ones.",
+                ),
+                Mistake((2048, 256), "The heads do not multiply the projection: 8 heads of 32 make 256 rows in all."),
             ),
         ),
     ),

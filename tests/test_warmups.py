@@ -50,15 +50,16 @@ def _other_ways(q: Question) -> list:
     if q.kind == "choice":
         return [q.answer.upper(), f"({q.answer})", f" {q.answer}) "]
     x = float(q.answer)
-    rounded = float(f"{x:.3g}")  # three significant digits, as worked on paper
+    # a whole number is written whole (16640); a fraction to three significant digits, as on paper
+    rounded = x if isinstance(q.answer, int) else float(f"{x:.3g}")
     return [rounded, str(rounded), np.float32(x), torch.tensor(x), Fraction(x).limit_denominator(1000)]
 
 
 # --- the questions -----------------------------------------------------------------------------------------
 
 
-def test_lessons_02_to_08_each_have_two_or_three_spaced_questions():
-    for n in range(2, 9):
+def test_lessons_02_to_12_each_have_two_or_three_spaced_questions():
+    for n in range(2, 13):
         lesson = f"{n:02d}"
         assert lesson in WARMUPS, f"lesson {lesson} has no warm-up; lessons with one: {sorted(WARMUPS)}"
         recalls = [int(q.recalls) for q in WARMUPS[lesson]]
@@ -147,6 +148,21 @@ def test_a_bool_is_not_a_number_and_a_fraction_of_a_shape_is_not_a_shape():
     shape = next(q for _, _, q in QUESTIONS if q.kind == "shape")
     v = warmups.verdict(shape, 1, (3.5, 3))
     assert v.status == "unreadable", f"(3.5, 3) is not a shape, but it was judged {v.status}:\n{v.text}"
+
+
+def test_a_number_written_with_thousands_commas_is_told_how_python_reads_it():
+    q = WARMUPS["09"][1]  # 16,640 parameters
+    assert q.answer == 16_640, f"the question's answer changed: {q.answer}"
+    v = warmups.verdict(q, 2, (16, 640))  # what q2=16,640 gives in Python
+    flat = " ".join(v.text.split())
+    assert v.status == "unreadable" and "a comma makes a tuple: write 16640 or 16_640" in flat, v.text
+    assert "answer is" not in flat, f"the hint must not give the answer away:\n{v.text}"
+    assert warmups.verdict(q, 2, 16_640).text.startswith("✔ 2. Right: 16,640."), "whole numbers shown in full"
+    for not_grouped in [(16, 64), (1, 50, 624), (16.0, 640), (True, 640)]:
+        text = warmups.verdict(q, 2, not_grouped).text
+        assert "comma makes a tuple" not in text, f"{not_grouped!r} is not a number with commas:\n{text}"
+    shape = WARMUPS["12"][2]  # a shape: (16, 640) is a shape there, read as one
+    assert shape.kind == "shape" and warmups.verdict(shape, 3, (16, 640)).status == "wrong"
 
 
 def test_every_printed_line_fits_the_notebook_column():
