@@ -13,6 +13,8 @@ them is reaped here, and their CPU time adds up in this process's RUSAGE_CHILDRE
    2 cores at `--jobs 2` (86 were measured on an idle machine before each submission had a checking
    process of its own), the sandbox costing at most 10 %.
 2. lesson 09's set, the heaviest (its checks train and compare transformer blocks), in the sandbox.
+2b. where the CPU time of a correct submission of sets 06 and 09 goes (its kernel's start, its cells, its
+   checking process) and what the batch costs as a whole, from the results `batch.grade_all` returns.
 0. every exercise set's worked solution, graded in the sandbox: the CPU time of its costliest cell and in
    all, against the set's budgets (at most a quarter: `--write-budgets` sets them to four times this).
 3. the same class of lesson 06 with one more submission that hits every limit (a loop that ignores
@@ -197,6 +199,86 @@ def throughput(
     return rows
 
 
+# Grades a folder with `batch.grade_all` and prints each result's CPU split (a child process, so that its
+# fork server and every process that server forked are counted when it exits).
+WHERE = r"""
+import json, sys
+from pathlib import Path
+from course_grader.batch import GradeOptions, grade_all
+folder, solutions, out, assignment, jobs = sys.argv[1:6]
+results = grade_all(Path(folder), Path(solutions), Path(out), GradeOptions(jobs=int(jobs), assignments=[assignment]),
+                    progress=lambda line: None)
+print(json.dumps([{"cpu": r.cpu, "full": r.score == r.max_score, "status": r.status} for r in results]))
+"""
+
+
+def _import_torch_cpu() -> float:
+    """CPU seconds of a fresh Python importing torch (median of 3): the floor of a fresh kernel's start."""
+    times = []
+    for _ in range(3):
+        _reap()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return sorted(times)[1]
+
+
+def where_cpu_goes(assignment: str, copies: int, jobs: int) -> list[tuple[str, float, str]]:
+    """A batch of `copies` correct submissions (`batch.grade_all`, in the sandbox): each submission's CPU
+    seconds split by where they went (its kernel's start, its cells, its checking process: the checks, the
+    wire, that process's own start), and what is left for the batch as a whole (the grader's start, the fork
+    server and its imports, the bubblewrap processes, the gradebook and the exports)."""
+    folder, out = Path(tempfile.mkdtemp(prefix="bench-grade-")), Path(tempfile.mkdtemp(prefix="bench-grade-out-"))
+    try:
+        for i in range(copies):
+            (folder / f"solved{i:02d}").mkdir()
+            name = f"{assignment}.ipynb"
+            shutil.copyfile(REPO / "solutions" / name, folder / f"solved{i:02d}" / name)
+        _reap()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        args = [str(folder), str(REPO / "solutions"), str(out), assignment, str(jobs)]
+        proc = subprocess.run([sys.executable, "-c", WHERE, *args], capture_output=True, text=True)
+        _reap()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"grading failed: {proc.stderr[-2000:]}")
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    if len(results) != copies or not all(r["full"] for r in results):
+        raise RuntimeError(f"grading went wrong: {results[:3]}")
+    total = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    parts = {
+        k: sum(r["cpu"].get(k, 0.0) for r in results) / copies
+        for k in ("kernel start", "kernel cells", "checking process")
+    }
+    per_submission = sum(parts.values())
+    batch = total - copies * per_submission
+    split = ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+    torch_s = _import_torch_cpu()
+    return [
+        (
+            f"{assignment}: CPU seconds of one correct submission, by where they went (in the sandbox)",
+            per_submission,
+            f"{split}; mean of {copies}, --jobs {jobs}",
+        ),
+        (
+            f"{assignment}: one correct submission's CPU time over that of `python -c 'import torch'` in the same run",
+            per_submission / torch_s,
+            f"importing torch took {torch_s:.2f} CPU-s here (median of 3): a fresh kernel per submission pays it "
+            "once, and the rest is the submission's own",
+        ),
+        (
+            f"{assignment}: CPU seconds of the batch as a whole (grader, fork server and its imports, bubblewrap, "
+            "gradebook, exports)",
+            batch,
+            f"{total:.1f} CPU-s for {copies} submissions in all, so {batch / copies:.2f} per submission at this size",
+        ),
+    ]
+
+
 def hostile_batch(assignment: str, copies: int, jobs: int, repeat: int, sandbox: bool) -> list[tuple[str, float, str]]:
     """The class with and without one submission that hits every limit, alternating."""
     plain, hostile = Path(tempfile.mkdtemp(prefix="bench-grade-")), Path(tempfile.mkdtemp(prefix="bench-grade-"))
@@ -287,6 +369,8 @@ def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) 
     rows = budgets() if ok else []
     rows += throughput("06_attention", copies, jobs, modes, repeat, used, loads)
     rows += throughput("09_transformer_block", max(2, copies // 2), jobs, modes[:1], 1, used, loads)
+    if ok:
+        rows += where_cpu_goes("06_attention", 8, jobs) + where_cpu_goes("09_transformer_block", 4, jobs)
     if ok:  # never without the sandbox: its fork bomb would meet no process limit
         rows += hostile_batch("06_attention", max(2, copies // 2), jobs, repeat, ok)
     controllers = budgets.detect()
@@ -313,7 +397,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="measure each exercise set's correct submission and write its CPU budgets (4x) into its solution notebook",
     )
+    parser.add_argument(
+        "--where", action="store_true", help="only where a correct submission's CPU time goes (sets 06 and 09)"
+    )
     args = parser.parse_args(argv)
+    if args.where:
+        _subreaper()
+        for what, value, detail in where_cpu_goes("06_attention", 8, args.jobs) + where_cpu_goes(
+            "09_transformer_block", 4, args.jobs
+        ):
+            print(f"  {value:7.2f}  {what} ({detail})", flush=True)
+        return 0
     if args.write_budgets:
         for what, value, detail in budgets(write=True):
             print(f"  {value:7.2f}  {what} ({detail})", flush=True)
