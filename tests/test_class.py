@@ -668,7 +668,7 @@ def test_a_broken_hidden_test_is_previewed_regraded_with_a_reason_and_fixed(clas
     assert code == 0, text
     assert "Dry run: nothing was written" in text, text
     assert "3 grade(s) would change (the same files graded again): final 8 → 6 (3)" in text, text
-    assert f"Lastname02, Sam ({few[0]}), {QUIZ}: 8 → 6 (Exercise 3: The answer: 2 → 0)" in text, text
+    assert f"Lastname02, Sam ({few[0]}), {QUIZ}: final 8 → 6 (Exercise 3: The answer: 2 → 0)" in text, text
     assert "--new-solutions" in text and rows_of(out) == before, "a dry run writes nothing"
 
     code, text = run(
@@ -965,11 +965,11 @@ def test_a_teachers_own_set_checks_on_a_students_machine(tmp_path):
         ["build", "--check", "--class", "--solutions", teacher / "solutions", "--exercises", release]
     )
     assert code == 0 and f"{release}/ is up to date (2 files)." in text, text
-    handed_out = (release / "93_my_topic.ipynb").read_text() + (release / "lesson93.py").read_text()
+    handed_out = (release / "93_my_topic_exercises.ipynb").read_text() + (release / "lesson93.py").read_text()
     assert str(tmp_path) not in handed_out and "/teaching/" not in handed_out, "no teacher's path is handed out"
     student = tmp_path / "student-laptop" / "Downloads"  # the two files a student downloads, nothing else
     student.mkdir(parents=True)
-    nb = read_notebook(release / "93_my_topic.ipynb")
+    nb = read_notebook(release / "93_my_topic_exercises.ipynb")
     answers = {
         grade_id(c): source(c)
         for c in read_notebook(teacher / "solutions" / "93_my_topic.ipynb")["cells"]
@@ -978,8 +978,8 @@ def test_a_teachers_own_set_checks_on_a_students_machine(tmp_path):
     for cell in nb["cells"]:
         if is_solution(cell):
             cell["source"] = answers[grade_id(cell)]
-    write(student / "93_my_topic.ipynb", nb)
+    write(student / "93_my_topic_exercises.ipynb", nb)
     shutil.copy(release / "lesson93.py", student / "lesson93.py")
     shutil.rmtree(teacher)  # nothing of the teacher's is reachable on the student's machine
-    rows = check_notebook(student / "93_my_topic.ipynb").rows
+    rows = check_notebook(student / "93_my_topic_exercises.ipynb").rows
     assert [r.status for r in rows] == ["passed"] * 3 and sum(r.points for r in rows) == 8, rows

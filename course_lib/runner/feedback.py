@@ -162,7 +162,7 @@ def explain(status: str, message: str, answer_runs: list[CellRun]) -> tuple[str,
 
 def stopped(run: CellRun) -> str:
     """How an answer cell ended, as the rest of a sentence: "stopped with NameError: ...", or for a
-    limit, "was stopped: the cell used more CPU time than its limit (20 s)"."""
+    limit, "was stopped: the cell went past its time limit: more than 20 s of CPU time"."""
     message = classify(run)[1]
     return f"was stopped: {message}" if run.status in LIMITS else f"stopped with {message}"
 

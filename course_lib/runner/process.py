@@ -111,7 +111,7 @@ class Budget:
             )
         if self.cut and self.limits is not None:
             return f"the submission used up its total CPU time ({self.limits.total_cpu_s:g} s) during this cell"
-        return f"the cell used more CPU time than its limit ({self.cpu_s:g} s)"
+        return f"the cell went past its time limit: more than {self.cpu_s:g} s of CPU time"
 
 
 def submission_clock(kernel: KernelProcess):
