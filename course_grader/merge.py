@@ -2,7 +2,7 @@
 
 A job array grades a class in parts (`course grade ... --shard K/N --out part-K`, one part per job, each
 with its own gradebook, often a copy of the class's gradebook as it was before). `merge_gradebooks`
-joins them: every table of each gradebook (see `gradebook.SCHEMA`), so that the result is what one run
+joins them: every table of each gradebook (see `gradebook_schema.SCHEMA`), so that the result is what one run
 over the whole class would have written:
 
 - results (the latest and every earlier attempt) and their history of replaced versions, with the runs
