@@ -35,7 +35,7 @@ from course_lib.runner.notebook import write_atomic
 
 from .feedback_file import feedback_markdown
 from .gradebook import Gradebook, Row
-from .roster import Student, normalize
+from .roster import Roster, Student, normalize
 
 BOM = "\ufeff"
 RESERVED = {"index.csv"}  # the feedback folder's own files: never a student's folder name (in any case)
@@ -320,6 +320,30 @@ def lms_export(
         raise ValueError(f"missing work is exported as 'empty' or 'zero', not {missing!r}")
     rows = book.rows()
     roster = book.roster()
+    names = _exported(rows, assignments)
+    mapped = lms_columns(book, layout, names, columns) if layout in ("canvas", "moodle") else {a: a for a in names}
+    created = new_columns(book, layout, mapped, new_column) if layout in ("canvas", "moodle") else []
+    students = [s.id for s in roster.students] if roster else []
+    students += sorted({r.student for r in rows} - set(students))
+    cells = _Cells({(r.student, r.assignment): r for r in rows}, roster.by_id if roster else {}, missing)
+    if layout == "canvas":
+        max_scores = {r.assignment: r.max_score for r in rows}
+        table = _canvas_table(cells, roster, students, names, mapped, max_scores)
+    elif layout == "moodle":
+        table = _moodle_table(cells, roster, students, names, mapped)
+    elif layout == "wide":
+        table = _wide_table(cells, students, names)
+    else:
+        raise ValueError(f"unknown LMS layout {layout!r}: expected canvas, moodle or wide")
+    notes = cells.notes()
+    renamed = [f"{a} -> {c!r}" for a, c in mapped.items() if a != c]
+    if renamed:
+        notes.append("written to the LMS's own columns: " + ", ".join(renamed))
+    return LmsExport(table, mapped, notes + created)
+
+
+def _exported(rows: list[Row], assignments: list[str] | None) -> list[str]:
+    """The assignments an LMS file has a column for: those asked for (each must have grades), else every one."""
     names = sorted({r.assignment for r in rows}) if not assignments else list(assignments)
     unknown = [a for a in names if a not in {r.assignment for r in rows}]
     if unknown:
@@ -327,117 +351,142 @@ def lms_export(
             f"the gradebook has no grades for {', '.join(unknown)} "
             f"(it has: {', '.join(sorted({r.assignment for r in rows})) or 'none'})"
         )
-    mapped = lms_columns(book, layout, names, columns) if layout in ("canvas", "moodle") else {a: a for a in names}
-    created = new_columns(book, layout, mapped, new_column) if layout in ("canvas", "moodle") else []
-    by_row = {(r.student, r.assignment): r for r in rows}
-    max_scores = {r.assignment: r.max_score for r in rows}
-    students = [s.id for s in roster.students] if roster else []
-    students += sorted({r.student for r in rows} - set(students))
-    by_id = roster.by_id if roster else {}
-    notes: list[str] = []
-    zeros, unmarked, limited = [], [], []
-    left_empty = {"dropped": [], "test": [], "not submitted": [], "not checked": []}
+    return names
 
-    def cell(sid: str, a: str) -> str:
-        r = by_row.get((sid, a))
-        s = by_id.get(sid)
+
+@dataclass
+class _Cells:
+    """The score cells of an LMS file, and whose cells the teacher should hear about (`notes`)."""
+
+    rows: dict[tuple[str, str], Row]  # (student, assignment) -> its row
+    by_id: dict[str, Student]  # the roster's students
+    missing: str  # work never handed in: "empty" or "zero"
+    zeros: list[str] = field(default_factory=list)  # could not be graded for what it is: exported as 0
+    unmarked: list[str] = field(default_factory=list)  # written answers still to mark
+    limited: list[str] = field(default_factory=list)  # an exercise a limit stopped
+    left_empty: dict[str, list[str]] = field(
+        default_factory=lambda: {"dropped": [], "test": [], "not submitted": [], "not checked": []}
+    )
+
+    def cell(self, sid: str, a: str) -> str:
+        """The cell of student `sid`'s assignment `a`: the final score, or "" (or "0") with a note kept."""
+        r = self.rows.get((sid, a))
+        s = self.by_id.get(sid)
         status = s.status if s else "active"
         if status in ("dropped", "test"):
             if r is not None:
-                left_empty[status].append(f"{s.label} ({a})")
+                self.left_empty[status].append(f"{s.label} ({a})")
             return ""
         if r is None:
             return ""
         if r.status == "not submitted":
-            left_empty["not submitted"].append(f"{s.label if s else sid} ({a})")
-            return "0" if missing == "zero" else ""
+            self.left_empty["not submitted"].append(f"{s.label if s else sid} ({a})")
+            return "0" if self.missing == "zero" else ""
         if r.status in NOT_CHECKED:
-            left_empty["not checked"].append(f"{s.label if s else sid} ({a}, {r.status})")
+            self.left_empty["not checked"].append(f"{s.label if s else sid} ({a}, {r.status})")
             return ""
         if r.status in NOT_GRADED:
             why = (r.notes[0] if r.notes else r.status).rstrip(".")
-            zeros.append(f"{s.label if s else sid} ({a}): {r.status}: {why}")
+            self.zeros.append(f"{s.label if s else sid} ({a}): {r.status}: {why}")
         stopped = [t.get("exercise") or t["grade_id"] for t in r.tests if t.get("cause") in LIMITS]
         if stopped:
-            limited.append(f"{s.label if s else sid} ({a}: {', '.join(stopped)})")
+            self.limited.append(f"{s.label if s else sid} ({a}: {', '.join(stopped)})")
         if r.to_mark:
-            unmarked.append(f"{s.label if s else sid} ({a})")
+            self.unmarked.append(f"{s.label if s else sid} ({a})")
         return num(r.final)
 
-    if layout == "canvas":
-        # Canvas matches a row by ID, SIS User ID or SIS Login ID; "Points Possible" is its second row.
-        # From Canvas's own export, its identity columns as they were; from a teacher's file, what it has,
-        # and the student id as the login (the usual meaning of a teacher's ids).
-        own = roster is None or roster.kind != "canvas"
-        table = [
-            [*CANVAS_COLUMNS, *(mapped[a] for a in names)],
-            ["    Points Possible", "", "", "", "", *(num(max_scores.get(a, 0)) for a in names)],
-        ]
-        for sid in students:
-            s = by_id.get(sid)
-            table.append(
-                [
-                    s.name if s and s.name else sid,
-                    _extra(s, "ID", "canvas_id", "canvas id"),
-                    _extra(s, "SIS User ID"),
-                    _extra(s, "SIS Login ID") or (sid if own else ""),
-                    _extra(s, "Section"),
-                    *(cell(sid, a) for a in names),
-                ]
+    def notes(self) -> list[str]:
+        """What the teacher should know about the cells written so far, before importing the file."""
+        notes = []
+        zeros, limited, unmarked = self.zeros, self.limited, self.unmarked
+        if zeros:
+            notes.append(f"{len(zeros)} submission(s) that could not be graded were exported as 0: " + "; ".join(zeros))
+        if limited:
+            notes.append(
+                f"{len(limited)} score(s) include exercises stopped by a limit (CPU time, memory, output, a crash): "
+                + "; ".join(limited[:10])
+                + (" ..." if len(limited) > 10 else "")
             )
-    elif layout == "moodle":
-        # Moodle's "Import grades from CSV" maps one identifier column (chosen on import) and grade items.
-        id_column = (roster.id_column if roster else "").casefold()
-        for_username = id_column in ("username", "login", "user", "student_id", "student id", "id") or roster is None
-        table = [[*MOODLE_COLUMNS, *(mapped[a] for a in names)]]
-        for sid in students:
-            s = by_id.get(sid)
-            table.append(
-                [
-                    _extra(s, "Username") or (sid if for_username else ""),
-                    _extra(s, "ID number", "idnumber", "moodle_id") or (sid if id_column == "id number" else ""),
-                    s.email if s else "",
-                    s.name if s else "",
-                    *(cell(sid, a) for a in names),
-                ]
+        if unmarked:
+            notes.append(
+                f"{len(unmarked)} score(s) have written answers still to mark (`course mark`), exported with "
+                "the points so far: " + ", ".join(unmarked[:10]) + (" ..." if len(unmarked) > 10 else "")
             )
-    elif layout == "wide":
-        table = [["student_id", "name", *names, "total"]]
-        for sid in students:
-            s = by_id.get(sid)
-            got = [cell(sid, a) for a in names]
-            table.append([sid, s.name if s else "", *got, num(sum(float(g) for g in got if g))])
-    else:
-        raise ValueError(f"unknown LMS layout {layout!r}: expected canvas, moodle or wide")
-    if zeros:
-        notes.append(f"{len(zeros)} submission(s) that could not be graded were exported as 0: " + "; ".join(zeros))
-    if limited:
-        notes.append(
-            f"{len(limited)} score(s) include exercises stopped by a limit (CPU time, memory, output, a crash): "
-            + "; ".join(limited[:10])
-            + (" ..." if len(limited) > 10 else "")
+        for status, who in self.left_empty.items():
+            if who:
+                what = {
+                    "dropped": "dropped students",
+                    "test": "the LMS's test student",
+                    "not submitted": "work never handed in",
+                    "not checked": "submissions the grader could not check (not a grade: grade them again with "
+                    "`course grade ... --student ID`)",
+                }[status]
+                how = "0" if status == "not submitted" and self.missing == "zero" else "empty"
+                more = " ..." if len(who) > 8 else ""
+                notes.append(f"{len(who)} cell(s) left {how} for {what}: " + ", ".join(who[:8]) + more)
+        return notes
+
+
+def _canvas_table(
+    cells: _Cells,
+    roster: Roster | None,
+    students: list[str],
+    names: list[str],
+    mapped: dict[str, str],
+    max_scores: dict[str, float],
+) -> list[list]:
+    """Canvas's gradebook import: Canvas matches a row by ID, SIS User ID or SIS Login ID; "Points Possible" is
+    its second row. From Canvas's own export, its identity columns as they were; from a teacher's file, what it
+    has, and the student id as the login (the usual meaning of a teacher's ids)."""
+    own = roster is None or roster.kind != "canvas"
+    table = [
+        [*CANVAS_COLUMNS, *(mapped[a] for a in names)],
+        ["    Points Possible", "", "", "", "", *(num(max_scores.get(a, 0)) for a in names)],
+    ]
+    for sid in students:
+        s = cells.by_id.get(sid)
+        table.append(
+            [
+                s.name if s and s.name else sid,
+                _extra(s, "ID", "canvas_id", "canvas id"),
+                _extra(s, "SIS User ID"),
+                _extra(s, "SIS Login ID") or (sid if own else ""),
+                _extra(s, "Section"),
+                *(cells.cell(sid, a) for a in names),
+            ]
         )
-    if unmarked:
-        notes.append(
-            f"{len(unmarked)} score(s) have written answers still to mark (`course mark`), exported with "
-            "the points so far: " + ", ".join(unmarked[:10]) + (" ..." if len(unmarked) > 10 else "")
+    return table
+
+
+def _moodle_table(
+    cells: _Cells, roster: Roster | None, students: list[str], names: list[str], mapped: dict[str, str]
+) -> list[list]:
+    """Moodle's "Import grades from CSV": it maps one identifier column (chosen on import) and grade items."""
+    id_column = (roster.id_column if roster else "").casefold()
+    for_username = id_column in ("username", "login", "user", "student_id", "student id", "id") or roster is None
+    table = [[*MOODLE_COLUMNS, *(mapped[a] for a in names)]]
+    for sid in students:
+        s = cells.by_id.get(sid)
+        table.append(
+            [
+                _extra(s, "Username") or (sid if for_username else ""),
+                _extra(s, "ID number", "idnumber", "moodle_id") or (sid if id_column == "id number" else ""),
+                s.email if s else "",
+                s.name if s else "",
+                *(cells.cell(sid, a) for a in names),
+            ]
         )
-    for status, who in left_empty.items():
-        if who:
-            what = {
-                "dropped": "dropped students",
-                "test": "the LMS's test student",
-                "not submitted": "work never handed in",
-                "not checked": "submissions the grader could not check (not a grade: grade them again with "
-                "`course grade ... --student ID`)",
-            }[status]
-            how = "0" if status == "not submitted" and missing == "zero" else "empty"
-            more = " ..." if len(who) > 8 else ""
-            notes.append(f"{len(who)} cell(s) left {how} for {what}: " + ", ".join(who[:8]) + more)
-    renamed = [f"{a} -> {c!r}" for a, c in mapped.items() if a != c]
-    if renamed:
-        notes.append("written to the LMS's own columns: " + ", ".join(renamed))
-    return LmsExport(table, mapped, notes + created)
+    return table
+
+
+def _wide_table(cells: _Cells, students: list[str], names: list[str]) -> list[list]:
+    """One row per student, one column per assignment, and the total."""
+    table = [["student_id", "name", *names, "total"]]
+    for sid in students:
+        s = cells.by_id.get(sid)
+        got = [cells.cell(sid, a) for a in names]
+        table.append([sid, s.name if s else "", *got, num(sum(float(g) for g in got if g))])
+    return table
 
 
 def lms_table(book: Gradebook, layout: str, assignments: list[str] | None = None) -> list[list]:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from .feedback_file import feedback_markdown
 from .gradebook import Gradebook, Row
-from .lms import CANVAS_FILE, MOODLE_PART
+from .lms_names import CANVAS_FILE, MOODLE_PART
 
 LAYOUTS = ("canvas", "moodle")
 

@@ -10,17 +10,9 @@ again (same content hash) replaces that attempt, as does a first submission afte
 row; the latest attempt is the one that counts. Each row records the submitted file's hash and
 time, the solution notebook (path and SHA-256) that graded it, and when.
 
-Adjustments live here too and are applied in every export:
-- a deadline per assignment, with a late penalty in percent of the assignment's points per started
-  day late (after an optional grace period), capped. The submission time is the student's
-  `timestamp.txt` (nbgrader's format: its exchange and `course unpack` write it); a file's
-  modification time is not used (copying resets it), so a submission without one is never penalised,
-  and `course deadline` says how many such rows there are;
-- a student's own deadline for an assignment (`course deadline A DUE --student ID`, an extension): the
-  assignment's late penalty counts from it instead, and the feedback says "Extension to ... (on time)"
-  rather than a penalty taken back by hand. A replaced or removed extension stays on record;
-- manual points (+ or -) with a reason, per student and assignment, and who gave them. Removing one
-  (`course adjust --remove N`) keeps it on record, no longer counted, with who removed it, when and why.
+Adjustments live here too and are applied in every export (`deadlines`): a deadline per assignment
+with its late penalty, a student's own deadline (an extension), and manual points with a reason and
+who gave them; a removed one stays on record.
 
     final = max(0, score - late penalty + manual points)
 
@@ -40,8 +32,7 @@ counts, the earlier ones stay on record.
 
     score = the tests' points + the marks;    final = max(0, score - late penalty + manual points)
 
-Changes to these tables are migrations (`ADDED_COLUMNS`): an older gradebook gets the new columns when
-it is opened, and a gradebook written by a newer grader is refused rather than misread.
+The tables and their migrations are `gradebook_schema`; a row, as exports read it, is `gradebook_rows.Row`.
 
 Exports are rewritten whole and atomically from the gradebook, never appended to, so a crash
 halfway leaves the previous complete files. `rows(student, assignment)` reads only what one student's
@@ -51,209 +42,26 @@ reading the class.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import math
-import sqlite3
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import NamedTuple
 
 from course_lib.runner.text import inert, inert_tree
 
+from .deadlines import Adjustment, AdjustmentTables
+from .deadlines import Deadline as Deadline  # the gradebook's public names, wherever they are defined
+from .deadlines import parse_time as parse_time
+from .gradebook_rows import Mark, Row, RowContext, StoredResult, apply_marks, make_row
+from .gradebook_schema import MARK_COLUMNS, connect, now, whoami
+from .gradebook_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from .roster import Roster, Student
 
-SCHEMA_VERSION = 5  # 3: submission times per (student, assignment); 4: removed adjustments kept, marks.replaces;
-# 5: per-student extensions, LMS ids mapped by the teacher
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS results (
-    student TEXT NOT NULL, assignment TEXT NOT NULL, attempt INTEGER NOT NULL,
-    status TEXT NOT NULL, score REAL NOT NULL, max_score REAL NOT NULL,
-    file TEXT, submission_sha256 TEXT, submitted_at TEXT, submitted_from TEXT,
-    solutions_path TEXT NOT NULL, solutions_sha256 TEXT NOT NULL,
-    graded_at TEXT NOT NULL, seconds REAL NOT NULL, run INTEGER,
-    tests TEXT NOT NULL, notes TEXT NOT NULL,
-    PRIMARY KEY (student, assignment, attempt));
-CREATE TABLE IF NOT EXISTS deadlines (
-    assignment TEXT PRIMARY KEY, due TEXT NOT NULL, percent_per_day REAL NOT NULL,
-    max_percent REAL NOT NULL, grace_minutes REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS adjustments (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, assignment TEXT NOT NULL,
-    points REAL NOT NULL, reason TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS roster (student TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
-    extra TEXT NOT NULL, position INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, finished_at TEXT,
-    command TEXT NOT NULL, solutions TEXT NOT NULL, warnings TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS history (
-    student TEXT NOT NULL, assignment TEXT NOT NULL, attempt INTEGER NOT NULL,
-    status TEXT NOT NULL, score REAL NOT NULL, max_score REAL NOT NULL,
-    solutions_sha256 TEXT NOT NULL, graded_at TEXT NOT NULL, run INTEGER,
-    tests TEXT NOT NULL, replaced_at TEXT NOT NULL, replaced_by_run INTEGER);
-CREATE TABLE IF NOT EXISTS unpacked (
-    student TEXT NOT NULL, assignment TEXT NOT NULL, entry TEXT NOT NULL, sha256 TEXT,
-    late INTEGER NOT NULL, notes TEXT NOT NULL, skipped TEXT, unpacked_at TEXT NOT NULL,
-    PRIMARY KEY (student, assignment));
-CREATE TABLE IF NOT EXISTS marks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, assignment TEXT NOT NULL,
-    grade_id TEXT NOT NULL, points REAL NOT NULL, rubric TEXT NOT NULL, comment TEXT NOT NULL,
-    grader TEXT NOT NULL, answer_sha256 TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS extensions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, assignment TEXT NOT NULL, due TEXT NOT NULL,
-    grader TEXT NOT NULL, created_at TEXT NOT NULL, removed_at TEXT, removed_by TEXT NOT NULL DEFAULT '');
-CREATE TABLE IF NOT EXISTS lms_map (
-    layout TEXT NOT NULL, lms_key TEXT NOT NULL, student TEXT NOT NULL, given_as TEXT NOT NULL,
-    given_at TEXT NOT NULL, PRIMARY KEY (layout, lms_key));
-"""
-# Columns added since schema 1 (an older gradebook gets them on opening, with these defaults).
-ADDED_COLUMNS = {
-    "results": [("manual", "TEXT NOT NULL DEFAULT '[]'")],
-    "adjustments": [
-        ("grader", "TEXT NOT NULL DEFAULT ''"),
-        ("cap", "INTEGER NOT NULL DEFAULT 0"),
-        ("removed_at", "TEXT"),  # NULL while it counts (schema 4)
-        ("removed_by", "TEXT NOT NULL DEFAULT ''"),
-        ("removed_reason", "TEXT NOT NULL DEFAULT ''"),
-    ],
-    "marks": [("replaces", "INTEGER")],  # the mark on record that it replaced (schema 4)
-    "roster": [("status", "TEXT NOT NULL DEFAULT 'active'")],
-    "runs": [("reason", "TEXT NOT NULL DEFAULT ''"), ("changes", "TEXT NOT NULL DEFAULT '[]'")],
-    "history": [("submitted_at", "TEXT")],  # the replaced version's submission time
-    "unpacked": [("submitted_at", "TEXT")],  # the submission time the LMS gave for this (student, assignment)
-}
-MARK_COLUMNS = "id, student, assignment, grade_id, points, rubric, comment, grader, answer_sha256, created_at, replaces"
 BIG_CHANGE = 0.1  # a regrade that moves a score by this share of its maximum or more is "big" (course report)
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def whoami() -> str:
-    """The grader's name when none is given: this machine's login name."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def parse_time(text: str, tz=None) -> datetime:
-    """An aware datetime from ISO 8601 ("2026-12-01 23:59", "2026-12-01T23:59:00+01:00") or nbgrader's
-    timestamp format ("2026-12-01 22:59:00.000000 UTC"). A time without a zone is in `tz`, by
-    default this machine's local zone."""
-    raw = text.strip()
-    cleaned = raw[:-4].strip() + "+00:00" if raw.upper().endswith(" UTC") else raw
-    cleaned = cleaned[:-1] + "+00:00" if cleaned.endswith("Z") else cleaned
-    try:
-        when = datetime.fromisoformat(cleaned)
-    except ValueError:
-        raise ValueError(
-            f"cannot read the time {text!r}: expected e.g. 2026-12-01 23:59, 2026-12-01T23:59+01:00 "
-            "or 2026-12-01 22:59:00 UTC"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=tz) if tz is not None else when.astimezone()
-    return when
-
-
-@dataclass
-class Deadline:
-    assignment: str
-    due: datetime  # aware
-    percent_per_day: float  # of the assignment's points, per started day late
-    max_percent: float = 100.0  # the most a late submission loses
-    grace_minutes: float = 0.0  # lateness below this is not late
-
-    def penalty(self, submitted_at: datetime | None, max_score: float) -> tuple[float, int]:
-        """(points lost, days late) for a submission at `submitted_at`."""
-        if submitted_at is None:
-            return 0.0, 0
-        late = submitted_at - self.due - timedelta(minutes=self.grace_minutes)
-        if late <= timedelta(0):
-            return 0.0, 0
-        days = math.ceil(late / timedelta(days=1))
-        percent = min(self.max_percent, self.percent_per_day * days)
-        return round(max_score * percent / 100.0, 2), days
-
-    def describe(self, submitted_at: datetime, days: int, label: str = "the deadline") -> str:
-        """How late, in words, with the time in the deadline's own zone: "1 day 10 hours after the
-        deadline (2026-12-01 23:59 +01:00), at 2026-12-03 10:12 +01:00: 2 started days, -10% each"
-        (`label` names the deadline: "your extended deadline")."""
-        zone = self.due.tzinfo
-        late = submitted_at - self.due
-        d, rest = divmod(int(late.total_seconds()) // 60, 24 * 60)
-        h, m = divmod(rest, 60)
-        parts = [f"{d} day{'s' if d != 1 else ''}"] if d else []
-        parts += [f"{h} hour{'s' if h != 1 else ''}"] if h else []
-        parts += [f"{m} minute{'s' if m != 1 else ''}"] if m and not d else []
-        shown = " ".join(parts) or "less than a minute"
-        started = f"{days} started day{'s' if days != 1 else ''}"
-        cap = f" (at most -{self.max_percent:g}%)" if self.max_percent < 100 else ""
-        return (
-            f"{shown} after {label} ({_clock(self.due, zone)}), at {_clock(submitted_at, zone)}: {started}, "
-            f"-{self.percent_per_day:g}% each{cap}"
-        )
-
-
-def _clock(when: datetime, zone) -> str:
-    shown = when.astimezone(zone)
-    return shown.strftime("%Y-%m-%d %H:%M ") + (
-        shown.strftime("%z")[:3] + ":" + shown.strftime("%z")[3:] if shown.utcoffset() else "UTC"
-    )
-
-
-@dataclass
-class Extension:
-    """One student's own deadline for an assignment (`course deadline A DUE --student ID`): the assignment's late
-    penalty counts from it. One counts at a time; a replaced or removed one stays on record."""
-
-    id: int
-    student: str
-    assignment: str
-    due: datetime  # aware
-    grader: str  # who gave it
-    created_at: str
-    removed_at: str | None = None  # replaced by a newer one, or `--remove`d: no longer counts
-    removed_by: str = ""
-
-
-@dataclass
-class Adjustment:
-    id: int
-    student: str
-    assignment: str
-    points: float
-    reason: str
-    created_at: str
-    grader: str = ""  # who made it (`course adjust --grader`, by default the login name)
-    cap: bool = False  # `--cap`: the final score stays at most the assignment's maximum
-    removed_at: str | None = None  # `course adjust --remove`: kept on record, no longer counted
-    removed_by: str = ""
-    removed_reason: str = ""
-
-
-@dataclass
-class Mark:
-    """A person's mark for one manually graded answer."""
-
-    id: int
-    student: str
-    assignment: str
-    grade_id: str
-    points: float
-    rubric: str  # the rubric item chosen ("" for none)
-    comment: str  # for the student
-    grader: str
-    answer_sha256: str  # the answer it was given for: a changed answer needs marking again
-    created_at: str
-    replaces: int | None = None  # the mark of this answer on record when it was given (None: the first)
 
 
 class StaleMark(ValueError):
@@ -270,63 +78,14 @@ class StaleMark(ValueError):
         super().__init__(f"{student}'s answer to {grade_id}: {said}; your mark was not saved")
 
 
-@dataclass
-class Row:
-    """One (student, assignment): its latest attempt, with every adjustment applied."""
-
-    student: str
-    name: str
-    assignment: str
-    attempt: int
-    attempts: int
-    status: str
-    score: float
-    max_score: float
-    late_penalty: float
-    days_late: int
-    manual: float
-    final: float
-    file: str | None
-    submitted_at: str | None
-    submitted_from: str | None
-    graded_at: str
-    seconds: float  # how long grading it took
-    solutions_path: str
-    solutions_sha256: str
-    tests: list[dict]  # every test's result, and the manually graded answers (`manual: true`) in notebook order
-    notes: list[str]
-    adjustments: list[Adjustment] = field(default_factory=list)
-    auto_score: float = 0.0  # the tests' points alone (score = auto_score + the marks)
-    to_mark: int = 0  # manually graded answers still waiting for a person
-    enrolment: str = "active"  # the roster's status: active | dropped | test
-    email: str = ""
-    lms_late: bool = False  # the LMS marked the submission late (Canvas's flag, from `course unpack`)
-    late_text: str = ""  # how late, in words and in the deadline's zone ("" when on time)
-    extension: str = ""  # the student's own deadline, in words: "Extension to 2026-12-05 23:59 +01:00 (on time)"
-    regrades: list[dict] = field(default_factory=list)  # {at, old, new, reason}: this attempt graded again
-
-
-class Gradebook:
-    """A class's gradebook in the SQLite file `path` (created on first use)."""
+class Gradebook(AdjustmentTables):
+    """A class's gradebook in the SQLite file `path` (created on first use). Its deadlines, extensions and
+    adjustments are kept by the methods of `deadlines.AdjustmentTables`; its rows are made by `gradebook_rows`."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30)  # a rollback journal: no -wal files left beside the exports
-        with self.db:
-            self.db.executescript(SCHEMA)
-            found = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if found is not None and int(found[0]) > SCHEMA_VERSION:
-                raise ValueError(
-                    f"{self.path} was written by a newer course grader (gradebook schema {found[0]}, "
-                    f"this one reads {SCHEMA_VERSION}): update the course (course_lib and course_grader)"
-                )
-            for table, columns in ADDED_COLUMNS.items():
-                have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
-                for name, kind in columns:
-                    if name not in have:
-                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        self.db = connect(self.path)
 
     def close(self) -> None:
         self.db.close()
@@ -711,142 +470,9 @@ class Gradebook:
         found = []
         for student, a, path, manual in cur:
             manual = json.loads(manual)
-            _apply_marks(manual, student, a, marks)
+            apply_marks(manual, student, a, marks)
             found.append((student, a, path, manual))
         return found
-
-    # --- adjustments --------------------------------------------------------------------------------
-
-    def set_deadline(self, d: Deadline) -> None:
-        if d.percent_per_day < 0 or not 0 <= d.max_percent <= 100 or d.grace_minutes < 0:
-            raise ValueError(
-                f"a late penalty needs percent_per_day >= 0, 0 <= max_percent <= 100 and grace >= 0; got "
-                f"{d.percent_per_day}, {d.max_percent}, {d.grace_minutes}"
-            )
-        with self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO deadlines VALUES (?,?,?,?,?)",
-                (d.assignment, d.due.isoformat(), d.percent_per_day, d.max_percent, d.grace_minutes),
-            )
-
-    def deadlines(self) -> dict[str, Deadline]:
-        cur = self.db.execute("SELECT assignment, due, percent_per_day, max_percent, grace_minutes FROM deadlines")
-        return {r[0]: Deadline(r[0], datetime.fromisoformat(r[1]), r[2], r[3], r[4]) for r in cur}
-
-    def add_adjustment(
-        self, student: str, assignment: str, points: float, reason: str, grader: str = "", cap: bool = False
-    ) -> int:
-        if not reason.strip():
-            raise ValueError("an adjustment needs a reason (it is shown to the student in the feedback)")
-        if not math.isfinite(points):
-            raise ValueError(f"an adjustment is a finite number of points, got {points}")
-        with self.db:
-            values = (student, assignment, float(points), reason.strip(), now(), grader.strip() or whoami(), int(cap))
-            return self.db.execute(
-                "INSERT INTO adjustments (student, assignment, points, reason, created_at, grader, "
-                "cap) VALUES (?,?,?,?,?,?,?)",
-                values,
-            ).lastrowid
-
-    def remove_adjustment(self, adjustment_id: int, grader: str = "", reason: str = "") -> Adjustment:
-        """Stop counting adjustment `adjustment_id`. It stays on record with who removed it (`grader`, by
-        default the login name), when and why; returns it as it is now."""
-        with self.db:
-            done = self.db.execute(
-                "UPDATE adjustments SET removed_at=?, removed_by=?, removed_reason=? WHERE id=? AND removed_at IS NULL",
-                (now(), grader.strip() or whoami(), reason.strip(), adjustment_id),
-            ).rowcount
-        found = next((a for a in self.adjustments(removed=True) if a.id == adjustment_id), None)
-        if found is None:
-            raise ValueError(f"there is no adjustment number {adjustment_id} (see `course adjust --list`)")
-        if not done:
-            raise ValueError(
-                f"adjustment {adjustment_id} was already removed, by {found.removed_by} on "
-                f"{found.removed_at[:16].replace('T', ' ')} UTC (see `course adjust --list --removed`)"
-            )
-        return found
-
-    def adjustments(
-        self, removed: bool = False, *, student: str | None = None, assignment: str | None = None
-    ) -> list[Adjustment]:
-        """The adjustments that count, oldest first (of `student`, of `assignment`); with `removed`, the removed
-        ones too (they never count)."""
-        cur = self.db.execute(
-            "SELECT id, student, assignment, points, reason, created_at, grader, cap, removed_at, removed_by, "
-            "removed_reason FROM adjustments WHERE (? OR removed_at IS NULL) AND (? IS NULL OR student=?) "
-            "AND (? IS NULL OR assignment=?) ORDER BY id",
-            (int(removed), student, student, assignment, assignment),
-        )
-        return [Adjustment(*r[:7], bool(r[7]), *r[8:]) for r in cur]
-
-    # --- per-student extensions -----------------------------------------------------------------------
-
-    def set_extension(self, student: str, assignment: str, due: datetime, grader: str = "") -> Extension:
-        """Give `student` their own deadline for `assignment` (later than the assignment's): the late penalty counts
-        from it. It replaces the student's earlier extension of that assignment (kept on record as removed)."""
-        deadline = self.deadlines().get(assignment)
-        if deadline is None:
-            raise ValueError(
-                f"{assignment} has no deadline yet: set it first (course deadline {assignment} DUE --penalty P); "
-                "an extension moves one student's deadline, the penalty stays the assignment's"
-            )
-        if due <= deadline.due:
-            raise ValueError(
-                f"an extension is later than the deadline: {assignment} is due {deadline.due.isoformat()}, "
-                f"the extension given is {due.isoformat()}"
-            )
-        self._known_student(student, assignment)
-        who = grader.strip() or whoami()
-        with self.db:
-            self.db.execute(
-                "UPDATE extensions SET removed_at=?, removed_by=? WHERE student=? AND assignment=? "
-                "AND removed_at IS NULL",
-                (now(), who, student, assignment),
-            )
-            self.db.execute(
-                "INSERT INTO extensions (student, assignment, due, grader, created_at) VALUES (?,?,?,?,?)",
-                (student, assignment, due.isoformat(), who, now()),
-            )
-        return self.extensions(student=student, assignment=assignment)[0]
-
-    def remove_extension(self, student: str, assignment: str, grader: str = "") -> Extension:
-        """Take `student`'s extension of `assignment` away (kept on record, with who removed it and when)."""
-        with self.db:
-            done = self.db.execute(
-                "UPDATE extensions SET removed_at=?, removed_by=? WHERE student=? AND assignment=? "
-                "AND removed_at IS NULL",
-                (now(), grader.strip() or whoami(), student, assignment),
-            ).rowcount
-        if not done:
-            given = sorted(f"{e.student} ({e.assignment})" for e in self.extensions())
-            raise ValueError(
-                f"{student} has no extension of {assignment} to remove (the extensions that count: "
-                f"{', '.join(given) or 'none'}; course deadline --list shows them)"
-            )
-        return self.extensions(student=student, assignment=assignment, removed=True)[-1]
-
-    def extensions(
-        self, *, student: str | None = None, assignment: str | None = None, removed: bool = False
-    ) -> list[Extension]:
-        """The extensions that count (with `removed`, the replaced and removed ones too), oldest first."""
-        cur = self.db.execute(
-            "SELECT id, student, assignment, due, grader, created_at, removed_at, removed_by FROM extensions "
-            "WHERE (? OR removed_at IS NULL) AND (? IS NULL OR student=?) AND (? IS NULL OR assignment=?) ORDER BY id",
-            (int(removed), student, student, assignment, assignment),
-        )
-        return [Extension(r[0], r[1], r[2], datetime.fromisoformat(r[3]), *r[4:]) for r in cur]
-
-    def _known_student(self, student: str, assignment: str) -> None:
-        """Raise ValueError unless `student` is on the roster or has a grade of `assignment`."""
-        known = self.db.execute(
-            "SELECT 1 FROM roster WHERE student=? UNION SELECT 1 FROM results WHERE student=? AND assignment=?",
-            (student, student, assignment),
-        ).fetchone()
-        if known is None:
-            raise ValueError(
-                f"{student!r} is neither on the roster kept in {self.path} nor graded for {assignment}: give the "
-                "student's id, as `course roster list` shows it"
-            )
 
     # --- LMS ids the teacher mapped -------------------------------------------------------------------
 
@@ -950,12 +576,12 @@ class Gradebook:
                                  WHERE y.student=r.student AND y.assignment=r.assignment)""",
             (student, student, assignment, assignment),
         )
-        rows = [_row(_Result(*r), ctx) for r in cur]
+        rows = [make_row(StoredResult(*r), ctx) for r in cur]
         last = len(ctx.people)
         rows.sort(key=lambda r: (ctx.people.get(r.student, ("", "", "", last))[3], r.student, r.assignment))
         return rows
 
-    def _context(self, student: str | None, assignment: str | None) -> _Context:
+    def _context(self, student: str | None, assignment: str | None) -> RowContext:
         """What the rows of `student` and `assignment` (None: every one) need beside their results."""
         who = (student, student)
         people = {
@@ -980,7 +606,7 @@ class Gradebook:
         for h in self.history(student, assignment):
             replaced.setdefault((h["student"], h["assignment"], h["attempt"]), []).append(h)
         extensions = {(e.student, e.assignment): e for e in self.extensions(student=student, assignment=assignment)}
-        return _Context(people, self.deadlines(), extensions, adjustments, marks, late_flags, replaced)
+        return RowContext(people, self.deadlines(), extensions, adjustments, marks, late_flags, replaced)
 
     def attempts(self, student: str, assignment: str) -> list[dict]:
         cur = self.db.execute(
@@ -990,181 +616,6 @@ class Gradebook:
         )
         keys = ("attempt", "status", "score", "max_score", "file", "submitted_at", "graded_at", "solutions_sha256")
         return [dict(zip(keys, r, strict=True)) for r in cur]
-
-
-class _Result(NamedTuple):
-    """A student's latest attempt at an assignment, as `Gradebook.rows` reads it from `results`."""
-
-    student: str
-    assignment: str
-    attempt: int
-    status: str
-    auto: float  # the tests' points
-    max_score: float  # the tests' maximum
-    file: str | None
-    sha: str | None
-    submitted_at: str | None
-    submitted_from: str | None
-    solutions_path: str
-    solutions_sha256: str
-    graded_at: str
-    seconds: float
-    tests: str  # JSON
-    notes: str  # JSON
-    manual: str  # JSON: the manually graded answers
-    attempts: int
-
-
-@dataclass
-class _Context:
-    """What the rows of a gradebook (or of one student, one assignment) need besides their results."""
-
-    people: dict[str, tuple]  # student -> (name, email, status, position) from the roster
-    deadlines: dict[str, Deadline]
-    extensions: dict[tuple[str, str], Extension]  # (student, assignment) -> the extension that counts
-    adjustments: dict[tuple[str, str], list[Adjustment]]
-    marks: dict[tuple[str, str, str], Mark]  # (student, assignment, grade_id) -> the latest mark
-    late_flags: dict[tuple[str, str], tuple[str | None, bool]]  # (student, assignment) -> (file's sha256, LMS late)
-    replaced: dict[tuple[str, str, int], list[dict]]  # (student, assignment, attempt) -> its replaced versions
-
-
-@dataclass
-class _Late:
-    penalty: float = 0.0
-    days: int = 0
-    text: str = ""  # how late, in words ("" when on time)
-    extension: str = ""  # the student's own deadline, in words ("" without one)
-
-
-def _lateness(deadline: Deadline | None, extension: Extension | None, r: _Result, max_score: float) -> _Late:
-    """The late penalty of a result: counted from the student's extension when they have one (an extension never
-    makes a deadline earlier), else from the assignment's deadline. A result without a submission time is never
-    late, and only a graded submission loses points."""
-    if deadline is None:
-        return _Late()
-    extended = extension is not None and extension.due > deadline.due
-    due = replace(deadline, due=extension.due.astimezone(deadline.due.tzinfo)) if extended else deadline
-    shown = f"Extension to {_clock(due.due, due.due.tzinfo)}" if extended else ""
-    if not (r.submitted_at and r.status == "graded"):
-        return _Late(extension=shown)
-    when = datetime.fromisoformat(r.submitted_at)
-    penalty, days = due.penalty(when, max_score)
-    if not penalty:
-        return _Late(extension=shown + " (on time)" if shown else "")
-    label = "your extended deadline" if extended else "the deadline"
-    return _Late(penalty, days, due.describe(when, days, label), shown)
-
-
-def _row(r: _Result, ctx: _Context) -> Row:
-    """A gradebook row from a result: its marks, late penalty and adjustments applied."""
-    key = (r.student, r.assignment)
-    tests, manual = json.loads(r.tests), json.loads(r.manual)
-    marked, to_mark = _apply_marks(manual, r.student, r.assignment, ctx.marks)
-    score = round(r.auto + marked, 2)
-    max_score = round(r.max_score + sum(t["max_points"] for t in manual), 2)
-    late = _lateness(ctx.deadlines.get(r.assignment), ctx.extensions.get(key), r, max_score)
-    adjs = ctx.adjustments.get(key, [])
-    extra = round(sum(a.points for a in adjs), 2)
-    final = max(0.0, score - late.penalty + extra)
-    if any(a.cap for a in adjs):
-        final = min(final, max(max_score, score - late.penalty))  # --cap: no extra credit from adjustments
-    name, email, enrolment, _ = ctx.people.get(r.student, ("", "", "active", 0))
-    return Row(
-        r.student,
-        name,
-        r.assignment,
-        r.attempt,
-        r.attempts,
-        r.status,
-        score,
-        max_score,
-        late.penalty,
-        late.days,
-        extra,
-        round(final, 2),
-        r.file,
-        r.submitted_at,
-        r.submitted_from,
-        r.graded_at,
-        r.seconds,
-        r.solutions_path,
-        r.solutions_sha256,
-        _in_order(tests, manual),
-        json.loads(r.notes),
-        adjs,
-        auto_score=r.auto,
-        to_mark=to_mark,
-        enrolment=enrolment,
-        email=email,
-        lms_late=ctx.late_flags.get(key) == (r.sha, True),
-        late_text=late.text,
-        extension=late.extension,
-        regrades=_regrades(ctx.replaced.get((*key, r.attempt), []), r.auto),
-    )
-
-
-def _apply_marks(manual: list[dict], student: str, assignment: str, marks: dict) -> tuple[float, int]:
-    """Give each manually graded answer its latest mark (in place); (points marked, answers still to mark).
-    A mark given to another answer (the student handed in again and changed it) no longer applies."""
-    total, waiting = 0.0, 0
-    for t in manual:
-        t["manual"] = True
-        if t["status"] not in ("to be marked", "marked"):
-            continue  # not attempted, not submitted: nothing to mark
-        m = marks.get((student, assignment, t["grade_id"]))
-        if m is not None and m.answer_sha256 == t.get("answer_sha256"):
-            t.update(
-                points=m.points,
-                status="marked",
-                rubric=m.rubric,
-                comment=m.comment,
-                grader=m.grader,
-                marked_at=m.created_at,
-            )
-            t["message"] = "\n".join(x for x in (m.rubric, m.comment) if x)
-            total += m.points
-        else:
-            t.update(points=0.0, status="to be marked")
-            if m is not None:
-                t["message"] = "The answer changed since it was marked; it is to be marked again."
-            waiting += 1
-    return round(total, 2), waiting
-
-
-def _in_order(tests: list[dict], manual: list[dict]) -> list[dict]:
-    """The tests with each manually graded answer after the test it follows in the notebook (`after`)."""
-    if not manual:
-        return tests
-    merged = list(tests)
-    for t in manual:
-        after = t.get("after")
-        at = next((i + 1 for i, x in enumerate(merged) if x.get("grade_id") == after), 0 if not after else len(merged))
-        while at < len(merged) and merged[at].get("manual"):  # after the answers already placed there
-            at += 1
-        merged.insert(at, t)
-    return merged
-
-
-def _regrades(versions: list[dict], current: float) -> list[dict]:
-    """The times an attempt was graded again (not a first file replacing "not submitted"), with the
-    score before and after and the reason the teacher gave."""
-    found = []
-    scores = [v["score"] for v in versions] + [current]
-    for i, v in enumerate(versions):
-        if v["status"] == "not submitted":
-            continue
-        old, new = scores[i], scores[i + 1]
-        if old != new or v["reason"]:
-            found.append(
-                {
-                    "at": v["replaced_at"],
-                    "old": old,
-                    "new": new,
-                    "reason": v["reason"],
-                    "solutions_sha256": v["solutions_sha256"],
-                }
-            )
-    return found
 
 
 def open_gradebook(out: Path) -> Gradebook:

@@ -21,43 +21,10 @@ a notebook too large, Canvas's late flag) is in the report (`decisions`, `skippe
 `course unpack` keeps in the gradebook: the notes reach grades.json and the student's feedback when
 `course grade` grades the file written, and a notebook not written gets a row with its reason.
 
-What the layouts look like (read from the LMSs' own code, and what this module relies on):
-
-- canvas: "Download Submissions" gives flat files named
-  `<login>_<user id>_<attachment id>_<file name>`, e.g. `doejane_12345_67890_06_attention.ipynb`.
-  <login> is the student's sortable name ("Doe, Jane") with everything but letters and digits
-  removed, lower-cased (accents and other scripts kept: `müllerzoë`); it is left out under anonymous
-  grading. A late submission has `late` after it (`doejane_late_12345_...`, matched in any case).
-  A file name the student had already used gets `-1`, `-2`, ... (`06_attention-1.ipynb`). Text and
-  URL submissions come as `<login>_<user id>_text.html` / `_link.html`. Canvas writes the zip's
-  entries when the zip is made, so their times are the time of the download, not of the submission:
-  no timestamp.txt is written from them (a warning says so; Canvas's submissions API gives the
-  times: `read_canvas_times`), and the late flag, Canvas's own verdict, is recorded. Between several
-  notebooks of one student the one with the highest attachment id (Canvas numbers uploads in order)
-  is the newest.
-- moodle: "Download all submissions" gives, by default (Moodle >= 3.1), a folder per participant
-  and submission plugin, `<Full Name>_<participant id>_assignsubmission_file_/06_attention.ipynb`,
-  or, with "Download submissions in folders" off, flat files
-  `<Full Name>_<participant id>_assignsubmission_file_06_attention.ipynb`. The participant id is
-  Moodle's per-assignment id (what its grading worksheet shows as "Participant 123456"); underscores
-  in the name become spaces; under blind marking the name is "Participant". Other plugins'
-  parts (`assignsubmission_onlinetext_`, ...) are ignored. Entry times are the upload times.
-- plain: `<student id>/<anything>.ipynb`, as a JupyterHub export or a hand-made zip gives; one
-  folder around everything (`submissions/<id>/...`, as zipping a folder gives) is looked through
-  when it holds several students. Entry times are the files' times when zipped.
-- auto: the layout that fits the names (Moodle's `_assignsubmission_` marker, Canvas's
-  `_<digits>_<digits>_` files, folders otherwise); the report says which one was read.
-
-Students: each entry's LMS key (Canvas user id, Moodle participant id, the plain folder) is first
-looked up in the mappings the teacher gave (`--map 'Anh_Nguyen_731006=s123'`, by the key or by the
-id the student would otherwise be written as; `course unpack` keeps them in the gradebook and passes
-them to every later unpacking), then in the roster with `Roster.find`: the LMS id (the roster's id,
-or an extra column such as Canvas's `ID` or Moodle's `ID number`), then the name (Canvas's squashed
-`doejane` too), then the login. A key that fits two roster students matches neither: the student
-gets an id made from the LMS key (`Zoe_Muller_123456`: letters and digits, accents dropped, the LMS
-id kept so namesakes stay apart) and a warning names the entry and says how to map it; so do
-students the roster lacks, and every student when there is no roster (the warnings are the map back
-from folder to entry).
+The steps, one function each: the zip's names read as the layout's entries (`lms_names.read_entries`:
+how Canvas, Moodle and a plain zip name their files), each entry matched to a student
+(`lms_students.who_is_who`), each student's notebook chosen (`_plan`), the limits checked
+(`_within_limits`) and the targets (`_targets`), then every file written (`_write`).
 
 Files: of a student's notebooks, those named like the assignment once case, punctuation and what
 copies and resubmissions add are ignored (`-1`, ` (1)`, `Copy of`, `_final`: `discover.loose_stem`, the
@@ -84,22 +51,22 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import itertools
 import json
 import os
 import re
-import stat
 import struct
 import tempfile
-import unicodedata
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from course_lib.runner.notebook import exact_filenames
 
-from .roster import Roster, Student
+from .lms_names import Entry, UnpackError, read_entries, resubmission
+from .lms_students import safe_id as safe_id  # one of this module's public names
+from .lms_students import who_is_who
+from .roster import Roster
 
 MB = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 20 * MB  # one notebook without its outputs (`--max-size`; figures can make a notebook 30 MB)
@@ -107,25 +74,7 @@ READ_LIMIT = 1024 * MB  # one notebook as handed in: the most that is read at al
 MAX_TOTAL_BYTES = 4 * 1024 * MB  # every notebook written, uncompressed
 LAYOUTS = ("auto", "canvas", "moodle", "plain")
 ASSIGNMENT = re.compile(r"\d{2}_[A-Za-z0-9][A-Za-z0-9_-]*")
-SYSTEM_FILES = {"__macosx", ".ds_store", "thumbs.db", "desktop.ini"}
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
-
-# <login>_[late_]<user id>_<attachment id>_<file name>; the login has a letter, so an anonymous
-# `12345_67890_06_x.ipynb` is not read as login "12345".
-CANVAS_FILE = re.compile(
-    r"(?:(?P<login>[^\W_]*[^\W\d_][^\W_]*)_)?(?:(?P<late>(?i:late))_)?"
-    r"(?P<uid>\d+)_(?P<aid>\d+)_(?P<name>.+)"
-)
-CANVAS_TEXT = re.compile(
-    r"(?:(?P<login>[^\W_]*[^\W\d_][^\W_]*)_)?(?:(?P<late>(?i:late))_)?"
-    r"(?P<uid>\d+)_(?:text|link)\.html"
-)
-MOODLE_PART = re.compile(r"(?P<name>.*?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<rest>.*)")
-RESUBMISSION = re.compile(r"(?P<stem>.*?)(?:-(?P<dash>\d+)| ?\((?P<paren>\d+)\))?")
-
-
-class UnpackError(ValueError):
-    """The zip cannot be unpacked; the message says what was expected and what was found."""
 
 
 @dataclass
@@ -179,76 +128,21 @@ class UnpackReport:
         return "\n".join(lines)
 
 
-@dataclass
-class _Entry:
-    info: zipfile.ZipInfo
-    name: str  # the entry's name as the zip spells it (decoded)
-    key: str  # the LMS key of the student: Canvas user id, Moodle participant id, plain folder
-    label: str  # the student's name or login as the entry gives it ("" when none)
-    file: str  # the file's name as the student handed it in (Canvas / Moodle prefixes removed)
-    nested: bool = False  # the file was in a subfolder of the student's folder
-    late: bool = False  # Canvas's flag
-    order: int = 0  # Canvas attachment id (uploads are numbered in order); 0 elsewhere
-    text: bool = False  # an LMS part that is not a file (Canvas text/URL entry, Moodle online text)
+@dataclass(frozen=True)
+class UnpackOptions:
+    """How `unpack` reads a zip and what it writes: `course unpack`'s options (see `unpack`)."""
 
-
-# --- names ----------------------------------------------------------------------------------------
-
-
-def _decoded(info: zipfile.ZipInfo) -> str:
-    """The entry's name. Zips without the UTF-8 flag are read by Python as cp437; many tools
-    (Windows' own, older LMSs) write UTF-8 without setting it, so such names are re-read as UTF-8."""
-    name = info.filename
-    if not info.flag_bits & 0x800:
-        try:
-            name = name.encode("cp437").decode("utf-8")
-        except (UnicodeEncodeError, UnicodeDecodeError):
-            pass
-    return name.replace("\\", "/")
-
-
-def _unsafe(name: str, info: zipfile.ZipInfo) -> str:
-    """Why an entry must not be touched ("" when it is fine)."""
-    if stat.S_ISLNK(info.external_attr >> 16):
-        return "is a symbolic link"
-    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-        return "has an absolute name"
-    if ".." in name.split("/"):
-        return "has '..' in its name"
-    if "\x00" in name:
-        return "has a NUL character in its name"
-    return ""
-
-
-def _ignored(name: str) -> bool:
-    return any(p.startswith(".") or p.casefold() in SYSTEM_FILES for p in name.split("/") if p)
-
-
-def _ascii(text: str) -> str:
-    plain = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in plain if not unicodedata.combining(c))
-
-
-def safe_id(label: str, key: str = "") -> str:
-    """A folder name made from an LMS label and key: ASCII letters, digits and `_` only
-    ("Zoë Müller", "123456" -> "Zoe_Muller_123456"; "李雷", "654321" -> "student_654321")."""
-    base = re.sub(r"[^A-Za-z0-9]+", "_", _ascii(label)).strip("_")[:48] or "student"
-    return f"{base}_{key}" if key and key != label else base
-
-
-def _check_folder_name(sid: str, what: str) -> None:
-    if (
-        not sid
-        or sid in (".", "..")
-        or sid.startswith(".")
-        or any(c in sid for c in "/\\\x00")
-        or any(unicodedata.category(c) == "Cc" for c in sid)
-        or len(sid.encode()) > 200
-    ):
-        raise UnpackError(
-            f"{what} gives the student id {sid!r}, which cannot be a folder name; expected a "
-            "name without '/', '\\' or control characters that does not start with '.'"
-        )
+    assignment: str  # the NN_name every notebook is written as
+    roster: Roster | None = None  # the class, to match each entry to a student id
+    layout: str = "auto"  # auto | canvas | moodle | plain: how the zip is laid out
+    tz: dt.tzinfo | str | None = None  # the zone of the zip's times (None: this machine's)
+    overwrite: bool = False  # replace notebooks already unpacked
+    max_bytes: int = MAX_NOTEBOOK_BYTES  # one notebook without its outputs
+    read_limit: int = READ_LIMIT  # one notebook as handed in: the most read at all
+    max_total_bytes: int = MAX_TOTAL_BYTES  # every notebook written, uncompressed
+    output_layout: str = "course"  # course: dest/<id>/A.ipynb; nbgrader: dest/<id>/A/A.ipynb
+    canvas_times: dict[str, dt.datetime] | None = None  # Canvas user id -> submission time (`read_canvas_times`)
+    lms_map: dict[str, dict[str, str]] | None = None  # layout ("" for any) -> {LMS key or id -> student id}
 
 
 def _check_assignment(assignment: str) -> str:
@@ -259,234 +153,6 @@ def _check_assignment(assignment: str) -> str:
             f"digits, '_' or '-'), as its notebook in solutions/ is; got {assignment!r}"
         )
     return name
-
-
-def _resubmission(file: str) -> tuple[str, int]:
-    """("06_attention", 2) for 06_attention-2.ipynb or "06_Attention (2).ipynb"."""
-    stem = file.rsplit("/", 1)[-1]
-    stem = stem[:-6] if stem.casefold().endswith(".ipynb") else stem
-    m = RESUBMISSION.fullmatch(stem)
-    n = m["dash"] or m["paren"]
-    return re.sub(r"[\s-]+", "_", m["stem"].strip()).casefold(), int(n) if n else 0
-
-
-# --- reading each layout --------------------------------------------------------------------------
-
-
-def _read_canvas(name: str, info: zipfile.ZipInfo) -> _Entry | None:
-    if "/" in name:
-        return None
-    text = CANVAS_TEXT.fullmatch(name)
-    if text:
-        return _Entry(info, name, text["uid"], text["login"] or "", name, late=bool(text["late"]), text=True)
-    m = CANVAS_FILE.fullmatch(name)
-    if not m:
-        return None
-    return _Entry(info, name, m["uid"], m["login"] or "", m["name"], late=bool(m["late"]), order=int(m["aid"]))
-
-
-def _read_moodle(name: str, info: zipfile.ZipInfo) -> _Entry | None:
-    first, _, inner = name.partition("/")
-    m = MOODLE_PART.fullmatch(first)
-    if not m:
-        return None
-    label = m["name"].strip()
-    if m["plugin"] != "file":
-        return _Entry(info, name, m["pid"], label, first, text=True)
-    if inner:  # a folder per participant: <prefix>_assignsubmission_file_/<path>
-        if m["rest"]:
-            return None
-        return _Entry(info, name, m["pid"], label, inner, nested="/" in inner)
-    return _Entry(info, name, m["pid"], label, m["rest"]) if m["rest"] else None
-
-
-def _read_plain(name: str, info: zipfile.ZipInfo) -> _Entry | None:
-    folder, _, inner = name.partition("/")
-    if not inner:
-        return None
-    return _Entry(info, name, folder, folder, inner, nested="/" in inner)
-
-
-def _wrapper(names: list[str]) -> str:
-    """The one folder around every entry, when it holds several student folders ("" otherwise)."""
-    tops = {n.split("/", 1)[0] for n in names}
-    if len(tops) != 1 or any(n.count("/") < 2 for n in names):
-        return ""
-    top = tops.pop()
-    return top if len({n.split("/")[1] for n in names}) >= 2 else ""
-
-
-def _lms(pairs: list[tuple[str, zipfile.ZipInfo]]) -> str:
-    """ "moodle" or "canvas" when the names fit that LMS, else ""."""
-    moodle = sum(1 for n, i in pairs if _read_moodle(n, i))
-    canvas = sum(1 for n, i in pairs if _read_canvas(n, i))
-    if moodle and moodle >= canvas:
-        return "moodle"
-    if canvas and canvas >= len(pairs) / 2:
-        return "canvas"
-    return ""
-
-
-def _choose_layout(pairs: list[tuple[str, zipfile.ZipInfo]], layout: str) -> tuple[str, str]:
-    """The layout to read and the folder around everything to look through ("" for none)."""
-    names = [n for n, _ in pairs]
-    tops = {n.split("/", 1)[0] for n in names}
-    top = tops.pop() if len(tops) == 1 and all("/" in n for n in names) else ""
-    views = [("", pairs)] + ([(top, [(n[len(top) + 1 :], i) for n, i in pairs])] if top else [])
-    if layout in ("auto", "canvas", "moodle"):
-        for prefix, view in views:
-            found = _lms(view)
-            if found and layout in ("auto", found):
-                return found, prefix
-    if layout in ("auto", "plain") and any("/" in n for n in names):
-        return "plain", _wrapper(names)
-    if layout != "auto":
-        return layout, ""  # as asked: every name that does not fit is a warning
-    shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
-    raise UnpackError(
-        f"cannot tell which LMS made this zip: its files ({shown}) are neither Canvas's "
-        "<login>_<user id>_<file id>_<name>, Moodle's <Full Name>_<id>_assignsubmission_file_..., "
-        "nor <student id>/<notebook>; pass the layout (canvas, moodle or plain)"
-    )
-
-
-# --- students -------------------------------------------------------------------------------------
-
-
-def _squashed(text: str) -> str:
-    """Canvas's login form of a name: letters and digits only, lower case (accents dropped here)."""
-    return "".join(c for c in _ascii(text).casefold() if c.isalnum())
-
-
-def _canvas_login_match(roster: Roster, login: str) -> list[Student]:
-    want = _squashed(login)
-    found = []
-    for s in roster.students:
-        words = re.findall(r"[^\W_]+", s.name)[:5]
-        forms = {_squashed("".join(p)) for p in itertools.permutations(words)} if words else set()
-        if want and want in forms:
-            found.append(s)
-    return found
-
-
-def _by_label(roster: Roster, entry: _Entry, layout: str) -> tuple[Student | None, str]:
-    """The roster student the entry's name or login fits (Canvas's squashed `doejane` too)."""
-    if not entry.label:
-        return None, ""
-    student, how = roster.find(entry.label)
-    if student is not None or how or layout != "canvas":
-        return student, how
-    found = _canvas_login_match(roster, entry.label)
-    if len(found) > 1:
-        return None, f"ambiguous: name fits {', '.join(s.id for s in found)}"
-    return (found[0], "name") if found else (None, "")
-
-
-def _match(roster: Roster, entry: _Entry, layout: str) -> tuple[Student | None, str]:
-    """The roster student an entry belongs to, or None and why not ("" when nothing fits): the LMS
-    key first (cross-checked against the name, so a Canvas user id that happens to be another
-    student's number is not believed), then the name or login."""
-    student, how = roster.find(entry.key)
-    if how.startswith("ambiguous"):
-        return None, f"{entry.key!r} is {how}"
-    if layout == "plain":
-        return student, how
-    named, named_how = _by_label(roster, entry, layout)
-    if student is not None:
-        if named is not None and named.id != student.id:
-            return None, f"its LMS id {entry.key!r} fits {student.id} but its name {entry.label!r} fits {named.id}"
-        return student, how
-    if named_how.startswith("ambiguous"):
-        return None, f"{entry.label!r} is {named_how}"
-    return named, named_how
-
-
-MOODLE_MAP_NOTE = (
-    " (Moodle numbers the participants of each assignment anew, so another assignment's download needs its own "
-    "--map; the assignment's grading worksheet lists each 'Participant N' with the student's email)"
-)
-
-
-def _who_is_who(
-    by_key: dict[str, list[_Entry]],
-    roster: Roster | None,
-    layout: str,
-    maps: list[dict[str, str]],
-    warnings: list[str],
-) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
-    """(LMS key -> student id for every student in the zip, LMS key -> (student, the name it was mapped by) for
-    those the teacher mapped).
-    A mapping (`--map`, by the LMS key or by the id a student would otherwise be written as; or one recorded in
-    the gradebook) comes first, then the roster; every student matched by neither gets a warning that says how
-    to map them."""
-    ids: dict[str, str] = {}
-    mapped: dict[str, tuple[str, str]] = {}
-    for key, group in by_key.items():
-        first = group[0]
-        given, named = _mapped_to(maps, first, key)
-        if given is not None:
-            if roster is not None and given not in roster:
-                raise UnpackError(
-                    f"--map gives {first.name} the id {given!r}, which is not on the roster ({roster.source}); "
-                    "expected a student id as `course roster list` shows it"
-                )
-            _check_folder_name(given, f"--map for {first.name}")
-            ids[key], mapped[key] = given, (given, named)
-            continue
-        student, how = _match(roster, first, layout) if roster is not None else (None, "")
-        if student is not None:
-            _check_folder_name(student.id, f"the roster's student {student.id!r} ({roster.source})")
-            ids[key] = student.id
-            continue
-        if layout == "plain":
-            sid = key if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]*", key) else safe_id(key)
-        else:
-            sid = safe_id(first.label, key)
-        ids[key] = sid
-        said = _unmatched(first, key, sid, how, roster, layout)
-        if said:
-            warnings.append(said)
-    _check_one_folder_each(by_key, ids)
-    return ids, mapped
-
-
-def _mapped_to(maps: list[dict[str, str]], entry: _Entry, key: str) -> tuple[str | None, str]:
-    """(the student the first of `maps` that knows the entry names, and by which name: its LMS key or the id it
-    would otherwise be written as), or (None, "")."""
-    for found in maps:
-        for named in (key, safe_id(entry.label, key)):
-            if named in found:
-                return found[named], named
-    return None, ""
-
-
-def _unmatched(first: _Entry, key: str, sid: str, how: str, roster: Roster | None, layout: str) -> str:
-    """The warning about a student matched to no roster student ("" when there is nothing to say)."""
-    if roster is None:
-        if sid == key:
-            return ""
-        if layout == "plain":
-            return f"{first.name}: the folder name {key!r} is written as {sid!r}"
-        return f"{first.name}: no roster; the student is {sid!r} (made from {first.label or key!r}, LMS id {key})"
-    hint = (
-        f". If you know who it is, unpack again with --map '{sid}=ID' (their id on the roster): the mapping is "
-        "kept in the gradebook and used by every later unpacking" + (MOODLE_MAP_NOTE if layout == "moodle" else "")
-    )
-    if how:
-        return f"{first.name}: not matched to the roster ({how}); written as {sid!r}{hint}"
-    return f"{first.name}: {first.label or key!r} (LMS id {key}) is not in the roster; written as {sid!r}{hint}"
-
-
-def _check_one_folder_each(by_key: dict[str, list[_Entry]], ids: dict[str, str]) -> None:
-    folders: dict[str, str] = {}
-    for key, sid in ids.items():
-        clash = folders.get(sid.casefold())
-        if clash is not None:
-            raise UnpackError(
-                f"{by_key[clash][0].name} and {by_key[key][0].name} would both be written to the folder "
-                f"{sid!r}; expected one folder per student: fix the roster or the zip"
-            )
-        folders[sid.casefold()] = key
 
 
 # --- times ----------------------------------------------------------------------------------------
@@ -528,7 +194,7 @@ def _time(info: zipfile.ZipInfo, zone: dt.tzinfo | None) -> dt.datetime:
 # --- writing --------------------------------------------------------------------------------------
 
 
-def _copy_capped(zf: zipfile.ZipFile, entry: _Entry, folder: Path, limit: int, budget: list[int]) -> Path:
+def _copy_capped(zf: zipfile.ZipFile, entry: Entry, folder: Path, limit: int, budget: list[int]) -> Path:
     """The entry's bytes in a new temporary file in `folder`, stopping at `limit` bytes or when the
     whole unpacking's `budget` is spent (the declared sizes were checked already: this counts)."""
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".unpack-", suffix=".part")
@@ -566,7 +232,7 @@ def _write_text(path: Path, text: str) -> Path:
     return Path(tmp)
 
 
-def _names_list(entries: list[_Entry], limit: int = 3) -> str:
+def _names_list(entries: list[Entry], limit: int = 3) -> str:
     names = [e.name for e in entries]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
@@ -594,12 +260,42 @@ def unpack(
     otherwise be written as -> the student the teacher named}, used before the roster. Raises
     UnpackError, before writing anything, when the zip or the arguments cannot be used."""
     zip_path, dest = Path(zip_path), Path(dest)
-    assignment = _check_assignment(assignment)
-    if layout not in LAYOUTS:
-        raise UnpackError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
-    if output_layout not in ("course", "nbgrader"):
-        raise UnpackError(f"unknown output layout {output_layout!r}; expected course or nbgrader")
-    zone = _zone(tz)
+    opts = _checked(
+        UnpackOptions(
+            assignment,
+            roster,
+            layout,
+            tz,
+            overwrite,
+            max_bytes,
+            read_limit,
+            max_total_bytes,
+            output_layout,
+            canvas_times,
+            lms_map,
+        )
+    )
+    _check_paths(zip_path, dest)
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise UnpackError(f"{zip_path} cannot be read as a zip ({err})") from err
+    with zf:
+        return _unpack(zf, zip_path, dest, opts)
+
+
+def _checked(opts: UnpackOptions) -> UnpackOptions:
+    """The options with the assignment's name as its notebook is named and the time zone found, or UnpackError."""
+    assignment = _check_assignment(opts.assignment)
+    if opts.layout not in LAYOUTS:
+        raise UnpackError(f"unknown layout {opts.layout!r}; expected one of {', '.join(LAYOUTS)}")
+    if opts.output_layout not in ("course", "nbgrader"):
+        raise UnpackError(f"unknown output layout {opts.output_layout!r}; expected course or nbgrader")
+    return replace(opts, assignment=assignment, tz=_zone(opts.tz))
+
+
+def _check_paths(zip_path: Path, dest: Path) -> None:
+    """UnpackError unless `zip_path` is a zip file and `dest` a folder or a path where one can be made."""
     if not zip_path.is_file():
         raise UnpackError(
             f"no zip file at {zip_path} (expected the .zip that the LMS's 'download all submissions' gives)"
@@ -613,87 +309,13 @@ def unpack(
             f"{dest} is a file; expected the submissions folder (a folder, or a path where one can be made)"
         )
 
-    try:
-        zf = zipfile.ZipFile(zip_path)
-    except (zipfile.BadZipFile, OSError) as err:
-        raise UnpackError(f"{zip_path} cannot be read as a zip ({err})") from err
-    with zf:
-        return _unpack(
-            zf,
-            zip_path,
-            dest,
-            assignment,
-            roster,
-            layout,
-            zone,
-            overwrite,
-            max_bytes,
-            read_limit,
-            max_total_bytes,
-            output_layout,
-            canvas_times,
-            lms_map,
-        )
 
-
-def _unpack(
-    zf: zipfile.ZipFile,
-    zip_path: Path,
-    dest: Path,
-    assignment: str,
-    roster: Roster | None,
-    layout: str,
-    zone: dt.tzinfo | None,
-    overwrite: bool,
-    max_bytes: int,
-    read_limit: int,
-    max_total_bytes: int,
-    output_layout: str,
-    canvas_times: dict[str, dt.datetime] | None,
-    lms_map: dict[str, dict[str, str]] | None = None,
-) -> UnpackReport:
-    from .discover import loose_stem  # the rule `course grade` uses to match names
-
+def _unpack(zf: zipfile.ZipFile, zip_path: Path, dest: Path, opts: UnpackOptions) -> UnpackReport:
+    """The steps, from the zip's names to the files in place (see the module's docstring)."""
     warnings: list[str] = []
-    decisions: dict[str, list[str]] = {}
-    files = [i for i in zf.infolist() if not i.is_dir()]
-    if not files:
-        raise UnpackError(f"{zip_path} is empty (no files); expected the submissions of the class")
-    pairs, ignored = [], []
-    for info in files:
-        name = _decoded(info)
-        why = _unsafe(name, info)
-        if why:
-            warnings.append(f"{name}: {why}; skipped")
-        elif _ignored(name):
-            ignored.append(name)
-        else:
-            pairs.append((name, info))
-    if ignored:
-        warnings.append(
-            f"ignored {len(ignored)} hidden or system file(s) ({', '.join(ignored[:3])}"
-            f"{' ...' if len(ignored) > 3 else ''})"
-        )
-    if not pairs:
-        raise UnpackError(f"{zip_path} has no usable files (only hidden, system or unsafe entries)")
-
-    detected = layout == "auto"
-    layout, prefix = _choose_layout(pairs, layout)
-    entries: list[_Entry] = []
-    for name, info in pairs:
-        inner = name[len(prefix) + 1 :] if prefix else name
-        if layout == "canvas":
-            entry = _read_canvas(inner, info)
-        elif layout == "moodle":
-            entry = _read_moodle(inner, info)
-        else:
-            entry = _read_plain(inner, info)
-        if entry is None:
-            warnings.append(f"{name}: not named as a {layout} download names a student's file; skipped")
-        else:
-            entry.name = name
-            entries.append(entry)
-    if layout == "canvas" and canvas_times is None:
+    detected = opts.layout == "auto"
+    layout, entries = read_entries(zf, zip_path, opts.layout, warnings)
+    if layout == "canvas" and opts.canvas_times is None:
         warnings.append(
             "Canvas writes the time it made the zip, not the submission time, into the zip: "
             "no submission time is recorded (and none is written), so `course deadline` cannot apply late penalties; "
@@ -701,119 +323,176 @@ def _unpack(
             "applies when you import the grades. For the submission times, save Canvas's submissions "
             "API as JSON and pass --canvas-times"
         )
-
-    # --- who is who -----------------------------------------------------------------------------
-    by_key: dict[str, list[_Entry]] = {}
+    by_key: dict[str, list[Entry]] = {}
     for e in entries:
         by_key.setdefault(e.key, []).append(e)
-    maps = [(lms_map or {}).get("", {}), (lms_map or {}).get(layout, {})]  # what is given now comes first
-    ids, mapped = _who_is_who(by_key, roster, layout, maps, warnings)
+    maps = [(opts.lms_map or {}).get("", {}), (opts.lms_map or {}).get(layout, {})]  # what is given now comes first
+    ids, mapped = who_is_who(by_key, opts.roster, layout, maps, warnings)
+    decisions: dict[str, list[str]] = {}
+    plan, late = _plan(by_key, ids, layout, opts, warnings, decisions)
+    if not plan:
+        raise UnpackError(
+            f"{zip_path} holds no notebook (.ipynb) for {opts.assignment}: {len(entries)} file(s) read as "
+            f"{layout}, none of them a notebook"
+        )
+    report = UnpackReport(
+        layout,
+        detected,
+        opts.assignment,
+        dest,
+        late=late,
+        warnings=warnings,
+        decisions=decisions,
+        labels={sid: (opts.roster.label(sid) if opts.roster is not None else sid) for sid in ids.values()},
+        output=opts.output_layout,
+        mapped=mapped,
+    )
+    kept_plan = _within_limits(plan, zip_path, opts, report)
+    if opts.canvas_times is not None and layout != "canvas":
+        raise UnpackError("--canvas-times is for a Canvas download; this zip was read as a " + layout + " download")
+    todo = _targets(kept_plan, dest, opts, report)
+    _write(zf, dest, todo, layout, opts, report)
+    for sid, e, *_ in todo:
+        if sid not in report.skipped:
+            report.students[sid] = e.name
+            report.entries[sid] = e.name
+    for sid in report.skipped:
+        report.entries[sid] = next(e.name for s2, e in plan if s2 == sid)
+    return report
 
-    # --- which notebook: the rule `course grade` follows too (grade.resolve_notebooks) -------------
-    plan: list[tuple[str, _Entry]] = []
+
+def _plan(
+    by_key: dict[str, list[Entry]],
+    ids: dict[str, str],
+    layout: str,
+    opts: UnpackOptions,
+    warnings: list[str],
+    decisions: dict[str, list[str]],
+) -> tuple[list[tuple[str, Entry]], set[str]]:
+    """([(student, the notebook to write)] for every student who handed one in, the students Canvas marked late);
+    what is decided about each student's files is told in `decisions`."""
+    plan: list[tuple[str, Entry]] = []
     late: set[str] = set()
     for key, group in by_key.items():
         sid = ids[key]
         if any(e.late for e in group):
             late.add(sid)
-        told = decisions.setdefault(sid, [])
-        parts = [e for e in group if not e.text]
-        notebooks = [e for e in parts if e.file.casefold().endswith(".ipynb")]
-        others = [e for e in parts if e not in notebooks]
-        if others:
-            warnings.append(f"{sid}: {len(others)} file(s) that are not notebooks skipped ({_names_list(others)})")
-            told.append(f"Not graded, not being notebooks: {', '.join(f'`{_base(e.file)}`' for e in others)}.")
-        if not notebooks:
-            handed = [e for e in group if e.text and layout == "canvas"] + others
-            shown = f" ({_names_list(handed)})" if handed else ""
-            warnings.append(f"{sid}: no notebook in the submission{shown}; nothing written")
-            continue
-        named = [e for e in notebooks if loose_stem(_stem(e.file)) == loose_stem(assignment)]
-        candidates = named or notebooks
-        if layout == "canvas":
-            newest = max(candidates, key=lambda e: (e.order, _resubmission(e.file)[1], _time(e.info, zone)))
-        else:
-            newest = max(candidates, key=lambda e: (_time(e.info, zone), _resubmission(e.file)[1], e.name))
-        if len(candidates) > 1:
-            older = [e for e in candidates if e is not newest]
-            warnings.append(
-                f"{sid}: {len(candidates)} notebooks; kept the newest, {newest.name}; "
-                f"not written: {', '.join(e.name for e in older)}"
-            )
-            told.append(
-                f"You handed in {len(candidates)} notebooks for {assignment}: the newest, "
-                f"`{_base(newest.file)}`, was graded; not graded: "
-                + ", ".join(f"`{_base(e.file)}`" for e in older)
-                + "."
-            )
-        for e in notebooks:
-            if e not in candidates:
-                warnings.append(f"{e.name}: not named {assignment}.ipynb while {named[0].name} is; skipped")
-                told.append(f"`{_base(e.file)}` is not named like {assignment}; it was not graded.")
-        if not named:
-            warnings.append(f"{newest.name}: not named {assignment}.ipynb; written as {sid}/{assignment}.ipynb")
-            told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
-        elif _base(newest.file) not in exact_filenames(assignment):  # 06_attention or 06_attention_exercises
-            told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
-        if newest.nested:
-            warnings.append(f"{newest.name}: was in a subfolder; written as {sid}/{assignment}.ipynb")
-        plan.append((sid, newest))
-    if not plan:
-        raise UnpackError(
-            f"{zip_path} holds no notebook (.ipynb) for {assignment}: {len(entries)} file(s) read as "
-            f"{layout}, none of them a notebook"
-        )
+        newest = _newest(sid, group, layout, opts, warnings, decisions.setdefault(sid, []))
+        if newest is not None:
+            plan.append((sid, newest))
+    return plan, late
 
-    # --- limits: a notebook too big is one student's problem; a zip bomb stops everything --------
+
+def _newest(
+    sid: str, group: list[Entry], layout: str, opts: UnpackOptions, warnings: list[str], told: list[str]
+) -> Entry | None:
+    """Which of a student's files is graded: the rule `course grade` follows too (discover.resolve_notebooks).
+    None when the student handed in no notebook."""
+    from .discover import loose_stem  # the rule `course grade` uses to match names
+
+    assignment, zone = opts.assignment, opts.tz
+    parts = [e for e in group if not e.text]
+    notebooks = [e for e in parts if e.file.casefold().endswith(".ipynb")]
+    others = [e for e in parts if e not in notebooks]
+    if others:
+        warnings.append(f"{sid}: {len(others)} file(s) that are not notebooks skipped ({_names_list(others)})")
+        told.append(f"Not graded, not being notebooks: {', '.join(f'`{_base(e.file)}`' for e in others)}.")
+    if not notebooks:
+        handed = [e for e in group if e.text and layout == "canvas"] + others
+        shown = f" ({_names_list(handed)})" if handed else ""
+        warnings.append(f"{sid}: no notebook in the submission{shown}; nothing written")
+        return None
+    named = [e for e in notebooks if loose_stem(_stem(e.file)) == loose_stem(assignment)]
+    candidates = named or notebooks
+    if layout == "canvas":
+        newest = max(candidates, key=lambda e: (e.order, resubmission(e.file)[1], _time(e.info, zone)))
+    else:
+        newest = max(candidates, key=lambda e: (_time(e.info, zone), resubmission(e.file)[1], e.name))
+    if len(candidates) > 1:
+        older = [e for e in candidates if e is not newest]
+        warnings.append(
+            f"{sid}: {len(candidates)} notebooks; kept the newest, {newest.name}; "
+            f"not written: {', '.join(e.name for e in older)}"
+        )
+        told.append(
+            f"You handed in {len(candidates)} notebooks for {assignment}: the newest, "
+            f"`{_base(newest.file)}`, was graded; not graded: " + ", ".join(f"`{_base(e.file)}`" for e in older) + "."
+        )
+    for e in notebooks:
+        if e not in candidates:
+            warnings.append(f"{e.name}: not named {assignment}.ipynb while {named[0].name} is; skipped")
+            told.append(f"`{_base(e.file)}` is not named like {assignment}; it was not graded.")
+    if not named:
+        warnings.append(f"{newest.name}: not named {assignment}.ipynb; written as {sid}/{assignment}.ipynb")
+        told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
+    elif _base(newest.file) not in exact_filenames(assignment):  # 06_attention or 06_attention_exercises
+        told.append(f"Your file `{_base(newest.file)}` was graded as {assignment}.ipynb.")
+    if newest.nested:
+        warnings.append(f"{newest.name}: was in a subfolder; written as {sid}/{assignment}.ipynb")
+    return newest
+
+
+def _within_limits(
+    plan: list[tuple[str, Entry]], zip_path: Path, opts: UnpackOptions, report: UnpackReport
+) -> list[tuple[str, Entry]]:
+    """The plan without the notebooks over `read_limit` (one student's problem: their row says why), or
+    UnpackError when all of them together are over `max_total_bytes` (a zip bomb stops everything)."""
     total = 0
-    report = UnpackReport(
-        layout,
-        detected,
-        assignment,
-        dest,
-        late=late,
-        warnings=warnings,
-        decisions=decisions,
-        labels={sid: (roster.label(sid) if roster is not None else sid) for sid in ids.values()},
-        output=output_layout,
-        mapped=mapped,
-    )
     kept_plan = []
     for sid, e in plan:
-        if e.info.file_size > read_limit:
+        if e.info.file_size > opts.read_limit:
             why = (
                 f"The notebook you handed in, `{_base(e.file)}`, is {_mb(e.info.file_size)}, more than the "
-                f"{_mb(read_limit)} the grader reads; it was not graded."
+                f"{_mb(opts.read_limit)} the grader reads; it was not graded."
             )
             report.skipped[sid] = why
-            warnings.append(f"{e.name}: {_mb(e.info.file_size)}, over the {_mb(read_limit)} read at all; not written")
+            report.warnings.append(
+                f"{e.name}: {_mb(e.info.file_size)}, over the {_mb(opts.read_limit)} read at all; not written"
+            )
             continue
         total += e.info.file_size
         kept_plan.append((sid, e))
-    if total > max_total_bytes:
+    if total > opts.max_total_bytes:
         raise UnpackError(
-            f"the notebooks in {zip_path} unpack to {total} bytes, over the limit of {max_total_bytes} "
+            f"the notebooks in {zip_path} unpack to {total} bytes, over the limit of {opts.max_total_bytes} "
             "bytes in all; nothing was written (a zip bomb? if the class's work is real, split the zip)"
         )
-    if canvas_times is not None and layout != "canvas":
-        raise UnpackError("--canvas-times is for a Canvas download; this zip was read as a " + layout + " download")
+    return kept_plan
+
+
+def _targets(
+    plan: list[tuple[str, Entry]], dest: Path, opts: UnpackOptions, report: UnpackReport
+) -> list[tuple[str, Entry, Path, Path, Path]]:
+    """(student, entry, their folder, the notebook's folder, the notebook's path) for each notebook to write:
+    not where a file stands in the way, nor over a notebook already there (unless `overwrite`)."""
     todo = []
-    for sid, e in kept_plan:
+    for sid, e in plan:
         folder = dest / sid
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            warnings.append(f"{e.name}: {folder} exists and is not a folder; nothing written for {sid}")
+            report.warnings.append(f"{e.name}: {folder} exists and is not a folder; nothing written for {sid}")
             continue
-        home = folder / assignment if output_layout == "nbgrader" else folder
-        target = home / f"{assignment}.ipynb"
-        if (target.exists() or target.is_symlink()) and not overwrite:
+        home = folder / opts.assignment if opts.output_layout == "nbgrader" else folder
+        target = home / f"{opts.assignment}.ipynb"
+        if (target.exists() or target.is_symlink()) and not opts.overwrite:
             report.kept[sid] = e.name
-            warnings.append(f"{e.name}: {target} exists; kept it (overwrite to replace it)")
+            report.warnings.append(f"{e.name}: {target} exists; kept it (overwrite to replace it)")
             continue
         todo.append((sid, e, folder, home, target))
+    return todo
 
-    # --- write: every notebook to a temporary file, then all renamed into place --------------------
+
+def _write(
+    zf: zipfile.ZipFile,
+    dest: Path,
+    todo: list[tuple[str, Entry, Path, Path, Path]],
+    layout: str,
+    opts: UnpackOptions,
+    report: UnpackReport,
+) -> None:
+    """Every notebook and its time file to a temporary file, then all renamed into place: a failure on the way
+    leaves `dest` as it was."""
     made_folders, temps, stale = [], [], []
-    budget = [max_total_bytes]
+    budget = [opts.max_total_bytes]
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for sid, e, folder, home, target in todo:
@@ -821,44 +500,23 @@ def _unpack(
                 if not f.exists():
                     f.mkdir()
                     made_folders.append(f)
-            nb = _copy_capped(zf, e, home, read_limit, budget)
-            size = nb.stat().st_size
-            if size > max_bytes:
-                kept = _without_outputs(nb)
-                if kept is None or kept > max_bytes:
-                    nb.unlink()
-                    shown = "" if kept is None else f", {_mb(kept)} without its outputs"
-                    report.skipped[sid] = (
-                        f"The notebook you handed in, `{_base(e.file)}`, is {_mb(size)}{shown}, "
-                        f"over the limit of {_mb(max_bytes)}; it was not graded."
-                    )
-                    warnings.append(
-                        f"{e.name}: {_mb(size)}{shown}, over the limit of {_mb(max_bytes)} (--max-size); not written"
-                    )
-                    continue
-                decisions.setdefault(sid, []).append(
-                    f"Your notebook is {_mb(size)}, {_mb(size - kept)} of it outputs (figures, printed text); "
-                    "only the answer cells are graded, so the outputs were left aside."
-                )
-                warnings.append(
-                    f"{e.name}: {_mb(size)}, {_mb(kept)} without its outputs: written (the grader reads "
-                    "only the answer cells)"
-                )
+            nb = _notebook(zf, sid, e, home, opts, report, budget)
+            if nb is None:
+                continue
             temps.append((nb, target))
             report.sha256[sid] = _sha256(nb)
             # This assignment's own time file: in nbgrader's layout its folder's timestamp.txt, otherwise
             # <assignment>.timestamp.txt beside the notebook, so that unpacking another assignment into the same
             # student folder never changes this one's time.
-            stamp_path = home / ("timestamp.txt" if output_layout == "nbgrader" else f"{assignment}.timestamp.txt")
-            when = None
+            name = "timestamp.txt" if opts.output_layout == "nbgrader" else f"{opts.assignment}.timestamp.txt"
+            stamp_path = home / name
             if layout == "canvas":
-                found = (canvas_times or {}).get(e.key)
-                if found is None:  # the zip's times are the download's: no submission time is better than a wrong one
+                when = (opts.canvas_times or {}).get(e.key)
+                if when is None:  # the zip's times are the download's: no submission time is better than a wrong one
                     stale.append(stamp_path)  # a time an earlier download wrote for this assignment no longer holds
                     continue
-                when = found
             else:
-                when = _time(e.info, zone)
+                when = _time(e.info, opts.tz)
             stamp = _write_text(stamp_path, when.strftime(TIME_FORMAT) + "\n")
             temps.append((stamp, stamp_path))
             os.utime(nb, (when.timestamp(), when.timestamp()))
@@ -878,13 +536,37 @@ def _unpack(
         os.replace(tmp, final)
     for path in stale:
         path.unlink(missing_ok=True)
-    for sid, e, *_ in todo:
-        if sid not in report.skipped:
-            report.students[sid] = e.name
-            report.entries[sid] = e.name
-    for sid in report.skipped:
-        report.entries[sid] = next(e.name for s2, e in plan if s2 == sid)
-    return report
+
+
+def _notebook(
+    zf: zipfile.ZipFile, sid: str, e: Entry, home: Path, opts: UnpackOptions, report: UnpackReport, budget: list[int]
+) -> Path | None:
+    """The student's notebook in a temporary file in `home`, or None when it is over `max_bytes` even without its
+    outputs (their row says why); one that fits only without its outputs is written, and the student told."""
+    nb = _copy_capped(zf, e, home, opts.read_limit, budget)
+    size = nb.stat().st_size
+    if size <= opts.max_bytes:
+        return nb
+    kept = _without_outputs(nb)
+    if kept is None or kept > opts.max_bytes:
+        nb.unlink()
+        shown = "" if kept is None else f", {_mb(kept)} without its outputs"
+        report.skipped[sid] = (
+            f"The notebook you handed in, `{_base(e.file)}`, is {_mb(size)}{shown}, "
+            f"over the limit of {_mb(opts.max_bytes)}; it was not graded."
+        )
+        report.warnings.append(
+            f"{e.name}: {_mb(size)}{shown}, over the limit of {_mb(opts.max_bytes)} (--max-size); not written"
+        )
+        return None
+    report.decisions.setdefault(sid, []).append(
+        f"Your notebook is {_mb(size)}, {_mb(size - kept)} of it outputs (figures, printed text); "
+        "only the answer cells are graded, so the outputs were left aside."
+    )
+    report.warnings.append(
+        f"{e.name}: {_mb(size)}, {_mb(kept)} without its outputs: written (the grader reads only the answer cells)"
+    )
+    return nb
 
 
 def _base(file: str) -> str:

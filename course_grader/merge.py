@@ -2,7 +2,7 @@
 
 A job array grades a class in parts (`course grade ... --shard K/N --out part-K`, one part per job, each
 with its own gradebook, often a copy of the class's gradebook as it was before). `merge_gradebooks`
-joins them: every table of each gradebook (see `gradebook.SCHEMA`), so that the result is what one run
+joins them: every table of each gradebook (see `gradebook_schema.SCHEMA`), so that the result is what one run
 over the whole class would have written:
 
 - results (the latest and every earlier attempt) and their history of replaced versions, with the runs
@@ -176,10 +176,26 @@ def merge_gradebooks(inputs: list[Path], out: Path, command: str = "course merge
 
 
 def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict[str, list[dict]]:
-    """The merged records of every table, or MergeConflict."""
-    merged: dict[str, list[dict]] = {}
+    """The merged records of every table, or MergeConflict: one step per table, in the order they are written."""
+    runs, run_of = _merge_runs(tables)
+    return {
+        "meta": _merge_meta(folders, tables),
+        "roster": _merge_roster(folders, tables),
+        "deadlines": _merge_deadlines(folders, tables),
+        "runs": runs,
+        "history": _merge_history(tables, run_of),
+        "results": _merge_results(folders, tables, run_of, report),
+        "unpacked": _merge_unpacked(folders, tables),
+        "adjustments": _merge_adjustments(tables),
+        "marks": _merge_marks(tables),
+        "extensions": _merge_extensions(tables),
+        "lms_map": _merge_lms_map(folders, tables),
+    }
 
-    # meta: one value per key (the roster's source, the LMS columns remembered for each LMS, ...)
+
+def _merge_meta(folders: list[Path], tables: list[dict]) -> list[dict]:
+    """The gradebook's settings (the roster's source, the LMS columns remembered for each LMS, ...): one value
+    per key."""
     meta: dict[str, tuple[str, int]] = {}
     for i, t in enumerate(tables):
         for r in t["meta"]:
@@ -192,9 +208,11 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
                     f"{_label(folders[seen[1]])}, {r['value']!r} in {_label(folders[i])}"
                 )
             meta[r["key"]] = (r["value"], i)
-    merged["meta"] = [{"key": k, "value": v} for k, (v, _) in meta.items()]
+    return [{"key": k, "value": v} for k, (v, _) in meta.items()]
 
-    # roster: one entry per student id, in the order the first gradebook that lists them has them
+
+def _merge_roster(folders: list[Path], tables: list[dict]) -> list[dict]:
+    """The roster: one entry per student id, in the order the first gradebook that lists them has them."""
     roster: dict[str, tuple[dict, int]] = {}
     for i, t in enumerate(tables):
         for r in sorted(t["roster"], key=lambda r: r["position"]):
@@ -208,9 +226,11 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
                     f"{ours} in {_label(folders[i])}"
                 )
             roster.setdefault(r["student"], (r, i))
-    merged["roster"] = [{**r, "position": n} for n, (r, _) in enumerate(roster.values())]
+    return [{**r, "position": n} for n, (r, _) in enumerate(roster.values())]
 
-    # deadlines: one per assignment
+
+def _merge_deadlines(folders: list[Path], tables: list[dict]) -> list[dict]:
+    """The deadlines: one per assignment."""
     deadlines: dict[str, tuple[dict, int]] = {}
     for i, t in enumerate(tables):
         for r in t["deadlines"]:
@@ -221,36 +241,50 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
                     f"{_label(folders[seen[1]])}; {_deadline(r)} in {_label(folders[i])}"
                 )
             deadlines.setdefault(r["assignment"], (r, i))
-    merged["deadlines"] = [r for r, _ in deadlines.values()]
+    return [r for r, _ in deadlines.values()]
 
-    # runs: renumbered in the order they started; one that several parts copied (the same id, the same record) is one
-    run_key = ("id", "started_at", "finished_at", "command", "solutions", "warnings", "reason", "changes")
+
+RUN_KEY = ("id", "started_at", "finished_at", "command", "solutions", "warnings", "reason", "changes")
+
+
+def _merge_runs(tables: list[dict]) -> tuple[list[dict], list[dict[int, int]]]:
+    """(The runs, renumbered in the order they started, for each gradebook its run ids -> the new ones). A run
+    that several parts copied (the same id, the same record) is one."""
     unique: dict[tuple, dict] = {}
     for t in tables:
         for r in t["runs"]:
-            unique.setdefault(tuple(r[k] for k in run_key), r)
+            unique.setdefault(tuple(r[k] for k in RUN_KEY), r)
     ordered = sorted(unique, key=lambda k: (k[1], k[0]))
     new_id = {k: n for n, k in enumerate(ordered, 1)}
-    runs = [{k: v for k, v in zip(run_key, key, strict=True)} | {"id": new_id[key]} for key in ordered]
-    merged["runs"] = runs
-    run_of = [{r["id"]: new_id[tuple(r[k] for k in run_key)] for r in t["runs"]} for t in tables]
+    runs = [{k: v for k, v in zip(RUN_KEY, key, strict=True)} | {"id": new_id[key]} for key in ordered]
+    run_of = [{r["id"]: new_id[tuple(r[k] for k in RUN_KEY)] for r in t["runs"]} for t in tables]
+    return runs, run_of
 
-    def mapped(r: dict, i: int, *columns: str) -> dict:
-        return {**r, **{c: run_of[i].get(r[c]) if r[c] is not None else None for c in columns}}
 
-    # history: every replaced version, once
+def _renumbered(r: dict, run_of: dict[int, int], *columns: str) -> dict:
+    """Record `r` with the runs its `columns` name renumbered as in the merged gradebook."""
+    return {**r, **{c: run_of.get(r[c]) if r[c] is not None else None for c in columns}}
+
+
+def _merge_history(tables: list[dict], run_of: list[dict[int, int]]) -> list[dict]:
+    """Every replaced version of a grade, once."""
     history: dict[tuple, dict] = {}
     for i, t in enumerate(tables):
         for r in t["history"]:
-            m = mapped(r, i, "run", "replaced_by_run")
+            m = _renumbered(r, run_of[i], "run", "replaced_by_run")
             history.setdefault(tuple(m.values()), m)
-    merged["history"] = sorted(history.values(), key=lambda h: h["replaced_at"])
+    return sorted(history.values(), key=lambda h: h["replaced_at"])
 
-    # results: one per (student, assignment, attempt); a version another part's history replaced gives way
+
+def _merge_results(
+    folders: list[Path], tables: list[dict], run_of: list[dict[int, int]], report: MergeReport
+) -> list[dict]:
+    """The grades: one per (student, assignment, attempt); a version another part's history replaced gives way
+    (said in `report.superseded`)."""
     results: dict[tuple, tuple[dict, int]] = {}
     for i, t in enumerate(tables):
         for r in t["results"]:
-            m = mapped(r, i, "run")
+            m = _renumbered(r, run_of[i], "run")
             key = (m["student"], m["assignment"], m["attempt"])
             seen = results.get(key)
             if seen is None or seen[0] == m:
@@ -274,9 +308,11 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
                     f"{_label(folders[j])}; {_grade(m)} in {_label(folders[i])}. Grade it again in one of them "
                     f"(course grade ... --student {key[0]}) and leave it out of the other, or merge without one"
                 )
-    merged["results"] = [r for r, _ in sorted(results.values(), key=lambda x: (x[0]["student"], x[0]["assignment"]))]
+    return [r for r, _ in sorted(results.values(), key=lambda x: (x[0]["student"], x[0]["assignment"]))]
 
-    # what `course unpack` recorded: one per (student, assignment)
+
+def _merge_unpacked(folders: list[Path], tables: list[dict]) -> list[dict]:
+    """What `course unpack` recorded: one per (student, assignment)."""
     unpacked: dict[tuple, tuple[dict, int]] = {}
     for i, t in enumerate(tables):
         for r in t["unpacked"]:
@@ -291,10 +327,12 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
                     f"{(r['sha256'] or '')[:12]}) in {_label(folders[i])}"
                 )
             unpacked.setdefault(key, (r, i))
-    merged["unpacked"] = [r for r, _ in unpacked.values()]
+    return [r for r, _ in unpacked.values()]
 
-    # adjustments: records, once each, renumbered in the order they were made; one that a part removed (kept
-    # on record, no longer counted) is removed in the merged gradebook too
+
+def _merge_adjustments(tables: list[dict]) -> list[dict]:
+    """Adjustments: records, once each, renumbered in the order they were made; one that a part removed (kept
+    on record, no longer counted) is removed in the merged gradebook too."""
     removal = ("removed_at", "removed_by", "removed_reason")
     adjustments: dict[tuple, dict] = {}
     for t in tables:
@@ -303,31 +341,31 @@ def _merge(folders: list[Path], tables: list[dict], report: MergeReport) -> dict
             seen = adjustments.get(key)
             if seen is None or (seen.get("removed_at") is None and r.get("removed_at") is not None):
                 adjustments[key] = r
-    ordered_adjustments = sorted(adjustments.values(), key=lambda r: r["created_at"])
-    merged["adjustments"] = [{**r, "id": n} for n, r in enumerate(ordered_adjustments, 1)]
+    ordered = sorted(adjustments.values(), key=lambda r: r["created_at"])
+    return [{**r, "id": n} for n, r in enumerate(ordered, 1)]
 
-    # marks: only ever added, once each, renumbered in the order they were given (the latest counts); the mark
-    # each one replaced (`replaces`, an id of its own gradebook) is found again by what it holds
-    def mark_key(r: dict) -> tuple:
-        return tuple(v for k, v in r.items() if k not in ("id", "replaces"))
 
+def _mark_key(r: dict) -> tuple:
+    """What a mark holds, its ids aside: the same in every part that copied it."""
+    return tuple(v for k, v in r.items() if k not in ("id", "replaces"))
+
+
+def _merge_marks(tables: list[dict]) -> list[dict]:
+    """Marks: only ever added, once each, renumbered in the order they were given (the latest counts); the mark
+    each one replaced (`replaces`, an id of its own gradebook) is found again by what it holds."""
     marks: dict[tuple, tuple[dict, int]] = {}
     key_of: list[dict[int, tuple]] = []
     for i, t in enumerate(tables):
-        key_of.append({r["id"]: mark_key(r) for r in t["marks"]})
+        key_of.append({r["id"]: _mark_key(r) for r in t["marks"]})
         for r in t["marks"]:
-            marks.setdefault(mark_key(r), (r, i))
-    ordered_marks = sorted(marks.items(), key=lambda item: item[1][0]["created_at"])
-    mark_id = {key: n for n, (key, _) in enumerate(ordered_marks, 1)}
-    merged["marks"] = []
-    for key, (r, i) in ordered_marks:
+            marks.setdefault(_mark_key(r), (r, i))
+    ordered = sorted(marks.items(), key=lambda item: item[1][0]["created_at"])
+    mark_id = {key: n for n, (key, _) in enumerate(ordered, 1)}
+    found = []
+    for key, (r, i) in ordered:
         replaced = key_of[i].get(r["replaces"]) if r.get("replaces") is not None else None
-        merged["marks"].append(
-            {**r, "id": mark_id[key], **({"replaces": mark_id.get(replaced)} if "replaces" in r else {})}
-        )
-    merged["extensions"] = _merge_extensions(tables)
-    merged["lms_map"] = _merge_lms_map(folders, tables)
-    return merged
+        found.append({**r, "id": mark_id[key], **({"replaces": mark_id.get(replaced)} if "replaces" in r else {})})
+    return found
 
 
 def _merge_extensions(tables: list[dict]) -> list[dict]:
