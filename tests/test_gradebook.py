@@ -27,9 +27,11 @@ from course_grader.gradebook import Deadline, Gradebook, parse_time
 from course_grader.record import check_provenance
 from course_grader.report import summarize, write_report
 from course_grader.roster import RosterError, parse_roster, read_roster
-from course_lib.runner.assignment import Assignment, Submission
+from course_lib.runner.assignment import HIDDEN_MARK, Assignment, Submission
+from course_lib.runner.feedback import HIDDEN_FAILED, added_cell_hint, added_cells_note, score
 from course_lib.runner.feedback import TestResult as Outcome
-from course_lib.runner.feedback import added_cell_hint, added_cells_note
+from course_lib.runner.process import CellRun
+from course_lib.runner.text import inert
 
 UTC = timezone.utc
 
@@ -588,6 +590,26 @@ def test_added_cells_are_named_and_a_name_error_they_explain_says_so():
         and "Move it into the answer cell" in hint
     ), hint
     assert added_cell_hint("NameError: name 'other' is not defined", added) == ""
+
+
+def test_a_failure_past_the_hidden_mark_is_told_without_the_checks_words_even_once_made_inert():
+    """With --hide-hidden-inputs a test cell prints HIDDEN_MARK where its hidden part starts; the grader
+    stores a failed cell's output made inert, which writes the mark's control characters out. Either
+    way the failure is told as "a hidden test failed", without the check's words (its inputs)."""
+    assignment = Assignment.from_notebook(solution(), "00_welcome")
+    submission = Submission.parse(learner(), assignment)
+    test = assignment.tests[0]
+    ok = {c.index: CellRun("ok") for c in assignment.cells}
+    for stdout in (HIDDEN_MARK, inert(f"checking...\n{HIDDEN_MARK}\n")):
+        runs = {**ok, test.index: CellRun("error", "AssertionError", "answer == 43 failed", stdout)}
+        told = score(assignment, submission, runs, hide_hidden=True).tests[0]
+        assert told.status == "failed" and told.message == HIDDEN_FAILED, (repr(stdout), told)
+        shown = score(assignment, submission, runs).tests[0]  # without the option: the check's own words
+        assert "answer == 43" in shown.message, shown
+    visible = {**ok, test.index: CellRun("error", "AssertionError", "answer == 43 failed", "checking...\n")}
+    assert "answer == 43" in score(assignment, submission, visible, hide_hidden=True).tests[0].message, (
+        "a failure before the mark is in the visible part: the learner sees it"
+    )
 
 
 # --- the class report -----------------------------------------------------------------------------------

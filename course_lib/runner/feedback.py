@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from .assignment import HIDDEN_MARK, AddedCell, Assignment, Submission
 from .notebook import UNDEFINED_NAME
+from .text import inert
 
 if TYPE_CHECKING:
     from .process import CellRun
@@ -220,13 +221,22 @@ def score(
             status, message = Status.NOT_SUBMITTED, ANSWER_MISSING
         else:
             status, message = explain(status, message, answer_runs)
-        if hide_hidden and status in (Status.FAILED, Status.PARTIAL, Status.ERROR) and HIDDEN_MARK in run.stdout:
+        if hide_hidden and status in (Status.FAILED, Status.PARTIAL, Status.ERROR) and _past_hidden_mark(run):
             status, message = (Status.FAILED if status != Status.ERROR else status), HIDDEN_FAILED
         hint = added_cell_hint(message, submission.added) if status != Status.PASSED else ""
         status, points = earned(status, run, test.points)
         cause = "" if status == Status.PASSED else "added-cell" if hint else limit_cause(run, answer_runs)
         scored.tests.append(TestResult(test.grade_id, test.title, points, test.points, status, message + hint, cause))
     return scored
+
+
+def _past_hidden_mark(run: CellRun) -> bool:
+    """Whether a test cell printed HIDDEN_MARK before it failed: in its hidden part. The grader stores a
+    failed cell's output made inert (`text.inert`), which writes the mark's control characters out."""
+    return HIDDEN_MARK in run.stdout or _INERT_MARK in run.stdout
+
+
+_INERT_MARK = inert(HIDDEN_MARK, None)
 
 
 def _not_run() -> CellRun:
