@@ -356,7 +356,7 @@ def budgets(write: bool = False) -> list[tuple[str, float, str]]:
 
 def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) -> list[tuple[str, float, str]]:
     """Rows (what, value, details); see the module's notes."""
-    from course_grader import budgets
+    from course_grader import budgets as cgroups
     from course_grader.sandbox import sandbox_status, seccomp_usable
 
     _subreaper()
@@ -373,12 +373,12 @@ def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) 
         rows += where_cpu_goes("06_attention", 8, jobs) + where_cpu_goes("09_transformer_block", 4, jobs)
     if ok:  # never without the sandbox: its fork bomb would meet no process limit
         rows += hostile_batch("06_attention", max(2, copies // 2), jobs, repeat, ok)
-    controllers = budgets.detect()
+    controllers = cgroups.detect()
     rows.append(
         (
             "budgets in force",
             float("nan"),
-            budgets.summary(controllers, ok and seccomp_usable()) + ("" if ok else f"; no sandbox: {why}"),
+            cgroups.summary(controllers, ok and seccomp_usable()) + ("" if ok else f"; no sandbox: {why}"),
         )
     )
     return rows

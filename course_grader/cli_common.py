@@ -1,5 +1,6 @@
 """What the teacher's subcommands share: where the course's folders are (`default_dir`), the gradebook a
-command works on (`existing_gradebook`), and bad input said in one line (`explained`).
+command works on (`existing_gradebook`), the options two commands share (`add_max_size`), and bad input
+said in one line (`explained`).
 
 Like every `cli_*` module, it imports none of the grader's other modules until a command runs.
 """
@@ -13,6 +14,17 @@ import course_lib
 
 REPO = Path(course_lib.__file__).resolve().parents[1]  # the course's folder (solutions/, exercises/)
 OUT_HELP = "the gradebook's folder (default: grading-output/)"
+
+
+def add_max_size(p: argparse.ArgumentParser) -> None:
+    """--max-size, which `course grade` and `course unpack` apply alike (a notebook over it is a row with a reason)."""
+    p.add_argument(
+        "--max-size",
+        type=float,
+        default=20,
+        metavar="MB",
+        help="the most a notebook may weigh once its outputs are left aside (default 20)",
+    )
 
 
 def explained(command):

@@ -11,7 +11,7 @@ from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
-from .cli_common import OUT_HELP, default_dir, existing_gradebook, explained
+from .cli_common import OUT_HELP, add_max_size, default_dir, existing_gradebook, explained
 
 
 def grade_parser(sub) -> None:
@@ -55,13 +55,7 @@ def grade_parser(sub) -> None:
         help="why you grade again (e.g. 'a hidden test of exercise 5 was too strict'): kept with the "
         "run and shown to every student whose work it regrades",
     )
-    p.add_argument(
-        "--max-size",
-        type=float,
-        default=20,
-        metavar="MB",
-        help="the most a notebook may weigh once its outputs are left aside (default 20)",
-    )
+    add_max_size(p)
     p.add_argument(
         "--hide-hidden-inputs",
         action="store_true",

@@ -10,7 +10,7 @@ import argparse
 from contextlib import closing
 from pathlib import Path
 
-from .cli_common import OUT_HELP, existing_gradebook, explained
+from .cli_common import OUT_HELP, add_max_size, existing_gradebook, explained
 
 
 def unpack_parser(sub) -> None:
@@ -48,13 +48,7 @@ def unpack_parser(sub) -> None:
         help="course: TO/<id>/A.ipynb (default); nbgrader: TO/<id>/A/A.ipynb with timestamp.txt, "
         "nbgrader's submitted/ layout",
     )
-    p.add_argument(
-        "--max-size",
-        type=float,
-        default=20,
-        metavar="MB",
-        help="the most a notebook may weigh once its outputs are left aside (default 20)",
-    )
+    add_max_size(p)
     p.add_argument(
         "--canvas-times",
         type=Path,
