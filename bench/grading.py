@@ -354,6 +354,23 @@ def budgets(write: bool = False) -> list[tuple[str, float, str]]:
     return rows
 
 
+# What the same rows said before the grader became one pipeline (bench/RESULTS.md at 584cf70), kept beside
+# today's so that the two can be read together; they were measured then, not in this run.
+BEFORE_THE_PIPELINE = [
+    (
+        "06_attention: CPU seconds per submission (the whole process tree), in the sandbox, before the pipeline",
+        3.1,
+        "recorded at 584cf70: 10 submissions, --jobs 2, load average 5.1-5.3",
+    ),
+    (
+        "09_transformer_block: CPU seconds per submission (the whole process tree), in the sandbox, "
+        "before the pipeline",
+        3.9,
+        "recorded at 584cf70: 4 submissions, --jobs 2, load average 5.1-5.3",
+    ),
+]
+
+
 def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) -> list[tuple[str, float, str]]:
     """Rows (what, value, details); see the module's notes."""
     from course_grader import budgets as cgroups
@@ -369,6 +386,7 @@ def run(copies: int = 20, jobs: int = 2, cpus: int | None = 2, repeat: int = 2) 
     rows = budgets() if ok else []
     rows += throughput("06_attention", copies, jobs, modes, repeat, used, loads)
     rows += throughput("09_transformer_block", max(2, copies // 2), jobs, modes[:1], 1, used, loads)
+    rows += BEFORE_THE_PIPELINE
     if ok:
         rows += where_cpu_goes("06_attention", 8, jobs) + where_cpu_goes("09_transformer_block", 4, jobs)
     if ok:  # never without the sandbox: its fork bomb would meet no process limit
