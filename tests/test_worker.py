@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from course_grader import budgets, seccomp
 from course_grader.worker import Task, run_batch
 
@@ -50,6 +52,7 @@ def route(kind: str, x: int, budget=None):
     return x * 2
 
 
+@pytest.mark.slow  # a batch of real checking processes, forked from a server that imports torch
 def test_one_stuck_dead_or_failing_task_costs_only_itself():
     """critical: a worker stuck in C code could not be stopped, and one that died broke the
     pool for everyone after it."""
@@ -104,6 +107,7 @@ def test_a_task_whose_process_dies_once_is_tried_again_and_gets_its_result(tmp_p
     assert tasks[0].tries and "killed (SIGKILL)" in tasks[0].tries[0], tasks[0].tries
 
 
+@pytest.mark.slow  # a batch of real checking processes, forked from a server that imports torch
 def test_the_server_killed_at_a_start_or_during_a_check_costs_no_task(monkeypatch):
     """medium: the forkserver all checking processes come from was a single point of failure. Killed while a
     process was being started, the batch died (an uncaught EOFError) with no results; killed while tasks
