@@ -312,23 +312,39 @@ def _nll(values: np.ndarray) -> float:
         return float(-np.log(values).mean())
 
 
-def _unigram_mistakes(train, val, V: int, k: float) -> dict[str, float]:
-    right = reference_unigram_loss(train, val, V, k)
-    counts = np.bincount(_as_ids(train), minlength=V).astype(float)
-    v = _as_ids(val)
+def _baseline_mistakes(reference, train, val, V: int, k: float, *, counted: str, unseen: str) -> dict[str, float]:
+    """The mistakes a count baseline shares, unigram or bigram: the unit, the split, the smoothing.
+    `reference` is the right loss function; `counted` says what the counts must come from, `unseen` what
+    smoothing protects (the unigram's and the bigram's own words)."""
+    right = reference(train, val, V, k)
     return {
         "gave bits: the course measures losses in nats, with the natural log (divide by ln 2 only to quote bits)": (
             right / math.log(2)
         ),
         "used log base 10: the loss is in nats, with the natural log": right / math.log(10),
         "scored it on the training tokens: a baseline is scored on val_ids, the tokens nothing was fitted to": (
-            reference_unigram_loss(train, train, V, k)
+            reference(train, train, V, k)
         ),
-        "counted the validation tokens: the probabilities come from train_ids only": reference_unigram_loss(
-            val, val, V, k
+        f"counted {counted} from train_ids only": reference(val, val, V, k),
+        f"left out the smoothing (k): {unseen} the training part never had gets probability 0 and an infinite loss": (
+            reference(train, val, V, 0.0)
         ),
-        "left out the smoothing (k): a token the training part never had gets probability 0 and an infinite loss": (
-            reference_unigram_loss(train, val, V, 0.0)
+    }
+
+
+def _unigram_mistakes(train, val, V: int, k: float) -> dict[str, float]:
+    right = reference_unigram_loss(train, val, V, k)
+    counts = np.bincount(_as_ids(train), minlength=V).astype(float)
+    v = _as_ids(val)
+    return {
+        **_baseline_mistakes(
+            reference_unigram_loss,
+            train,
+            val,
+            V,
+            k,
+            counted="the validation tokens: the probabilities come",
+            unseen="a token",
         ),
         "added k to each count but only the number of tokens below: divide by N + k·V so the probabilities sum to 1": (
             _nll(((counts + k) / counts.sum())[v])
@@ -343,18 +359,14 @@ def _bigram_mistakes(train, val, V: int, k: float) -> dict[str, float]:
     v, t = _as_ids(val), _as_ids(train)
     table = _bigram_table(train, V, k)
     return {
-        "gave bits: the course measures losses in nats, with the natural log (divide by ln 2 only to quote bits)": (
-            right / math.log(2)
-        ),
-        "used log base 10: the loss is in nats, with the natural log": right / math.log(10),
-        "scored it on the training tokens: a baseline is scored on val_ids, the tokens nothing was fitted to": (
-            reference_bigram_loss(train, train, V, k)
-        ),
-        "counted the pairs of the validation tokens: the table comes from train_ids only": reference_bigram_loss(
-            val, val, V, k
-        ),
-        "left out the smoothing (k): a pair the training part never had gets probability 0 and an infinite loss": (
-            reference_bigram_loss(train, val, V, 0.0)
+        **_baseline_mistakes(
+            reference_bigram_loss,
+            train,
+            val,
+            V,
+            k,
+            counted="the pairs of the validation tokens: the table comes",
+            unseen="a pair",
         ),
         "looked the pairs up the wrong way round, P[next, previous]: row a of the table is what follows a": _nll(
             table[v[1:], v[:-1]]
