@@ -48,6 +48,7 @@ from .record import check_provenance, record
 from .roster import Roster, read_roster
 from .sandbox import sandbox_status, seccomp_usable
 from .worker import Task, run_batch
+from .zygote import Zygote, close_pool, start_pool
 
 STOP_MARGIN_S = (
     30.0  # after a submission's own limits (its backstop, its kernel's starts, an interrupt), before it is killed
@@ -417,27 +418,42 @@ def _run_jobs(
     def args(job: Job) -> tuple:
         return (job, job.limits or options.limits, options.sandbox, protect, work_root, submissions)
 
+    pool: list[Zygote] = []
     try:
         for job in todo:  # nothing to run: no process needed
             if job.submission is None:
                 done_anyway(job, grade_job(*args(job)))
         ran = [job for job in todo if job.submission is not None]
         tasks = [Task(i, args(job), _outer_limit(job.limits or options.limits)) for i, job in enumerate(ran)]
+        preload = [m for a in {id(j.assignment): j.assignment for j in ran}.values() for m in _setup_imports(a)]
+        if options.sandbox and ran:
+            pool = _zygotes(min(options.jobs, len(ran)), protect, work_root, group, preload, say)
         run_batch(
             tasks,
             grade_job,
             slots=options.jobs,
             group=group,
             memory_mb=options.limits.memory_mb,
-            preload=[m for a in {id(j.assignment): j.assignment for j in ran}.values() for m in _setup_imports(a)],
+            preload=preload,
+            per_slot=[{"zygote": z.link} for z in pool],
             on_result=lambda task, res: done(task.args[0], res),
             on_failure=lambda task, ending: done_anyway(task.args[0], ended_result(task.args[0], ending)),
         )
     finally:
+        close_pool(pool)
         if group is not None:
             group.remove()
         shutil.rmtree(work_root, ignore_errors=True)
         lock.release()
+
+
+def _zygotes(slots: int, protect: list[Path], work_root: Path, group, preload: list[str], say) -> list[Zygote]:
+    """A zygote per slot, from which each submission's kernel is forked (see `zygote`); none, said once, where
+    this host does not allow it: each kernel is then started by bubblewrap, at the cost of its imports."""
+    pool, why = start_pool(slots, protect=protect, temp_root=work_root, group=group, preload=preload)
+    if not pool:
+        say(f"each kernel is started on its own (the pre-started kernel is not available here: {inert(why, 300)})")
+    return pool
 
 
 def _record_anyway(done, job: Job, res: SubmissionResult, unrecorded: list[str]) -> None:

@@ -187,13 +187,15 @@ def grade_submission(
     max_bytes: int = MAX_NOTEBOOK_BYTES,
     hide_hidden: bool = False,
     on_test=None,
+    zygote=None,
 ) -> SubmissionResult:
     """Grade one submitted notebook against `assignment` (read once by the batch; a solution notebook's path
     is read here). Its kernels' cgroups go under `budget`; `max_bytes`: the most the notebook may weigh
     without its outputs; `hide_hidden`: a failure in a test's hidden part says so without the check's
     words, and the cells after it run in a kernel that never ran it (see `run_cells`); `on_test(grade_id,
-    run)`: each test cell's raw result as soon as it has one (a Gradescope autograder's partial results).
-    Never raises for anything the submission contains."""
+    run)`: each test cell's raw result as soon as it has one (a Gradescope autograder's partial results);
+    `zygote`: the slot's `zygote.ZygoteLink`, which its kernels are forked from. Never raises for anything
+    the submission contains."""
     started = time.monotonic()
     assignment = assignment if isinstance(assignment, Assignment) else Assignment.read(Path(assignment))
     _teacher_checks(assignment)
@@ -215,6 +217,7 @@ def grade_submission(
         budget=budget,
         fresh_after_hidden=hide_hidden,
         on_cell=None if on_test is None else lambda i, run: on_test(planned[i][1].grade_id, run),
+        zygote=zygote,
     )
     notes += report.notes + ([kernel_restarted(report.restarts)] if report.restarts else [])
     runs = {cell.index: report.results[i] for i, (_, cell) in enumerate(planned) if i in report.results}
@@ -243,8 +246,10 @@ def grade_job(
     work_root: Path,
     root: Path,
     budget: budgets.Group | None = None,
+    zygote=None,
 ) -> SubmissionResult:
-    """One job, in its own checking process (see `worker`): a grader bug becomes this row's, never the batch's."""
+    """One job, in its own checking process (see `worker`): a grader bug becomes this row's, never the batch's.
+    `zygote`: the `zygote.ZygoteLink` of the slot it runs in (see `batch`)."""
     assignment = job.assignment or Assignment.read(job.solution)
     try:
         if job.submission is None:
@@ -262,6 +267,7 @@ def grade_job(
                 budget=budget,
                 max_bytes=job.max_bytes,
                 hide_hidden=job.hide_hidden,
+                zygote=zygote,
             )
     except Exception as err:  # noqa: BLE001 - a grader bug must not cost the rest of the class
         message = f"The grader failed on this submission: {type(err).__name__}: {str(err)[:500]}"

@@ -33,6 +33,7 @@ from course_lib.runner.text import inert
 
 from .remote import CellTimeout, Session, on_alarm, reset_alarm
 from .sandbox import SandboxedKernel
+from .zygote import ZygoteDied
 
 MAX_CAPTURED = 100_000  # characters of a test cell's printed text kept
 
@@ -159,7 +160,7 @@ class Checker:
         except CellTimeout:
             message = budget.message(budget.over() or "cpu")
             return CellRun("timeout", "timeout", message, inert(out.getvalue()))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, ZygoteDied):
             raise
         except BaseException as err:  # noqa: BLE001 - a failed check, or the learner's value broke the test
             from course_lib.checks.core import CheckFailed, NotAttempted
@@ -198,14 +199,16 @@ def run_split(
     budget=None,
     fresh_after_hidden: bool = False,
     on_cell=None,
+    zygote=None,
 ) -> RunReport:
     """Run `steps` in a fresh kernel (in the sandbox unless `sandbox=False`), the test cells in a `Checker`
     here, with `checks.answer` reading the learner's values from the kernel. `budget`: the cgroup under
-    which each start of the kernel gets its own (see `budgets`); `fresh_after_hidden`, `on_cell`: see `run_cells`."""
+    which each start of the kernel gets its own (see `budgets`); `zygote`: the `zygote.ZygoteLink` each start forks
+    from (None: bubblewrap starts each); `fresh_after_hidden`, `on_cell`: see `run_cells`."""
     from course_lib.checks import core  # here, not above: it imports torch, which only grading needs
 
     kernel = SandboxedKernel(
-        limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root, budget=budget
+        limits, sandbox=sandbox, cwd=cwd, protect=list(protect), temp_root=temp_root, budget=budget, zygote=zygote
     )
     checker = Checker(Session(kernel))
     previous = core.set_answer_source(checker.answer)

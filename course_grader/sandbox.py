@@ -27,6 +27,11 @@ that the grader reads, counts and caps, the time, output and memory limits) is t
 kernel's (`course_lib.runner.process.KernelProcess`), which this class extends. With `sandbox=False`
 (`course grade --no-sandbox`) it is that kernel as it is: a plain child process, with the same
 limits except the process count and the seccomp filter (its cgroup, where there is one, too).
+
+With `zygote` (a batch slot's, see `zygote`), a start is a fork of a kernel that has imported torch
+already, not a new sandbox: the zygote's sandbox is the one above, with CAP_SYS_ADMIN and CAP_SETPCAP
+in its own user namespace, and each fork gets new PID, mount, network, IPC and UTS namespaces, a /proc,
+/tmp and /dev/shm of its own, no capabilities and the same seccomp filter before it runs anything.
 """
 
 from __future__ import annotations
@@ -248,8 +253,10 @@ class _Launch:
         keep_fds: tuple[int, ...] = (),
         group: Group | None = None,
         seccomp: bool = True,
+        zygote: bool = False,
     ):
         self.limits, self.inner = limits, inner
+        self.zygote = zygote  # a zygote's sandbox (see `zygote`): CAP_SYS_ADMIN and CAP_SETPCAP in its user namespace
         self.protect = [Path(os.path.realpath(p)) for p in protect]
         self.temp_root, self.keep_fds = temp_root, keep_fds
         self.group = group  # the cgroups the sandbox joins (see budgets), or None
@@ -300,6 +307,7 @@ class _Launch:
             "--unshare-all",
             "--unshare-user",
             "--disable-userns",
+            *(["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"] if self.zygote else []),
             "--die-with-parent",
             "--new-session",
             "--uid",
@@ -379,6 +387,8 @@ class SandboxedKernel(process.KernelProcess):
     is where the kernel runs; with the sandbox it runs in its private /tmp. `budget` is the group
     (see `budgets`) under which each start of the kernel gets a cgroup of its own: memory, process
     count and CPU share, counting everything. `seccomp=False` leaves out the seccomp filter (tests).
+    `zygote` (a `zygote.ZygoteLink`): each start is a fork of that pre-started kernel, isolated as bubblewrap
+    isolates one, instead of a new bubblewrap sandbox (and a new torch import); where it fails, the latter.
     """
 
     def __init__(
@@ -391,8 +401,11 @@ class SandboxedKernel(process.KernelProcess):
         temp_root: Path | None = None,
         budget: Group | None = None,
         seccomp: bool = True,
+        zygote=None,
     ):
         super().__init__(limits, cwd=cwd, temp_root=temp_root)
+        self.zygote = zygote if sandbox else None
+        self.forked_from = None  # the zygote the running kernel was forked from
         self.sandbox, self.protect = sandbox, list(protect)
         self.launch: _Launch | None = None
         self.budget, self.seccomp = budget, seccomp and seccomp_usable()
@@ -419,7 +432,7 @@ class SandboxedKernel(process.KernelProcess):
         return group if group.folders else None
 
     def _popen(self, inner: list[str], config: dict, keep_fds: tuple[int, ...]) -> subprocess.Popen:
-        self.group = self._new_group()
+        self.group, self.forked_from = self._new_group(), None
         files = self.group.procs_files() if self.group is not None else []
         if not self.sandbox:
             user = plain_kernel_user()
@@ -428,6 +441,10 @@ class SandboxedKernel(process.KernelProcess):
             return super()._popen(inner, config, keep_fds)
         # In the sandbox there is no GPU device file, so the CPU.
         env = kernel_env(home="/tmp", config=config, device="cpu")
+        if self.zygote is not None:
+            forked = self._fork(env, keep_fds[0])
+            if forked is not None:
+                return forked
         self.launch = _Launch(
             self.limits,
             inner,
@@ -438,6 +455,28 @@ class SandboxedKernel(process.KernelProcess):
             seccomp=self.seccomp,
         )
         return self.launch.popen(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/")
+
+    def _fork(self, env: dict, kernel_fd: int):
+        """A kernel forked from the zygote, in this start's cgroup before it runs anything; None if the zygote
+        gave none (it is not asked again: the kernel is started by bubblewrap)."""
+        from .zygote import ZygoteError
+
+        try:
+            forked = self.zygote.fork(env, kernel_fd, scratch_bytes=self.limits.scratch_mb * 2**20)
+        except ZygoteError:
+            self.zygote = None
+            return None
+        if self.group is not None:
+            self.group.join(forked.pid)
+            if forked.pid not in self.group.pids():  # its CPU time and memory would count nowhere: not this way
+                forked.kill()
+                forked.stdout.close()
+                forked.close()
+                self.zygote = None
+                return None
+        forked.go()
+        self.forked_from = self.zygote
+        return forked
 
     def _started(self) -> None:
         """Ready, and no learner code has run: its memory limit is now what it uses plus the allowance."""
@@ -460,6 +499,10 @@ class SandboxedKernel(process.KernelProcess):
     def _why_died(self) -> str:
         if self.group is not None and self.group.oom_kills():
             return "memory-limit"
+        if self.launch is None and self.forked_from is not None and self.forked_from.ended():
+            from .zygote import ZygoteDied
+
+            raise ZygoteDied("the zygote this submission's kernel was forked from ended, and the kernel with it")
         return super()._why_died()
 
     def _find_kernel_pid(self) -> int:
@@ -467,6 +510,8 @@ class SandboxedKernel(process.KernelProcess):
         if not self.sandbox:
             return self.proc.pid
         try:
+            if self.launch is None:  # forked from a zygote: the kernel is its init's child
+                return psutil.Process(self.proc.pid).children()[0].pid
             family = psutil.Process(self.proc.pid).children(recursive=True)
             deeper = [p for p in family if p.ppid() != self.proc.pid]
             return (deeper or family)[0].pid
@@ -480,6 +525,8 @@ class SandboxedKernel(process.KernelProcess):
             super()._kill_strays()
 
     def _cleanup(self) -> None:
+        if hasattr(self.proc, "close"):  # forked from a zygote: its pidfd and "go" pipe
+            self.proc.close()
         if self.launch is not None:
             self.launch.cleanup()
             self.launch = None

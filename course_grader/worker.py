@@ -85,6 +85,7 @@ class _Running:
     started: float
     group: Group | None
     server: int | None = None  # the process id of the server it was forked from
+    slot: int = 0  # which of the batch's slots it holds (see `run_batch`'s `per_slot`)
     result: Any = None
     family: list = field(default_factory=list)  # its descendants, last seen (to end them if it dies)
     looked: float = 0.0
@@ -108,12 +109,15 @@ def run_batch(
     memory_mb: int | None = None,
     preload: list[str] = (),
     retries: int = 1,
+    per_slot: list[dict] = (),
 ) -> None:
     """Run `target(*task.args, budget=job_group)` for every task in a process of its own, `slots` at a time.
 
     `group`: the batch's cgroup (see `budgets.batch_group`), under which each task gets `job-N` (and in it
     `checker`, for its process); `memory_mb`: the process's address-space allowance (and, with a memory
     cgroup, its limit). `preload`: modules the server imports, besides numpy, torch and the checks.
+    `per_slot[i]`: keyword arguments `target` gets as well when its task holds slot i (of 0 .. slots-1):
+    something that serves one task at a time, such as a zygote (see `batch`).
 
     A failure of the grader is never a result: a task whose process could not start, ended without a
     result (killed, crashed, its server gone), was stopped at its deadline, or whose result `on_result`
@@ -141,9 +145,11 @@ def run_batch(
                 pending, again = again, deque()
             while pending and len(running) < max(1, slots):
                 task = pending.popleft()
+                slot = min(set(range(max(1, slots))) - {r.slot for r in running})
+                extra = per_slot[slot] if slot < len(per_slot) else {}
                 for attempt in (1, 2):  # a start that fails did not run the task: start it again at once, once
                     try:
-                        running.append(_start(ctx, task, target, group, memory_mb))
+                        running.append(_start(ctx, task, target, group, memory_mb, slot, extra))
                         break
                     except Exception as err:  # noqa: BLE001 - the server that forks the processes died, or fork failed
                         ending = _start_failure(err)  # a dead server is made sure of: the next start makes a new one
@@ -227,7 +233,15 @@ def _protect_from_oom_killer() -> None:
         pass
 
 
-def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: int | None) -> _Running:
+def _start(
+    ctx,
+    task: Task,
+    target: Callable,
+    group: Group | None,
+    memory_mb: int | None,
+    slot: int = 0,
+    extra: dict | None = None,
+) -> _Running:
     job = group.child(f"job-{task.key}") if group is not None else None
     checker = None
     if job is not None and job.folders:
@@ -239,7 +253,7 @@ def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: in
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(
         target=_work,
-        args=(send, target, task.args, job, checker, memory_mb, task.deadline_s, _server_pid()),
+        args=(send, target, task.args, job, checker, memory_mb, task.deadline_s, _server_pid(), extra or {}),
         name=f"course-grade-{task.key}",
         daemon=False,
     )
@@ -252,7 +266,9 @@ def _start(ctx, task: Task, target: Callable, group: Group | None, memory_mb: in
         raise
     finally:
         send.close()
-    return _Running(task, process, receive, time.monotonic(), job, server=_server_pid(), looked=time.monotonic())
+    return _Running(
+        task, process, receive, time.monotonic(), job, server=_server_pid(), slot=slot, looked=time.monotonic()
+    )
 
 
 def _collect(r: _Running) -> None:
@@ -361,6 +377,7 @@ def _work(
     memory_mb: int | None,
     cpu_s: float,
     server: int | None,
+    extra: dict,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the batch's: it ends this process when it must
     _die_with_parent(server)
@@ -373,7 +390,7 @@ def _work(
         checker.join()
     _limit_self(memory_mb, cpu_s)
     try:
-        result = ("ok", target(*args, budget=job))
+        result = ("ok", target(*args, budget=job, **extra))
     except BaseException:  # noqa: BLE001 - told to the batch, which records it for this task only
         result = ("error", traceback.format_exc(limit=6)[-4000:])
     try:

@@ -67,10 +67,11 @@ RIGHT = {  # right answers, for crafted cells that do something else first
 # whatever is still alive a second after the grader exits outlived the batch. With "interrupt_after": N and
 # "interrupt_marker": M, Ctrl-C (SIGINT to the grader's process group) once N submissions are graded and a
 # process whose command line holds M runs in a sandbox: a submission is then still being checked, so the
-# Ctrl-C lands mid-batch on a fast machine and a slow one alike. With "kill_marker": M, the
-# process checking a submission is killed (SIGKILL) once a process whose command line holds M runs in its
-# sandbox: that process's ancestor whose grandparent is the grader (the grader forks checking processes
-# from a server process of its own).
+# Ctrl-C lands mid-batch on a fast machine and a slow one alike. With "kill_marker": M, a process of the
+# grader's is killed (SIGKILL) once a process whose command line holds M runs in a sandbox: that process's
+# ancestor whose grandparent is the grader. For a kernel forked from a zygote, that is the zygote's sandbox
+# (and the kernel with it); for a kernel bubblewrap started, the process checking the submission (the
+# grader forks checking processes from a server process of its own). Either is a failure of the grader.
 WRAPPER = r"""
 import ctypes, json, os, re, signal, subprocess, sys, threading, time
 import psutil

@@ -4,8 +4,9 @@
 - `remote`: a learner's function, class or module, held by a check, behaves like the real one
   (errors keep their names, gradients flow, generators move on, parameters follow);
 - the sandbox (bubblewrap): what the learner's code can see and do inside it, and that nothing
-  it starts survives. These tests skip, with one warning, where bubblewrap does not work, and
-  fail under CI.
+  it starts survives, for a kernel started by bubblewrap and for one forked from a zygote (as
+  `course grade` starts them, see `course_grader.zygote`): the same tests, both ways. These tests
+  skip, with one warning, where bubblewrap does not work, and fail under CI.
 
 The protocol tests use one kernel for the module: in the sandbox where it works, else without it.
 """
@@ -29,6 +30,7 @@ from course_grader import budgets, seccomp
 from course_grader.remote import Session
 from course_grader.runner import Checker
 from course_grader.sandbox import SandboxedKernel, bound_folders, seccomp_usable
+from course_grader.zygote import Zygote, ZygoteDied, close_pool, start_pool
 from course_lib import checks
 from course_lib.runner import wire
 from course_lib.runner.process import KernelStopped, Limits
@@ -461,7 +463,9 @@ facts["root"] = sorted(os.listdir("/"))
 facts["hidden"] = [p for p in ({str(SOLUTIONS)!r}, {str(REPO / ".git")!r}, {str(REPO / "tests")!r},
                              "/home", "/var", "/run")
                    if os.path.exists(p)]
-facts["capabilities"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")][0]
+facts["capabilities"] = {{line.split(":")[0]: line.split()[1] for line in open("/proc/self/status")
+                          if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))}}
+facts["no_new_privs"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("NoNewPrivs")][0]
 facts["interfaces"] = [line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]]
 try:
     socket.create_connection(("127.0.0.1", 22), timeout=1)
@@ -619,13 +623,32 @@ if __name__ == "__main__" and len(sys.argv) == 2 and sys.argv[1].startswith("{")
 '''
 
 
-@pytest.fixture(scope="module")
-def sandboxed():
+@pytest.fixture(scope="module", params=["bubblewrap", "zygote"])
+def started_by(request, tmp_path_factory):
+    """How a test's sandboxed kernels start: each in a bubblewrap sandbox of its own, or forked from a zygote
+    as `course grade` starts them. `started_by(protect, seccomp)`: the zygote's link to give the kernel, or None."""
     require_sandbox()
+    made: list[Zygote] = []
+
+    def link(protect=(SOLUTIONS,), seccomp=True):
+        if request.param == "bubblewrap":
+            return None
+        zygote = Zygote(protect=list(protect), temp_root=tmp_path_factory.mktemp("zygote"), group=None, seccomp=seccomp)
+        zygote.start()
+        made.append(zygote)
+        return zygote.link
+
+    yield link
+    close_pool(made)
+
+
+@pytest.fixture(scope="module")
+def sandboxed(started_by):
     kernel = SandboxedKernel(
         Limits(cell_cpu_s=30, memory_mb=1024, processes=32, scratch_mb=48, file_mb=16),
         sandbox=True,
         protect=[SOLUTIONS],
+        zygote=started_by(),
     )
     kernel.start()
     yield kernel, Session(kernel)
@@ -645,7 +668,8 @@ def test_inside_the_sandbox_the_learner_sees_only_its_own_world(sandboxed):
     run, _ = kernel.run_cell(FACTS, "answer", budget=kernel.cell_budget(60))
     assert run.ok, run
     facts = learner_value(session, "facts")
-    assert facts["uid"] == 1000 and facts["capabilities"] == "0000000000000000", facts
+    assert facts["uid"] == 1000 and set(facts["capabilities"].values()) == {"0000000000000000"}, facts
+    assert facts["no_new_privs"] == "1", facts
     assert len(facts["pids"]) <= 3, f"only the sandbox's own processes are visible: {facts['pids']}"
     assert facts["hidden"] == [], f"the teacher's files must not be visible: {facts['hidden']}"
     # The system's folders, plus the top folder of each bound one (the venv and the course may live anywhere:
@@ -766,13 +790,19 @@ MEMFD_HOG = (
 
 
 @pytest.mark.slow
-def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
+def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget, started_by):
     """critical: without the seccomp filter, memfd pages (in nobody's RSS or address space) are still
     charged to the sandbox's cgroup, which stops the sandbox at its limit."""
     require_sandbox()
     if budget is None or "memory" not in budget.folders:
         pytest.skip("no memory cgroup can be made here")
-    kernel = SandboxedKernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True, budget=budget, seccomp=False)
+    kernel = SandboxedKernel(
+        Limits(cell_cpu_s=30, memory_mb=256),
+        sandbox=True,
+        budget=budget,
+        seccomp=False,
+        zygote=started_by(seccomp=False),
+    )
     kernel.start()
     try:
         run, _ = kernel.run_cell(MEMFD_HOG, "answer", budget=kernel.cell_budget(60))
@@ -782,13 +812,13 @@ def test_the_memory_cgroup_counts_memory_that_no_process_maps(budget):
 
 
 @pytest.mark.slow
-def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
+def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget, started_by):
     """medium: 60 busy loops in one sandbox slowed every neighbour 2-4x: each start of a kernel is a
     cgroup of its own, which weighs as much as one process, and whose process count covers everything."""
     require_sandbox()
     if budget is None or "cpu" not in budget.folders:
         pytest.skip("no cpu cgroup can be made here")
-    kernel = SandboxedKernel(Limits(cell_cpu_s=30, processes=32), sandbox=True, budget=budget)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30, processes=32), sandbox=True, budget=budget, zygote=started_by())
     kernel.start()
     try:
         run, _ = kernel.run_cell(
@@ -816,11 +846,10 @@ def test_each_sandbox_is_one_cpu_group_and_its_processes_are_counted(budget):
 
 
 @pytest.mark.slow
-def test_forked_children_that_share_pages_are_counted_once():
+def test_forked_children_that_share_pages_are_counted_once(started_by):
     """medium: the RSS watchdog counted shared copy-on-write pages once per process, a false
     memory-limit for legitimate multiprocessing; it now counts PSS (here without any cgroup)."""
-    require_sandbox()
-    kernel = SandboxedKernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30, memory_mb=256), sandbox=True, zygote=started_by())
     kernel.start()
     code = (
         "import os, time\nb = bytearray(200 * 2**20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nkids = []\n"
@@ -841,13 +870,13 @@ def test_forked_children_that_share_pages_are_counted_once():
 
 
 @pytest.mark.slow
-def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp_path):
+def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp_path, started_by):
     """The empty folder that hides a protected folder inside a bound one (the solutions in the virtual
     environment's tree, say) is read-only: no scratch space outside the sandbox's sized tmpfs."""
     require_sandbox()
     hidden = REPO / ".venv" / f"course-protect-test-{os.getpid()}"
     (hidden / "secret").mkdir(parents=True)
-    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, protect=[hidden])
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, protect=[hidden], zygote=started_by([hidden]))
     try:
         kernel.start()
         code = (
@@ -863,10 +892,9 @@ def test_a_protected_folder_inside_a_bound_one_is_empty_and_no_scratch_space(tmp
 
 
 @pytest.mark.slow
-def test_nothing_the_learner_started_survives_the_sandbox():
-    require_sandbox()
+def test_nothing_the_learner_started_survives_the_sandbox(started_by):
     marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
-    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True)
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, zygote=started_by())
     kernel.start()
     code = f'''
 import os, subprocess
@@ -891,6 +919,132 @@ if os.fork() == 0:  # a daemon: new session, parent gone
     while mine() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert mine() == [], f"processes outlived the sandbox: {mine()}"
+
+
+# --- kernels forked from a zygote -------------------------------------------------------------------------
+
+# What one learner's kernel may try to leave for the next kernel forked from the same zygote.
+LEAVE_TRACES = """
+import os, socket
+open("/tmp/left.txt", "w").write("for the next learner")
+open("/dev/shm/left", "w").write("x")
+_listener = socket.socket(socket.AF_UNIX)
+_listener.bind("\\0course-left-{marker}")
+_listener.listen(1)
+if os.fork() == 0:  # a daemon: new session, parent gone
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{marker}"])
+    os._exit(0)
+"""
+FIND_TRACES = """
+import os, socket
+traces = {{"tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm")), "pids": sorted(
+    int(p) for p in os.listdir("/proc") if p.isdigit())}}
+traces["cmdlines"] = [open(f"/proc/{{p}}/cmdline", "rb").read().decode(errors="replace") for p in traces["pids"]]
+try:
+    socket.socket(socket.AF_UNIX).connect("\\0course-left-{marker}")
+    traces["socket"] = "connected"
+except OSError as err:
+    traces["socket"] = err.errno
+"""
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    require_sandbox()
+    made = Zygote(protect=[SOLUTIONS], temp_root=tmp_path_factory.mktemp("zygote"), group=None)
+    made.start()
+    yield made
+    made.close()
+
+
+@pytest.mark.slow
+def test_a_kernel_forked_from_a_zygote_finds_nothing_of_the_kernel_before_it(zygote):
+    """The kernels a zygote forks share its memory pages, never a file, a process or a socket: the next
+    learner's kernel sees an empty /tmp and /dev/shm and only its own processes, even when the kernel before
+    it was left running (its checking process killed): forking the next one ends it and all it started."""
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    first = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, zygote=zygote.link)
+    second = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, zygote=zygote.link)
+    try:
+        first.start()
+        run, _ = first.run_cell(LEAVE_TRACES.format(marker=marker), "answer", budget=first.cell_budget(60))
+        assert run.ok, run
+        assert first.launch is None, "the first kernel was forked from the zygote"
+        second.start()  # the first is not shut down
+        run, _ = second.run_cell(FIND_TRACES.format(marker=marker), "answer", budget=second.cell_budget(60))
+        assert run.ok, run
+        traces = learner_value(Session(second), "traces")
+        assert "left.txt" not in traces["tmp"] and traces["shm"] == [], traces
+        assert traces["pids"] == [1, 2] and not any(marker in c for c in traces["cmdlines"]), traces
+        assert traces["socket"] == 111, f"the abstract socket of the kernel before is gone: {traces['socket']}"
+        deadline = time.monotonic() + 10
+        while first.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not first.alive(), "forking the next kernel ends the one before"
+        left = [p.pid for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+        assert left == [], f"the daemon of the kernel before outlived it: {left}"
+    finally:
+        first.shutdown()
+        second.shutdown()
+
+
+@pytest.mark.slow
+def test_a_kernel_is_started_by_bubblewrap_when_its_zygote_has_died(tmp_path):
+    """A zygote killed mid-batch costs time, not a grade: its next kernel starts in a sandbox of its own."""
+    require_sandbox()
+    dead = Zygote(protect=[SOLUTIONS], temp_root=tmp_path, group=None)
+    dead.start()
+    link = dead.link
+    for p in [psutil.Process(dead.proc.pid), *psutil.Process(dead.proc.pid).children(recursive=True)]:
+        p.kill()
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, zygote=link)
+    try:
+        kernel.start()
+        run, _ = kernel.run_cell("value = 6 * 7", "answer", budget=kernel.cell_budget(60))
+        assert run.ok and learner_value(Session(kernel), "value") == 42, run
+        assert kernel.zygote is None and kernel.launch is not None, "started by bubblewrap instead"
+    finally:
+        kernel.shutdown()
+        dead.close()
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_with_its_zygote_is_the_graders_failure_not_the_learners(tmp_path):
+    """A learner's kernel that ends itself has died, the learner's doing; one that ends because its zygote was
+    killed from outside raises ZygoteDied, which no check keeps and the batch turns into a second try."""
+    require_sandbox()
+    zygote = Zygote(protect=[SOLUTIONS], temp_root=tmp_path, group=None)
+    zygote.start()
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, zygote=zygote.link)
+    try:
+        kernel.start()
+        run, _ = kernel.run_cell("import os\nos._exit(3)", "answer", budget=kernel.cell_budget(60))
+        assert run.status == "died", run
+        kernel.start()
+        for p in [psutil.Process(zygote.proc.pid), *psutil.Process(zygote.proc.pid).children(recursive=True)]:
+            try:  # the zygote's whole sandbox, as a teacher's kill -9 of the wrong process would
+                p.kill()
+            except psutil.Error:
+                pass
+        with pytest.raises(ZygoteDied):
+            kernel.run_cell("value = 1", "answer", budget=kernel.cell_budget(60))
+    finally:
+        kernel.shutdown()
+        zygote.close()
+
+
+@pytest.mark.slow
+def test_course_grade_forks_its_kernels_from_zygotes_under_ci(tmp_path):
+    """Where the sandbox works, so do zygotes (CAP_SYS_ADMIN in the sandbox's own user namespace, a fresh
+    /proc there): under CI each batch must fork its kernels, not start each in a sandbox of its own."""
+    require_sandbox()
+    pool, why = start_pool(2, protect=[SOLUTIONS], temp_root=tmp_path, group=None)
+    close_pool(pool)
+    if not pool and not IN_CI:
+        pytest.skip(f"zygotes do not start here: {why}")
+    assert len(pool) == 2, f"CI must fork kernels from zygotes, but: {why}"
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@
   on request, calls what they defined;
 - `wire`: plain data between that kernel and its caller, without pickle;
 - `process`: start the kernel as a child process and talk to it within time, output and memory limits;
+- `zygote`: a kernel that has imported torch once and forks a fresh, isolated one per submission (the
+  grader starts it inside its sandbox, one per batch slot);
 - `steps`: a notebook's cells in order, restarting the kernel when a cell ends it;
 - `check`: `course check`, a learner's self-check of their own notebook (visible tests only);
 - `text`: learner text made inert (valid UTF-8, no control or bidirectional characters) to be shown.
