@@ -437,6 +437,26 @@ def test_a_test_cell_can_call_learner_names_directly(session):
 
 
 @pytest.mark.slow
+def test_copies_of_the_kernel_that_the_learners_code_forks_never_answer_the_checks(session):
+    """A fork bomb's copies went back to the kernel's loop, read the checks' next requests and answered them
+    (or took them and never answered, so a later test waited out its wall-clock backstop). A forked copy
+    closes its link to the checks and ends once its cell is done: every request is the kernel's."""
+    kernel = session.kernel
+    code = "import os\nforked = [os.fork() for _ in range(3)]\nwhere = 'a copy' if 0 in forked else 'the kernel'\n"
+    run, _ = kernel.run_cell(code, "answer", budget=kernel.cell_budget(60))
+    assert run.ok, run
+    answers = [learner_value(session, "where") for _ in range(20)]
+    assert set(answers) == {"the kernel"}, answers
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        copies = [p for p in psutil.Process(kernel.kernel_pid).children() if p.status() != psutil.STATUS_ZOMBIE]
+        if not copies:
+            break
+        time.sleep(0.05)
+    assert not copies, f"the 7 copies end once their cell is done: {copies}"
+
+
+@pytest.mark.slow
 def test_a_learner_call_that_runs_too_long_is_interrupted(session):
     kernel = session.kernel
     run, _ = kernel.run_cell("def forever():\n    while True:\n        pass\n", "answer", budget=kernel.cell_budget(30))

@@ -63,8 +63,16 @@ class KernelServer:
         if self.busy:
             raise KeyboardInterrupt
 
+    def in_forked_child(self) -> None:
+        """A process the learner's code forked (a fork bomb's copies, a `multiprocessing` worker) is not the
+        kernel: it must not read the grader's next request or answer it. It closes its copy of the link, and
+        ends once it is back in this loop."""
+        self.sock.close()
+
     def serve(self) -> None:
         wire.send(self.sock, {"ok": True, "ready": True})
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self.in_forked_child)
         while True:
             signal.signal(signal.SIGINT, self.on_sigint)  # put back whatever a cell did with it
             try:
@@ -93,7 +101,10 @@ class KernelServer:
                         id=header.get("id"),
                     )
                 )
-            self.sock.sendall(frame)
+            try:
+                self.sock.sendall(frame)
+            except OSError:  # the grader has gone, or this is a forked copy (see `in_forked_child`)
+                return
 
     def error(self, err: BaseException, syntax_where: str | None = None) -> dict:
         kind = type(err)
