@@ -1011,6 +1011,41 @@ def test_a_kernel_forked_from_a_zygote_finds_nothing_of_the_kernel_before_it(zyg
 
 
 @pytest.mark.slow
+def test_a_forked_kernel_sees_the_folders_the_sandbox_binds_inside_tmp_read_only(tmp_path, monkeypatch):
+    """CI checks the course out under /tmp, so the virtual environment and the course library are bound
+    inside /tmp: a forked kernel's fresh /tmp must show them again at their places, read-only (here, a data
+    folder under /tmp), beside the kernel's own scratch files."""
+    require_sandbox()
+    data = tmp_path / "data"
+    if not str(data.resolve()).startswith("/tmp/"):
+        pytest.skip(f"the test's folder is not under /tmp here ({data})")
+    data.mkdir()
+    (data / "corpus.txt").write_text("to be or not to be")
+    monkeypatch.setenv("COURSE_DATA_DIR", str(data))
+    zygote = Zygote(protect=[SOLUTIONS], temp_root=tmp_path, group=None)
+    zygote.start()
+    kernel = SandboxedKernel(Limits(cell_cpu_s=30), sandbox=True, zygote=zygote.link)
+    code = (
+        f"import os\ntext = open({str(data / 'corpus.txt')!r}).read()\ntry:\n"
+        f"    open({str(data / 'mine.txt')!r}, 'w')\n    refused = None\n"
+        "except OSError as err:\n    refused = err.errno\n"
+        "open('/tmp/scratch.txt', 'w').write('the kernel writes its own /tmp')\n"
+    )
+    try:
+        kernel.start()
+        run, _ = kernel.run_cell(code, "answer", budget=kernel.cell_budget(60))
+        assert run.ok, run
+        assert kernel.launch is None, "the kernel was forked from the zygote"
+        session = Session(kernel)
+        assert learner_value(session, "text") == "to be or not to be"
+        assert learner_value(session, "refused") == 30, "the bound folder stays read-only (EROFS)"
+    finally:
+        kernel.shutdown()
+        zygote.close()
+    assert not (data / "mine.txt").exists() and not (tmp_path / "scratch.txt").exists()
+
+
+@pytest.mark.slow
 def test_a_kernel_is_started_by_bubblewrap_when_its_zygote_has_died(tmp_path):
     """A zygote killed mid-batch costs time, not a grade: its next kernel starts in a sandbox of its own."""
     require_sandbox()

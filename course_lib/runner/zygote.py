@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -40,7 +41,7 @@ import sys
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 1 << 14, 1 << 18
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 1 << 14, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 38, 22, 24, 47
 SECCOMP_MODE_FILTER, PR_CAP_AMBIENT_CLEAR_ALL = 2, 4
 CAPABILITY_VERSION_3 = 0x20080522
@@ -75,8 +76,37 @@ def fresh_mounts(scratch_bytes: int) -> None:
         if os.path.exists(path):
             _mount(path, path, None, MS_BIND | MS_REC)
             _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for path in ("/tmp", "/dev/shm"):
-        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(scratch_bytes)},mode=0755")
+    scratch = f"size={int(scratch_bytes)},mode=0755"
+    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, scratch)
+    # The new /tmp is built aside and moved into place, with the read-only folders that the sandbox binds
+    # inside /tmp (a course checked out there, as CI does) bound again at their places in it: each keeps its
+    # read-only flag, and what is mounted inside it comes along.
+    stage = "/dev/shm/.tmp"
+    os.mkdir(stage)
+    _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, scratch)
+    for point in _outermost_under("/tmp/"):
+        target = os.path.join(stage, point[len("/tmp/") :])
+        if os.path.isdir(point):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        _mount(point, target, None, MS_BIND | MS_REC)
+    _mount(stage, "/tmp", None, MS_MOVE)
+    os.rmdir(stage)
+
+
+def _outermost_under(prefix: str) -> list[str]:
+    """The mount points below `prefix` that no other one below it contains (from /proc/self/mountinfo)."""
+    points = []
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            field = line.split()[4].decode()
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)  # \040 is a space
+            if point.startswith(prefix):
+                points.append(point)
+    points = list(dict.fromkeys(points))
+    return [p for p in points if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in points)]
 
 
 class _CapHeader(ctypes.Structure):
